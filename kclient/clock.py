@@ -1,0 +1,49 @@
+"""Time, injected. Only the top of a loop reads the clock; everything below takes ``now_ms``.
+
+Kafka's ``Time`` / ``SystemTime``. Tests use ``kclient.testing.MockClock``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """The clock seam. ``sleep`` may be a no-op advance in mocks."""
+
+    def time_ms(self) -> int:
+        """Wall-clock milliseconds since the epoch (record timestamps)."""
+        ...
+
+    def monotonic_ms(self) -> int:
+        """Monotonic milliseconds (deadlines, backoff, linger)."""
+        ...
+
+    def monotonic_ns(self) -> int:
+        """Monotonic nanoseconds (latency measurement)."""
+        ...
+
+    def sleep_ms(self, duration_ms: int) -> None:
+        """Sleep (a mock clock advances instead)."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def time_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def monotonic_ms(self) -> int:
+        return time.monotonic_ns() // 1_000_000
+
+    def monotonic_ns(self) -> int:
+        return time.monotonic_ns()
+
+    def sleep_ms(self, duration_ms: int) -> None:
+        if duration_ms > 0:
+            time.sleep(duration_ms / 1000.0)
+
+
+SYSTEM_CLOCK = SystemClock()
