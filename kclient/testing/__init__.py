@@ -4,6 +4,16 @@
 (scripted network), and a pytest plugin with embedded-broker fixtures.
 """
 
+from kclient.testing.client import MockClient, cluster_response, metadata_update_with
 from kclient.testing.clock import MockClock
+from kclient.testing.selector import MockSelector, SentRequest, api_versions_body
 
-__all__ = ["MockClock"]
+__all__ = [
+    "MockClient",
+    "MockClock",
+    "MockSelector",
+    "SentRequest",
+    "api_versions_body",
+    "cluster_response",
+    "metadata_update_with",
+]

@@ -1,4 +1,86 @@
 """pytest plugin (registered through the ``pytest11`` entry point).
 
-Fixtures that start an embedded broker for tests of code that produces to Kafka.
+Fixtures that start embedded Kafka brokers on free 127.0.0.1 ports, for tests of code
+that produces to (or consumes from) Kafka. Any Kafka client can connect to them.
+
+* ``kafka_broker``: a fresh :class:`~kclient.broker.EmbeddedBroker` per test.
+* ``kafka_bootstrap_servers``: its ``bootstrap.servers`` string.
+* ``kafka_cluster``: a fresh 3-broker :class:`~kclient.broker.EmbeddedCluster` per test
+  (``stop_broker`` / ``start_broker`` for failover tests).
+* ``kafka_broker_session``: one broker shared by the whole session (create a topic
+  per test to keep tests apart).
+
+Settings for the per-test fixtures come from the ``embedded_kafka`` marker, with the
+names of :class:`~kclient.broker.BrokerConfig` (``brokers`` sizes a cluster)::
+
+    @pytest.mark.embedded_kafka(num_partitions=3, auto_create_topics=False)
+    def test_orders(kafka_broker):
+        kafka_broker.create_topic("orders", partitions=3)
+        ...
+        assert [r.value for r in kafka_broker.read_records("orders", 0)] == [b"..."]
+
+The broker package is imported only when a fixture is used, so merely having kclient
+installed costs other test suites nothing.
 """
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from kclient.broker import EmbeddedBroker, EmbeddedCluster
+
+_MARKER = "embedded_kafka"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{_MARKER}(**settings): settings of the kafka_broker / kafka_cluster fixtures "
+        "(BrokerConfig names, e.g. num_partitions=3; brokers=N for kafka_cluster)",
+    )
+
+
+def _settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker(_MARKER)
+    return dict(marker.kwargs) if marker is not None else {}
+
+
+@pytest.fixture
+def kafka_broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker]:
+    """A fresh embedded broker on a free 127.0.0.1 port, closed after the test."""
+    from kclient.broker import EmbeddedBroker
+
+    settings = _settings(request)
+    settings.pop("brokers", None)
+    with EmbeddedBroker(**settings) as broker:
+        yield broker
+
+
+@pytest.fixture
+def kafka_bootstrap_servers(kafka_broker: EmbeddedBroker) -> str:
+    """``bootstrap.servers`` of the test's ``kafka_broker``."""
+    return kafka_broker.bootstrap_servers
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[EmbeddedCluster]:
+    """A fresh embedded cluster (3 brokers unless the marker says ``brokers=N``)."""
+    from kclient.broker import EmbeddedCluster
+
+    settings = _settings(request)
+    brokers = int(settings.pop("brokers", 3))
+    with EmbeddedCluster(brokers, **settings) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kafka_broker_session() -> Iterator[EmbeddedBroker]:
+    """One embedded broker for the whole session (default settings)."""
+    from kclient.broker import EmbeddedBroker
+
+    with EmbeddedBroker() as broker:
+        yield broker

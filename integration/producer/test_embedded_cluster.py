@@ -1,0 +1,129 @@
+"""kclient → the embedded 3-broker cluster, read back by confluent-kafka; brokers stopped
+and started during a run; every broker down."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from integration.producer.verify import CODECS, consume_all, dataset
+from kclient import KafkaProducer
+from kclient.broker import EmbeddedCluster
+from kclient.errors import KafkaError
+
+_topics = itertools.count()
+
+
+@pytest.fixture
+def cluster() -> Iterator[EmbeddedCluster]:
+    with EmbeddedCluster(3) as embedded:
+        yield embedded
+
+
+def _topic(cluster: EmbeddedCluster, partitions: int) -> str:
+    name = f"kclient-{next(_topics)}"
+    cluster.create_topic(name, partitions)
+    return name
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_codec_round_trips_across_three_brokers(cluster: EmbeddedCluster, codec: str) -> None:
+    topic = _topic(cluster, 6)
+    assert {cluster.leader(topic, p) for p in range(6)} == {0, 1, 2}
+    records = dataset(400, codec)
+    with KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        compression_type=codec,
+        batch_size=4096,
+    ) as producer:
+        futures = [producer.send(topic, value=v, key=k, headers=h) for k, v, h in records]
+        producer.flush(60)
+        placed = [f.result(0) for f in futures]
+    consumed = consume_all(cluster.bootstrap_servers, topic, 6, len(records))
+    assert len(consumed) == len(records)
+    by_position = {(c.partition, c.offset): c for c in consumed}
+    for (key, value, headers), md in zip(records, placed, strict=True):
+        got = by_position[(md.partition, md.offset)]
+        assert (got.key, got.value, got.headers) == (key, value, headers)
+    for partition in range(6):
+        sent = [
+            v for (_, v, _), md in zip(records, placed, strict=True) if md.partition == partition
+        ]
+        assert [c.value for c in consumed if c.partition == partition] == sent
+
+
+def test_brokers_restarting_during_a_run_lose_and_duplicate_nothing(
+    cluster: EmbeddedCluster,
+) -> None:
+    topic = _topic(cluster, 6)
+    total = 30_000
+    errors: list[BaseException] = []
+    with KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        linger_ms=2,
+        batch_size=4096,
+        request_timeout_ms=5_000,
+        delivery_timeout_ms=60_000,
+        retry_backoff_ms=20,
+        reconnect_backoff_ms=20,
+    ) as producer:
+
+        def chaos() -> None:
+            for node in (0, 1, 2, 0):
+                time.sleep(0.3)
+                cluster.stop_broker(node)
+                time.sleep(0.3)
+                cluster.start_broker(node)
+
+        restarts = threading.Thread(target=chaos)
+        restarts.start()
+        futures = []
+        for i in range(total):
+            futures.append(producer.send(topic, value=b"%06d" % i, partition=i % 6))
+            if i % 2000 == 0:
+                time.sleep(0.05)  # keep the run going while brokers come and go
+        restarts.join(60)
+        producer.flush(120)
+        for future in futures:
+            exc = future.exception(0)
+            if exc is not None:
+                errors.append(exc)
+    assert errors == []
+    consumed = consume_all(cluster.bootstrap_servers, topic, 6, total)
+    for partition in range(6):
+        values = [int(c.value or b"") for c in consumed if c.partition == partition]
+        assert values == list(range(partition, total, 6)), (
+            f"partition {partition} lost or duplicated"
+        )
+
+
+def test_every_broker_down_fails_every_record_within_the_delivery_timeout(
+    cluster: EmbeddedCluster,
+) -> None:
+    topic = _topic(cluster, 3)
+    delivery_timeout_ms = 3_000
+    with KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        linger_ms=0,
+        request_timeout_ms=1_000,
+        delivery_timeout_ms=delivery_timeout_ms,
+        reconnect_backoff_max_ms=200,
+    ) as producer:
+        producer.send(topic, b"warm-up", partition=0).result(10)
+        for node in cluster.broker_ids:
+            cluster.stop_broker(node)
+        start = time.monotonic()
+        futures = [producer.send(topic, value=b"%d" % i, partition=i % 3) for i in range(30)]
+        failures = []
+        for future in futures:
+            exc = future.exception(timeout=delivery_timeout_ms / 1000 + 5)
+            failures.append(exc)
+        elapsed_s = time.monotonic() - start
+    assert all(isinstance(exc, KafkaError) for exc in failures)
+    assert elapsed_s < delivery_timeout_ms / 1000 + 2
+    for index, exc in enumerate(failures):
+        assert f"{topic}-{index % 3}" in str(exc)

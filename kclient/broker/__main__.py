@@ -1,0 +1,188 @@
+"""``kclient-broker`` / ``python -m kclient.broker``: run embedded brokers from a shell.
+
+Runs on the main thread: starts an EmbeddedCluster, prints
+``bootstrap.servers=HOST:PORT[,...]`` once every broker listens, optionally prints the
+request metrics every ``--metrics-interval`` seconds, and on Ctrl-C / SIGTERM shuts
+everything down (threads joined, logs flushed) within 5 seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+from kclient.errors import ConfigError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kclient-broker",
+        description="Run a minimal Kafka broker (or a cluster of them) in this process, "
+        "for local development and tests.",
+    )
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:9092",
+        metavar="HOST:PORT",
+        help="listener of the first broker; broker i uses PORT+i; PORT 0 picks "
+        "free ports; a wildcard HOST (0.0.0.0) is advertised as 127.0.0.1 "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="number of brokers in the cluster (default: %(default)s)",
+    )
+    p.add_argument(
+        "--log-dir",
+        default=None,
+        metavar="DIR",
+        help="keep partition logs in segment files under DIR, recovered on restart "
+        "(default: in memory)",
+    )
+    p.add_argument(
+        "--num-partitions",
+        type=int,
+        default=1,
+        metavar="N",
+        help="partitions of auto-created topics (num.partitions; default: %(default)s)",
+    )
+    p.add_argument(
+        "--auto-create-topics",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="create unknown topics on Metadata requests (auto.create.topics.enable; default: on)",
+    )
+    p.add_argument(
+        "--num-network-threads",
+        type=int,
+        default=3,
+        metavar="N",
+        help="Processor threads per broker (num.network.threads; default: %(default)s)",
+    )
+    p.add_argument(
+        "--num-io-threads",
+        type=int,
+        default=8,
+        metavar="N",
+        help="request handler threads per broker (num.io.threads; default: %(default)s)",
+    )
+    p.add_argument(
+        "--message-max-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="largest record batch accepted (message.max.bytes; default: 1048588)",
+    )
+    p.add_argument(
+        "--queued-max-requests",
+        type=int,
+        default=500,
+        metavar="N",
+        help="bound of the request queue (queued.max.requests; default: %(default)s)",
+    )
+    p.add_argument(
+        "--socket-request-max-bytes",
+        type=int,
+        default=100 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest request accepted (socket.request.max.bytes; default: 100 MiB)",
+    )
+    p.add_argument(
+        "--metrics-interval",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="print request metrics every SECONDS (default: never)",
+    )
+    p.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="logging level (default: %(default)s)",
+    )
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level),
+        format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s",
+    )
+    from kclient.broker.cluster import EmbeddedCluster
+    from kclient.broker.config import BrokerConfig, parse_listen
+    from kclient.broker.metrics import format_snapshot
+
+    try:
+        host, port = parse_listen(args.listen)
+        if args.brokers < 1:
+            raise ConfigError(f"--brokers must be at least 1, got {args.brokers}")
+        if port and port + args.brokers - 1 > 65535:
+            raise ConfigError(f"ports {port}..{port + args.brokers - 1} do not all exist")
+        settings: dict[str, Any] = {
+            "host": host,
+            "port": port,
+            "log_dir": args.log_dir,
+            "num_partitions": args.num_partitions,
+            "auto_create_topics": args.auto_create_topics,
+            "num_network_threads": args.num_network_threads,
+            "num_io_threads": args.num_io_threads,
+            "queued_max_requests": args.queued_max_requests,
+            "socket_request_max_bytes": args.socket_request_max_bytes,
+        }
+        if args.message_max_bytes is not None:
+            settings["message_max_bytes"] = args.message_max_bytes
+        config = BrokerConfig(**settings)
+        if args.metrics_interval < 0:
+            raise ConfigError("--metrics-interval must be 0 (off) or a positive number")
+    except ConfigError as exc:
+        print(f"kclient-broker: {exc}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        cluster = EmbeddedCluster(args.brokers, config=config)
+        try:
+            cluster.start()
+        except OSError as exc:
+            print(
+                f"kclient-broker: cannot listen on {args.listen}: {exc.strerror or exc} "
+                "(choose another port with --listen HOST:PORT, or PORT 0 for a free one)",
+                file=sys.stderr,
+            )
+            return 1
+        try:
+            print(
+                f"kclient-broker: {args.brokers} broker(s) ready; "
+                f"bootstrap.servers={cluster.bootstrap_servers}",
+                flush=True,
+            )
+            interval = args.metrics_interval or None
+            while not stop.wait(interval):
+                for snap in cluster.metrics():
+                    print(format_snapshot(snap), flush=True)
+        finally:
+            cluster.close(timeout_s=4.0)
+        print("kclient-broker: stopped", flush=True)
+        return 0
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

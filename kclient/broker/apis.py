@@ -1,0 +1,456 @@
+"""Apis: the request handlers of one broker, dispatched by api key (Kafka's ``KafkaApis``).
+
+Called on request handler (io) threads by ``RequestHandlerPool``. Each ``handle_*`` reads
+the decoded request body, asks the controller / ReplicaManager, and hands a response to
+the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
+``CloseConnectionResponse`` (an acks=0 Produce that failed, so the client notices).
+
+Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics, Produce,
+InitProducerId (idempotent, non-transactional), Fetch (long poll through the
+purgatory), ListOffsets, and FindCoordinator (always COORDINATOR_NOT_AVAILABLE; listed
+because librdkafka enables LZ4 only when it sees it, see ``local_apis``). Produce
+v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
+librdkafka only compresses when it sees Produce v0).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kclient import errors
+from kclient.broker.config import BrokerConfig
+from kclient.broker.controller import Controller, Topic
+from kclient.broker.fetch import FetchHandler
+from kclient.broker.local_apis import (
+    FIND_COORDINATOR,
+    LOCAL_APIS,
+    encode_local_response,
+    local_versions,
+)
+from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.replica_manager import ReplicaManager
+from kclient.broker.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    SendResponse,
+)
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
+from kclient.protocol.frame import encode_response
+
+log = logging.getLogger(__name__)
+
+#: Versions advertised in ApiVersions where they differ from what is decoded (KAFKA-18659).
+_ADVERTISED_MIN = {int(ApiKey.PRODUCE): 0}
+
+
+def advertised_versions() -> list[dict[str, int]]:
+    """The ``api_keys`` of an ApiVersions response."""
+    versions = {int(key): v for key, v in SUPPORTED_VERSIONS.items()}
+    versions.update(local_versions())
+    return [
+        {"api_key": key, "min_version": _ADVERTISED_MIN.get(key, low), "max_version": high}
+        for key, (low, high) in sorted(versions.items())
+    ]
+
+
+class Apis:
+    """Kafka's ``KafkaApis`` for broker ``node_id``."""
+
+    def __init__(
+        self,
+        node_id: int,
+        controller: Controller,
+        request_channel: RequestChannel,
+        purgatory: DelayedOperationPurgatory,
+        config: BrokerConfig,
+        *,
+        time_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
+    ) -> None:
+        self.node_id = node_id
+        self.controller = controller
+        self.channel = request_channel
+        self.config = config
+        self.replica_manager = ReplicaManager(node_id, controller, config)
+        self._time_ms = time_ms
+        self._monotonic_ns = monotonic_ns
+        self._fetch = FetchHandler(
+            self.replica_manager, purgatory, self._send, monotonic_ns=monotonic_ns
+        )
+        self._handlers: dict[int, Callable[[Request], None]] = {
+            ApiKey.PRODUCE: self.handle_produce,
+            ApiKey.FETCH: self._fetch.handle,
+            ApiKey.LIST_OFFSETS: self.handle_list_offsets,
+            ApiKey.METADATA: self.handle_metadata,
+            ApiKey.API_VERSIONS: self.handle_api_versions,
+            ApiKey.CREATE_TOPICS: self.handle_create_topics,
+            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
+            FIND_COORDINATOR: self.handle_find_coordinator,
+        }
+
+    def handle(self, request: Request) -> None:
+        """Dispatch by api key; an unexpected error escapes to the handler thread."""
+        try:
+            handler = self._handlers.get(request.header.api_key)
+            if handler is None:  # the Processor only queues declared apis
+                log.warning("no handler for %r; closing its connection", request)
+                self.channel.send_response(CloseConnectionResponse(request))
+                return
+            handler(request)
+        finally:
+            if request.api_local_complete_time_ns < 0:
+                request.api_local_complete_time_ns = self._monotonic_ns()
+
+    def _send(self, request: Request, body: dict[str, Any], version: int | None = None) -> None:
+        h = request.header
+        api_version = h.api_version if version is None else version
+        if h.api_key in LOCAL_APIS:
+            buffers = encode_local_response(h.api_key, api_version, h.correlation_id, body)
+        else:
+            buffers = encode_response(h.api_key, api_version, h.correlation_id, body)
+        self.channel.send_response(SendResponse(request, buffers))
+
+    def _body(self, request: Request) -> dict[str, Any]:
+        assert request.body is not None
+        return request.body
+
+    # ---- ApiVersions -------------------------------------------------------------------
+
+    def handle_api_versions(self, request: Request) -> None:
+        if request.unsupported_version:
+            request.error_count += 1
+            body = {
+                "error_code": errors.UnsupportedVersionError.code,
+                "api_keys": advertised_versions(),
+            }
+            self._send(request, body, version=0)
+            return
+        self._send(request, {"error_code": 0, "api_keys": advertised_versions()})
+
+    # ---- Metadata ----------------------------------------------------------------------
+
+    def handle_metadata(self, request: Request) -> None:
+        body = self._body(request)
+        version = request.header.api_version
+        requested = body["topics"]
+        allow_auto = bool(body.get("allow_auto_topic_creation", True))
+        controller = self.controller
+        topics_out: list[dict[str, Any]] = []
+        if requested is None or (version == 0 and not requested):
+            with controller.lock:
+                selected = sorted(controller.topics.values(), key=lambda t: t.name)
+            topics_out = [self._topic_metadata(t) for t in selected]
+        else:
+            for entry in requested:
+                name = entry.get("name")
+                if name is None:
+                    topic = controller.topic_by_id(entry["topic_id"])
+                    if topic is None:
+                        topics_out.append(
+                            self._topic_error(
+                                None, errors.UnknownTopicIdError.code, entry["topic_id"]
+                            )
+                        )
+                    else:
+                        topics_out.append(self._topic_metadata(topic))
+                    continue
+                found: Topic | int | None = controller.topic(name)
+                if found is None and allow_auto and self.config.auto_create_topics:
+                    found = self._auto_create(name)
+                if isinstance(found, Topic):
+                    topics_out.append(self._topic_metadata(found))
+                else:
+                    code = (
+                        found
+                        if isinstance(found, int)
+                        else errors.UnknownTopicOrPartitionError.code
+                    )
+                    topics_out.append(self._topic_error(name, code))
+        request.error_count += sum(1 for t in topics_out if t["error_code"])
+        self._send(
+            request,
+            {
+                "brokers": [
+                    {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                    for b in controller.live_brokers()
+                ],
+                "cluster_id": self.config.cluster_id,
+                "controller_id": controller.controller_id(),
+                "topics": topics_out,
+            },
+        )
+
+    def _auto_create(self, name: str) -> Topic | int:
+        try:
+            return self.controller.create_topic(name)
+        except errors.TopicAlreadyExistsError:
+            topic = self.controller.topic(name)
+            return topic if topic is not None else errors.UnknownTopicOrPartitionError.code
+        except errors.BrokerResponseError as exc:
+            log.info("not auto-creating topic %r: %s", name, exc)
+            return exc.code
+
+    @staticmethod
+    def _topic_error(name: str | None, code: int, topic_id: Any = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"error_code": code, "name": name, "partitions": []}
+        if topic_id is not None:
+            out["topic_id"] = topic_id
+        return out
+
+    def _topic_metadata(self, topic: Topic) -> dict[str, Any]:
+        live = self.controller.live
+        partitions = []
+        for p in topic.partitions:
+            leader = p.leader_id
+            partitions.append(
+                {
+                    "error_code": 0 if leader >= 0 else errors.LeaderNotAvailableError.code,
+                    "partition_index": p.index,
+                    "leader_id": leader,
+                    "leader_epoch": p.leader_epoch,
+                    "replica_nodes": list(p.replicas),
+                    "isr_nodes": [r for r in p.replicas if r in live],
+                    "offline_replicas": [r for r in p.replicas if r not in live],
+                }
+            )
+        return {
+            "error_code": 0,
+            "name": topic.name,
+            "topic_id": topic.topic_id,
+            "is_internal": False,
+            "partitions": partitions,
+        }
+
+    # ---- CreateTopics / DeleteTopics ---------------------------------------------------
+
+    def handle_create_topics(self, request: Request) -> None:
+        body = self._body(request)
+        validate_only = bool(body.get("validate_only", False))
+        names = [t["name"] for t in body["topics"]]
+        results = []
+        for spec in body["topics"]:
+            name = spec["name"]
+            result: dict[str, Any] = {"name": name, "error_code": 0}
+            try:
+                if names.count(name) > 1:
+                    raise errors.InvalidRequestError(f"topic {name!r} is listed more than once")
+                if spec["assignments"]:
+                    raise errors.InvalidRequestError(
+                        "manual replica assignments are not supported by the embedded broker"
+                    )
+                configs: dict[str, str] = {}
+                for c in spec["configs"]:
+                    if c["value"] is None:
+                        raise errors.InvalidConfigError(f"topic config {c['name']!r} is null")
+                    configs[c["name"]] = c["value"]
+                topic = self.controller.create_topic(
+                    name,
+                    spec["num_partitions"],
+                    spec["replication_factor"],
+                    configs,
+                    validate_only=validate_only,
+                )
+                result.update(
+                    topic_id=topic.topic_id,
+                    num_partitions=len(topic.partitions) or spec["num_partitions"],
+                    replication_factor=len(topic.partitions[0].replicas)
+                    if topic.partitions
+                    else spec["replication_factor"],
+                    configs=[
+                        {
+                            "name": k,
+                            "value": v,
+                            "read_only": False,
+                            "config_source": 1,
+                            "is_sensitive": False,
+                        }
+                        for k, v in sorted(topic.configs.items())
+                    ],
+                )
+            except errors.BrokerResponseError as exc:
+                request.error_count += 1
+                result.update(error_code=exc.code, error_message=exc.detail or None)
+            results.append(result)
+        self._send(request, {"topics": results})
+
+    def handle_delete_topics(self, request: Request) -> None:
+        body = self._body(request)
+        version = request.header.api_version
+        if version >= 6:
+            wanted = [(t["name"], t["topic_id"]) for t in body["topics"]]
+        else:
+            wanted = [(name, None) for name in body["topic_names"]]
+        results = []
+        for name, topic_id in wanted:
+            result: dict[str, Any] = {"name": name, "error_code": 0}
+            try:
+                if not self.config.delete_topic_enable:
+                    raise errors.TopicDeletionDisabledError("delete.topic.enable is false")
+                if name is None:
+                    topic = self.controller.topic_by_id(topic_id)
+                    if topic is None:
+                        raise errors.UnknownTopicIdError(f"no topic has id {topic_id}")
+                    name = result["name"] = topic.name
+                topic = self.controller.delete_topic(name)
+                result["topic_id"] = topic.topic_id
+                for p in topic.partitions:
+                    self.controller.notify_append(p)  # wake fetches waiting on it
+            except errors.BrokerResponseError as exc:
+                request.error_count += 1
+                result.update(error_code=exc.code, error_message=exc.detail or None)
+                if topic_id is not None:
+                    result["topic_id"] = topic_id
+            results.append(result)
+        self._send(request, {"responses": results})
+
+    # ---- InitProducerId ----------------------------------------------------------------
+
+    def handle_init_producer_id(self, request: Request) -> None:
+        body = self._body(request)
+        producer_id = body.get("producer_id", -1)
+        producer_epoch = body.get("producer_epoch", -1)
+        error = 0
+        if body["transactional_id"] is not None:
+            log.info(
+                "refusing transactional id %r: the embedded broker has no transactions",
+                body["transactional_id"],
+            )
+            error = errors.InvalidRequestError.code
+        elif (producer_id == -1) != (producer_epoch == -1):
+            error = errors.InvalidRequestError.code
+        if error:
+            request.error_count += 1
+            self._send(request, {"error_code": error, "producer_id": -1, "producer_epoch": -1})
+            return
+        # non-transactional: always a fresh producer id at epoch 0, as Kafka does
+        self._send(
+            request,
+            {
+                "error_code": 0,
+                "producer_id": self.controller.allocate_producer_id(),
+                "producer_epoch": 0,
+            },
+        )
+
+    # ---- FindCoordinator ---------------------------------------------------------------
+
+    def handle_find_coordinator(self, request: Request) -> None:
+        """No group or transaction coordinator here: COORDINATOR_NOT_AVAILABLE."""
+        body = self._body(request)
+        code = errors.CoordinatorNotAvailableError.code
+        message = "the embedded broker has no group or transaction coordinator"
+        request.error_count += 1
+        if request.header.api_version >= 4:
+            coordinators = [
+                {"key": key, "error_code": code, "error_message": message}
+                for key in body["coordinator_keys"]
+            ]
+            self._send(request, {"coordinators": coordinators})
+        else:
+            self._send(request, {"error_code": code, "error_message": message})
+
+    # ---- Produce -----------------------------------------------------------------------
+
+    def handle_produce(self, request: Request) -> None:
+        body = self._body(request)
+        version = request.header.api_version
+        acks = body["acks"]
+        now_ms = self._time_ms()
+        by_id = version >= 13
+        responses = []
+        failed = 0
+        leaders: set[int] = set()
+        for topic_data in body["topic_data"]:
+            topic = (
+                self.controller.topic_by_id(topic_data["topic_id"])
+                if by_id
+                else self.controller.topic(topic_data["name"])
+            )
+            partitions = []
+            for pd in topic_data["partition_data"]:
+                index = pd["index"]
+                code = 0
+                if acks not in (0, 1, -1):
+                    code = errors.InvalidRequiredAcksError.code
+                elif by_id and topic is None:
+                    code = errors.UnknownTopicIdError.code
+                if code:
+                    partitions.append({"index": index, "error_code": code, "base_offset": -1})
+                    failed += 1
+                    continue
+                result = self.replica_manager.append(
+                    topic, index, pd["records"], produce_version=version, now_ms=now_ms
+                )
+                out: dict[str, Any] = {
+                    "index": index,
+                    "error_code": result.error_code,
+                    "base_offset": result.base_offset,
+                    "log_append_time_ms": result.log_append_time_ms,
+                    "log_start_offset": result.log_start_offset,
+                    "error_message": result.error_message,
+                }
+                if result.error_code:
+                    failed += 1
+                    if result.error_code == errors.NotLeaderOrFollowerError.code:
+                        out["current_leader"] = {
+                            "leader_id": result.leader_id,
+                            "leader_epoch": result.leader_epoch,
+                        }
+                        if result.leader_id >= 0:
+                            leaders.add(result.leader_id)
+                partitions.append(out)
+            entry: dict[str, Any] = {"partition_responses": partitions}
+            if by_id:
+                entry["topic_id"] = topic_data["topic_id"]
+            else:
+                entry["name"] = topic_data["name"]
+            responses.append(entry)
+        request.error_count += failed
+        if acks == 0:
+            # no response; on error close the connection so the client refreshes metadata
+            response = CloseConnectionResponse(request) if failed else NoOpResponse(request)
+            self.channel.send_response(response)
+            return
+        out_body: dict[str, Any] = {"responses": responses}
+        if leaders:
+            out_body["node_endpoints"] = [
+                {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in self.controller.live_brokers()
+                if b.node_id in leaders
+            ]
+        self._send(request, out_body)
+
+    # ---- ListOffsets -------------------------------------------------------------------
+
+    def handle_list_offsets(self, request: Request) -> None:
+        body = self._body(request)
+        topics_out = []
+        for t in body["topics"]:
+            topic = self.controller.topic(t["name"])
+            partitions = []
+            for p in t["partitions"]:
+                code, timestamp, offset, epoch = self.replica_manager.list_offset(
+                    topic,
+                    p["partition_index"],
+                    p["timestamp"],
+                    p.get("current_leader_epoch", -1),
+                )
+                if code:
+                    request.error_count += 1
+                partitions.append(
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": code,
+                        "timestamp": timestamp,
+                        "offset": offset,
+                        "leader_epoch": epoch,
+                    }
+                )
+            topics_out.append({"name": t["name"], "partitions": partitions})
+        self._send(request, {"topics": topics_out})

@@ -1,0 +1,238 @@
+"""EmbeddedCluster / EmbeddedBroker: Kafka brokers inside this Python process.
+
+The public entry points of ``kclient.broker``. An ``EmbeddedCluster`` runs N brokers
+(node ids 0..N-1), each with its own port, SocketServer and threads, over one shared
+in-process Controller (topics, leaders, logs) and one fetch purgatory. Partition leaders
+are spread over the brokers. ``stop_broker`` closes a broker's listener and connections
+(clients see a real disconnect) after moving its partitions to live replicas;
+``start_broker`` brings it back on the same port. ``EmbeddedBroker`` is the one-broker
+case.
+
+Used from the caller's thread; every method is safe to call while clients are producing.
+
+    with EmbeddedBroker() as broker:
+        broker.create_topic("events", partitions=3)
+        producer = KafkaProducer({"bootstrap.servers": broker.bootstrap_servers})
+        ...
+        assert [r.value for r in broker.read_records("events", 0)] == [...]
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from types import TracebackType
+from typing import Any
+
+from kclient import errors
+from kclient.broker.config import BrokerConfig
+from kclient.broker.controller import Controller, Partition, Topic
+from kclient.broker.metrics import BrokerMetricsSnapshot
+from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.server import KafkaServer
+from kclient.record import Record, RecordBatch
+
+log = logging.getLogger(__name__)
+
+
+class EmbeddedCluster:
+    """N embedded brokers sharing one controller. A context manager.
+
+    Settings are ``BrokerConfig`` fields (``log_dir``, ``num_partitions``,
+    ``auto_create_topics``, ``num_network_threads``, ``message_max_bytes`` ...), given
+    as a ``config`` or as keyword arguments. With ``port`` != 0 broker i listens on
+    ``port + i``.
+    """
+
+    def __init__(
+        self, brokers: int = 3, *, config: BrokerConfig | None = None, **settings: Any
+    ) -> None:
+        if brokers < 1:
+            raise errors.ConfigError(f"an embedded cluster needs at least 1 broker, got {brokers}")
+        self.config = (
+            (config or BrokerConfig()).replace(**settings)
+            if settings
+            else (config or BrokerConfig())
+        )
+        self._lock = threading.RLock()
+        self._started = False
+        self._closed = False
+        self.controller = Controller(self.config, range(brokers))
+        self.purgatory = DelayedOperationPurgatory("kclient-broker-fetch")
+        self.controller.add_append_listener(self.purgatory.check_and_complete)
+        base = self.config.port
+        self.brokers: dict[int, KafkaServer] = {
+            node_id: KafkaServer(
+                node_id,
+                self.config,
+                self.controller,
+                self.purgatory,
+                base + node_id if base else 0,
+            )
+            for node_id in range(brokers)
+        }
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> EmbeddedCluster:
+        """Start every broker; returns self. Raises OSError if a port is taken."""
+        with self._lock:
+            if self._closed:
+                raise errors.IllegalStateError("this embedded cluster was closed")
+            if self._started:
+                return self
+            self.purgatory.start()
+            self._started = True
+            try:
+                for server in self.brokers.values():
+                    server.startup()
+            except BaseException:
+                self.close()
+                raise
+        return self
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop every broker, flush and close the logs. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for server in self.brokers.values():
+                server.shutdown(timeout_s)
+            self.purgatory.shutdown(timeout_s)
+            self.controller.close()
+
+    stop = close
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---- brokers -----------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of every running broker, comma-separated."""
+        return ",".join(s.address for s in self.brokers.values() if s.is_running)
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    def broker_address(self, node_id: int) -> str:
+        return self._broker(node_id).address
+
+    def is_running(self, node_id: int) -> bool:
+        return self._broker(node_id).is_running
+
+    def stop_broker(self, node_id: int) -> None:
+        """Move the broker's leaderships to live replicas, then close its listener and
+        connections. Acknowledged records stay readable from the new leaders."""
+        with self._lock:
+            self._broker(node_id).shutdown()
+
+    def start_broker(self, node_id: int) -> None:
+        """Restart a stopped broker on its port; it takes back its preferred leaderships."""
+        with self._lock:
+            if self._closed:
+                raise errors.IllegalStateError("this embedded cluster was closed")
+            self._broker(node_id).startup()
+
+    def _broker(self, node_id: int) -> KafkaServer:
+        try:
+            return self.brokers[node_id]
+        except KeyError:
+            raise errors.ConfigError(
+                f"no broker {node_id}; this cluster has brokers {self.broker_ids}"
+            ) from None
+
+    # ---- topics ------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+    ) -> None:
+        """Create a topic (replication factor -1: every broker holds a replica)."""
+        self.controller.create_topic(name, partitions, replication_factor, configs)
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.controller.delete_topic(name)
+        for p in topic.partitions:
+            self.controller.notify_append(p)
+
+    def topics(self) -> dict[str, int]:
+        """Topic name -> number of partitions."""
+        with self.controller.lock:
+            return {t.name: len(t.partitions) for t in self.controller.topics.values()}
+
+    def leader(self, topic: str, partition: int = 0) -> int:
+        """Node id of the partition's leader (-1 when no replica is live)."""
+        return self._partition(topic, partition).leader_id
+
+    def high_watermark(self, topic: str, partition: int = 0) -> int:
+        """One past the last offset written (every written record is committed)."""
+        p = self._partition(topic, partition)
+        with p.lock:
+            return p.log.high_watermark
+
+    def read_batches(self, topic: str, partition: int = 0) -> list[RecordBatch]:
+        """Every stored batch of a partition, as written (offsets assigned)."""
+        p = self._partition(topic, partition)
+        with p.lock:
+            return list(p.log.iter_batches())
+
+    def read_records(self, topic: str, partition: int = 0) -> list[Record]:
+        """Every record of a partition (offset, timestamp, key, value, headers)."""
+        return [r for batch in self.read_batches(topic, partition) for r in batch.records()]
+
+    def _partition(self, topic: str, index: int) -> Partition:
+        t: Topic | None = self.controller.topic(topic)
+        if t is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {topic!r} does not exist")
+        if not 0 <= index < len(t.partitions):
+            raise errors.UnknownTopicOrPartitionError(
+                f"topic {topic!r} has {len(t.partitions)} partitions; there is no partition {index}"
+            )
+        return t.partitions[index]
+
+    # ---- metrics -----------------------------------------------------------------------
+
+    def metrics(self) -> list[BrokerMetricsSnapshot]:
+        """Request metrics of every broker (RequestsPerSec, TotalTimeMs ... per API)."""
+        return [s.metrics_snapshot() for s in self.brokers.values()]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.bootstrap_servers or 'stopped'})"
+
+
+class EmbeddedBroker(EmbeddedCluster):
+    """One embedded broker (node id 0). ``port`` 0 (the default) picks a free port."""
+
+    def __init__(self, *, config: BrokerConfig | None = None, **settings: Any) -> None:
+        super().__init__(1, config=config, **settings)
+
+    def __enter__(self) -> EmbeddedBroker:
+        self.start()
+        return self
+
+    @property
+    def node_id(self) -> int:
+        return 0
+
+    @property
+    def port(self) -> int:
+        return self.brokers[0].port
+
+    @property
+    def host(self) -> str:
+        return self.brokers[0].advertised_host

@@ -1,0 +1,101 @@
+"""BrokerConfig: the embedded broker's settings (Kafka's ``KafkaConfig``, the part we use).
+
+Immutable and validated on construction; read by every broker thread. Names follow the
+Kafka broker settings they stand for (``num.network.threads`` -> ``num_network_threads``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from kclient.errors import ConfigError
+
+#: Kafka's default ``message.max.bytes`` (1 MiB plus the 12-byte log overhead).
+DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
+
+_CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    """Settings of one embedded broker (all brokers of an EmbeddedCluster share them).
+
+    ``port`` 0 picks a free port. Defaults match the Kafka broker except
+    ``auto_create_topics`` (on, as in Kafka) and ``log_dir`` (None: in memory).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    #: ``num.network.threads``: Processor threads per listener.
+    num_network_threads: int = 3
+    #: ``num.io.threads``: request handler threads.
+    num_io_threads: int = 8
+    #: ``queued.max.requests``: bound of the shared request queue.
+    queued_max_requests: int = 500
+    #: ``socket.request.max.bytes``: larger frames close the connection.
+    socket_request_max_bytes: int = 100 * 1024 * 1024
+    #: ``message.max.bytes``: largest record batch accepted (topics may override).
+    message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
+    #: ``auto.create.topics.enable``.
+    auto_create_topics: bool = True
+    #: ``num.partitions``: partitions of auto-created topics and CreateTopics with -1.
+    num_partitions: int = 1
+    #: ``log.dirs``: None keeps every log in memory.
+    log_dir: str | None = None
+    #: ``log.segment.bytes``: roll a new segment file past this size.
+    log_segment_bytes: int = 256 * 1024 * 1024
+    #: ``connections.max.idle.ms``: idle connections are closed after this long.
+    connections_max_idle_ms: int = 600_000
+    #: ``delete.topic.enable``.
+    delete_topic_enable: bool = True
+    #: Reported in Metadata responses.
+    cluster_id: str = "kclient-embedded"
+
+    def __post_init__(self) -> None:
+        positive = {
+            "num.network.threads": self.num_network_threads,
+            "num.io.threads": self.num_io_threads,
+            "queued.max.requests": self.queued_max_requests,
+            "socket.request.max.bytes": self.socket_request_max_bytes,
+            "message.max.bytes": self.message_max_bytes,
+            "num.partitions": self.num_partitions,
+            "log.segment.bytes": self.log_segment_bytes,
+            "connections.max.idle.ms": self.connections_max_idle_ms,
+        }
+        for name, value in positive.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"'{name}' must be a positive integer, got {value!r}")
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"listener port must be 0..65535, got {self.port}")
+        if self.num_partitions > 100_000:
+            raise ConfigError(f"'num.partitions' must be at most 100000, got {self.num_partitions}")
+        if self.log_segment_bytes < 1024:
+            raise ConfigError(
+                f"'log.segment.bytes' must be at least 1024, got {self.log_segment_bytes}"
+            )
+        if not _CLUSTER_ID.match(self.cluster_id):
+            raise ConfigError(f"cluster id must match {_CLUSTER_ID.pattern}: {self.cluster_id!r}")
+
+    def replace(self, **changes: Any) -> BrokerConfig:
+        """A copy with some settings changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``'HOST:PORT'`` (or ``':PORT'``, or ``'PORT'``) -> (host, port)."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        host, port_text = "127.0.0.1", value
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(
+            f"--listen expects HOST:PORT (e.g. 127.0.0.1:9092), got {value!r}"
+        ) from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--listen port must be 0..65535, got {port}")
+    return host, port

@@ -1,0 +1,377 @@
+"""The in-process controller shared by every broker of an EmbeddedCluster.
+
+Plays the part of Kafka's controller + metadata cache: the registered brokers and which
+are live, the topics (name, topic id, per-topic configs) and their partitions (replicas,
+leader, leader epoch, log), producer id allocation, and, with a log dir, the topic
+metadata file ``topics.json`` next to the partition directories.
+
+Replicas share one in-process ``Log`` per partition, so every live replica is always in
+sync: moving leadership (a broker stops) never loses an acknowledged record. Leaders
+are spread round-robin over the brokers; a stopped broker's partitions move to the next
+live replica (leader epoch + 1); a started broker takes back the partitions it is the
+preferred (first) replica of, like Kafka's preferred leader election.
+
+Thread-safety: topic/broker changes hold ``Controller.lock``; each ``Partition`` has its
+own lock, held for appends and leadership changes of that partition.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kclient import errors
+from kclient.broker.config import BrokerConfig
+from kclient.broker.log import Log
+from kclient.broker.producer_state import BatchMetadata, ProducerStateManager, next_sequence
+
+log = logging.getLogger(__name__)
+
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+_METADATA_FILE = "topics.json"
+
+#: Topic configs this broker implements; every other Kafka topic config is accepted,
+#: stored and reported, but has no effect.
+TIMESTAMP_TYPE = "message.timestamp.type"
+MAX_MESSAGE_BYTES = "max.message.bytes"
+KNOWN_TOPIC_CONFIGS = frozenset(
+    {
+        "cleanup.policy", "compression.type", "compression.gzip.level", "compression.lz4.level",
+        "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
+        "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+        "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+        MAX_MESSAGE_BYTES, "message.downconversion.enable", "message.format.version",
+        "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
+        "message.timestamp.difference.max.ms", TIMESTAMP_TYPE, "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms", "max.compaction.lag.ms", "min.insync.replicas", "preallocate",
+        "remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes",
+        "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+        "unclean.leader.election.enable",
+    }
+)  # fmt: skip
+
+
+def validate_topic_name(name: str | None) -> None:
+    """Kafka's ``Topic.validate``: raises INVALID_TOPIC_EXCEPTION with the reason."""
+    if not name:
+        raise errors.InvalidTopicError("topic name is empty")
+    if name in (".", ".."):
+        raise errors.InvalidTopicError(f"topic name cannot be {name!r}")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise errors.InvalidTopicError(
+            f"topic name is {len(name)} characters, the maximum is {MAX_TOPIC_NAME_LENGTH}"
+        )
+    if not _TOPIC_NAME.match(name):
+        raise errors.InvalidTopicError(
+            f"topic name {name!r} may only contain ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+def validate_topic_configs(configs: dict[str, str]) -> None:
+    for key, value in configs.items():
+        if key not in KNOWN_TOPIC_CONFIGS:
+            raise errors.InvalidConfigError(f"unknown topic config {key!r}")
+        if key == TIMESTAMP_TYPE and value not in ("CreateTime", "LogAppendTime"):
+            raise errors.InvalidConfigError(
+                f"{TIMESTAMP_TYPE} must be CreateTime or LogAppendTime, got {value!r}"
+            )
+        if key == MAX_MESSAGE_BYTES and (not value.isdigit() or int(value) <= 0):
+            raise errors.InvalidConfigError(f"{MAX_MESSAGE_BYTES} must be a positive integer")
+
+
+@dataclass(frozen=True)
+class BrokerEndpoint:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class Partition:
+    """One topic-partition: replicas, leader, leader epoch, its log and producer state."""
+
+    def __init__(self, topic: Topic, index: int, replicas: list[int], log_: Log) -> None:
+        self.topic = topic
+        self.index = index
+        self.replicas = replicas
+        self.leader_id = -1
+        self.leader_epoch = -1  # the first election makes it 0
+        self.log = log_
+        self.producer_state = ProducerStateManager(f"{topic.name}-{index}")
+        self.lock = threading.Lock()
+        for b in log_.recovered_batches:
+            self.producer_state.rebuild(
+                b.producer_id,
+                b.producer_epoch,
+                BatchMetadata(
+                    b.base_sequence,
+                    next_sequence(b.base_sequence, b.last_offset_delta),
+                    b.base_offset,
+                    b.base_offset + b.last_offset_delta,
+                    b.max_timestamp,
+                ),
+            )
+        log_.recovered_batches = []
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic.name}-{self.index}"
+
+    def __repr__(self) -> str:
+        return f"Partition({self.name}, leader={self.leader_id}, epoch={self.leader_epoch})"
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str]
+    partitions: list[Partition] = field(default_factory=list)
+    deleted: bool = False
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.configs.get(TIMESTAMP_TYPE) == "LogAppendTime"
+
+    def max_message_bytes(self, default: int) -> int:
+        value = self.configs.get(MAX_MESSAGE_BYTES)
+        return int(value) if value is not None else default
+
+
+class Controller:
+    """Cluster metadata and partition logs, shared by the brokers of one process."""
+
+    def __init__(self, config: BrokerConfig, broker_ids: Iterable[int]) -> None:
+        self.config = config
+        self.broker_ids = sorted(broker_ids)
+        if not self.broker_ids:
+            raise ValueError("a cluster needs at least one broker")
+        self.lock = threading.RLock()
+        self.endpoints: dict[int, BrokerEndpoint] = {}
+        self.live: set[int] = set()
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        self._next_producer_id = 1000
+        self._next_leader_start = 0
+        self._append_listeners: list[Callable[[Partition], object]] = []
+        self.log_dir = Path(config.log_dir) if config.log_dir else None
+        if self.log_dir is not None:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._load_topics()
+
+    # ---- brokers -----------------------------------------------------------------------
+
+    def broker_started(self, endpoint: BrokerEndpoint) -> None:
+        """A broker is serving: register it, elect leaders it should (re)take."""
+        with self.lock:
+            self.endpoints[endpoint.node_id] = endpoint
+            self.live.add(endpoint.node_id)
+            for partition in self._all_partitions():
+                with partition.lock:
+                    preferred = partition.replicas[0]
+                    if partition.leader_id == -1 or (
+                        preferred == endpoint.node_id and partition.leader_id != preferred
+                    ):
+                        self._elect(partition)
+
+    def broker_stopped(self, node_id: int) -> None:
+        """A broker stopped: move the leadership of its partitions to live replicas."""
+        with self.lock:
+            self.live.discard(node_id)
+            for partition in self._all_partitions():
+                with partition.lock:
+                    if partition.leader_id == node_id:
+                        self._elect(partition)
+
+    def _elect(self, partition: Partition) -> None:
+        """Preferred live replica becomes leader (caller holds the partition lock)."""
+        leader = next((r for r in partition.replicas if r in self.live), -1)
+        if leader != partition.leader_id:
+            partition.leader_id = leader
+            partition.leader_epoch += 1
+            log.info(
+                "%s: leader is now %d (epoch %d)", partition.name, leader, partition.leader_epoch
+            )
+
+    def live_brokers(self) -> list[BrokerEndpoint]:
+        with self.lock:
+            return [self.endpoints[i] for i in sorted(self.live)]
+
+    def controller_id(self) -> int:
+        with self.lock:
+            return min(self.live) if self.live else -1
+
+    # ---- topics ------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> Topic:
+        """Create a topic (CreateTopics, auto-creation, the Python API). Raises the Kafka
+        error for a bad name, count, replication factor or config, or an existing topic."""
+        validate_topic_name(name)
+        configs = dict(configs or {})
+        validate_topic_configs(configs)
+        if num_partitions == -1:
+            num_partitions = self.config.num_partitions
+        if num_partitions <= 0:
+            raise errors.InvalidPartitionsError(
+                f"number of partitions must be at least 1, got {num_partitions}"
+            )
+        n_brokers = len(self.broker_ids)
+        if replication_factor == -1:
+            replication_factor = n_brokers
+        if replication_factor <= 0 or replication_factor > n_brokers:
+            raise errors.InvalidReplicationFactorError(
+                f"replication factor {replication_factor} is not in 1..{n_brokers} "
+                f"(the cluster has {n_brokers} brokers)"
+            )
+        with self.lock:
+            existing = self.topics.get(name)
+            if existing is not None:
+                raise errors.TopicAlreadyExistsError(f"topic {name!r} already exists")
+            collision = name.replace(".", "_")
+            for other in self.topics:
+                if other.replace(".", "_") == collision:
+                    raise errors.InvalidTopicError(
+                        f"topic {name!r} collides with existing topic {other!r} "
+                        "('.' and '_' are the same in metric names)"
+                    )
+            topic = Topic(name, uuid.uuid4(), configs)
+            if validate_only:
+                return topic
+            start = self._next_leader_start
+            self._next_leader_start += 1
+            for p in range(num_partitions):
+                replicas = [
+                    self.broker_ids[(start + p + i) % n_brokers] for i in range(replication_factor)
+                ]
+                topic.partitions.append(Partition(topic, p, replicas, self._open_log(name, p)))
+            self._register(topic)
+            self._save_topics()
+        log.info("created topic %s with %d partitions", name, num_partitions)
+        return topic
+
+    def _register(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+        for partition in topic.partitions:
+            with partition.lock:
+                self._elect(partition)
+
+    def delete_topic(self, name: str) -> Topic:
+        with self.lock:
+            topic = self.topics.pop(name, None)
+            if topic is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            del self.topics_by_id[topic.topic_id]
+            topic.deleted = True
+            for partition in topic.partitions:
+                with partition.lock:
+                    partition.leader_id = -1
+                    partition.log.delete()
+            self._save_topics()
+        log.info("deleted topic %s", name)
+        return topic
+
+    def topic(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self.topics_by_id.get(topic_id)
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= index < len(t.partitions):
+            return None
+        return t.partitions[index]
+
+    def _all_partitions(self) -> list[Partition]:
+        return [p for t in self.topics.values() for p in t.partitions]
+
+    # ---- producers, appends ------------------------------------------------------------
+
+    def allocate_producer_id(self) -> int:
+        with self.lock:
+            self._next_producer_id += 1
+            return self._next_producer_id
+
+    def add_append_listener(self, listener: Callable[[Partition], object]) -> None:
+        """Called (on the appending thread) after records were appended to a partition."""
+        self._append_listeners.append(listener)
+
+    def remove_append_listener(self, listener: Callable[[Partition], object]) -> None:
+        with contextlib.suppress(ValueError):
+            self._append_listeners.remove(listener)
+
+    def notify_append(self, partition: Partition) -> None:
+        for listener in list(self._append_listeners):
+            listener(partition)
+
+    # ---- persistence -------------------------------------------------------------------
+
+    def _open_log(self, topic: str, index: int) -> Log:
+        directory = self.log_dir / f"{topic}-{index}" if self.log_dir else None
+        return Log(topic, index, directory, self.config.log_segment_bytes)
+
+    def _save_topics(self) -> None:
+        if self.log_dir is None:
+            return
+        data = {
+            t.name: {
+                "topic_id": str(t.topic_id),
+                "partitions": [p.replicas for p in t.partitions],
+                "configs": t.configs,
+            }
+            for t in self.topics.values()
+        }
+        tmp = self.log_dir / (_METADATA_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "topics": data}, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.log_dir / _METADATA_FILE)
+
+    def _load_topics(self) -> None:
+        assert self.log_dir is not None
+        path = self.log_dir / _METADATA_FILE
+        if not path.exists():
+            return
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        for name, info in data.get("topics", {}).items():
+            topic = Topic(name, uuid.UUID(info["topic_id"]), dict(info.get("configs", {})))
+            for index, replicas in enumerate(info["partitions"]):
+                replicas = [r for r in replicas if r in self.broker_ids] or [
+                    self.broker_ids[index % len(self.broker_ids)]
+                ]
+                topic.partitions.append(
+                    Partition(topic, index, replicas, self._open_log(name, index))
+                )
+            self._register(topic)
+            self._next_leader_start += 1
+        log.info("recovered %d topics from %s", len(self.topics), self.log_dir)
+
+    def close(self) -> None:
+        """Flush and close every log (process shutdown)."""
+        with self.lock:
+            for partition in self._all_partitions():
+                with partition.lock:
+                    if self.log_dir is not None:
+                        with contextlib.suppress(OSError):
+                            partition.log.flush()
+                    partition.log.close()

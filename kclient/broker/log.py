@@ -1,0 +1,343 @@
+"""Partition logs: in memory by default, append-only segment files with a log dir.
+
+Kafka's ``UnifiedLog`` / ``LocalLog`` / ``LogSegment``, reduced to what a development
+broker needs. A ``Log`` holds the record batches of one partition exactly as they were
+written (offsets assigned), an index of (base offset, last offset, max timestamp,
+location) per batch, and the log end offset, which is also the high watermark (every
+replica of the embedded cluster shares the one log, so the ISR is always complete).
+
+* In memory, a batch is a ``memoryview`` into the buffer it arrived in; Fetch sends
+  these views by reference.
+* On disk, ``<log_dir>/<topic>-<partition>/<base offset, 20 digits>.log`` files hold the
+  batches back to back (Kafka's segment format). A new segment starts past
+  ``log.segment.bytes``. On open, every segment is read back with CRC checks and the
+  log is truncated at the first torn or corrupt batch (``recover``).
+
+Not thread-safe by itself: callers hold the owning ``Partition``'s lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kclient import errors
+from kclient.record import RecordBatch, iter_batches
+
+log = logging.getLogger(__name__)
+
+Buffer = bytes | bytearray | memoryview
+
+_SUFFIX = ".log"
+
+
+@dataclass(slots=True)
+class BatchEntry:
+    """Where one stored batch is, and what ListOffsets/Fetch need to know about it."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    size: int
+    data: memoryview | None  # in memory
+    segment: Segment | None  # on disk
+    position: int
+
+
+class Segment:
+    """One append-only segment file (Kafka's ``LogSegment`` without the indexes)."""
+
+    def __init__(self, path: Path, base_offset: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
+
+    def append(self, data: Buffer) -> int:
+        """Append ``data``; returns the position it starts at."""
+        position = self.size
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd, view)
+            view = view[n:]
+        self.size += len(data)
+        return position
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self.fd, size, position)
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self.fd, size)
+        self.size = size
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Log:
+    """The record batches of one partition."""
+
+    def __init__(self, topic: str, partition: int, directory: Path | None, segment_bytes: int):
+        self.topic = topic
+        self.partition = partition
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.size_bytes = 0
+        self._entries: list[BatchEntry] = []
+        self._last_offsets: list[int] = []
+        self._bytes_before: list[int] = []  # stored bytes before each entry (prefix sums)
+        self._segments: list[Segment] = []
+        self.recovered_batches: list[RecoveredBatch] = []  # for the producer state rebuild
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._recover()
+
+    def __repr__(self) -> str:
+        return f"Log({self.topic}-{self.partition}, end={self.log_end_offset})"
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    # ---- append ----------------------------------------------------------------------
+
+    def append(
+        self,
+        buffer: bytearray | memoryview,
+        batches: list[tuple[int, int, int, int, int]],
+    ) -> None:
+        """Store validated batches with offsets already assigned.
+
+        ``batches``: (position in buffer, size, base offset, last offset, max timestamp).
+        """
+        if self.directory is None:
+            view = memoryview(buffer)
+            for pos, size, base, last, max_ts in batches:
+                self._add(BatchEntry(base, last, max_ts, size, view[pos : pos + size], None, 0))
+        else:
+            segment = self._segment_for(len(buffer))
+            start = segment.append(buffer)
+            for pos, size, base, last, max_ts in batches:
+                self._add(BatchEntry(base, last, max_ts, size, None, segment, start + pos))
+        self.log_end_offset = batches[-1][3] + 1
+
+    def _add(self, entry: BatchEntry) -> None:
+        self._entries.append(entry)
+        self._last_offsets.append(entry.last_offset)
+        self._bytes_before.append(self.size_bytes)
+        self.size_bytes += entry.size
+
+    def _segment_for(self, size: int) -> Segment:
+        assert self.directory is not None
+        if not self._segments or (
+            self._segments[-1].size > 0 and self._segments[-1].size + size > self.segment_bytes
+        ):
+            path = self.directory / f"{self.log_end_offset:020d}{_SUFFIX}"
+            self._segments.append(Segment(path, self.log_end_offset))
+        return self._segments[-1]
+
+    # ---- read ------------------------------------------------------------------------
+
+    def read(self, fetch_offset: int, max_bytes: int, min_one_batch: bool) -> list[Buffer]:
+        """Stored batches from the one holding ``fetch_offset`` on, up to ``max_bytes``.
+
+        With ``min_one_batch`` the first batch is returned even when it alone is larger
+        than ``max_bytes`` (KIP-74), so a consumer always makes progress.
+        Raises OffsetOutOfRangeError outside [log start, log end].
+        """
+        if fetch_offset < self.log_start_offset or fetch_offset > self.log_end_offset:
+            raise errors.OffsetOutOfRangeError(
+                f"offset {fetch_offset} is outside {self.log_start_offset}..{self.log_end_offset}"
+                f" of {self.topic}-{self.partition}"
+            )
+        i = bisect.bisect_left(self._last_offsets, fetch_offset)
+        out: list[Buffer] = []
+        total = 0
+        run: tuple[Segment, int, int] | None = None  # coalesced disk read
+        entries = self._entries
+        for j in range(i, len(entries)):
+            entry = entries[j]
+            if total + entry.size > max_bytes and (total or not min_one_batch):
+                break
+            total += entry.size
+            if entry.data is not None:
+                out.append(entry.data)
+                continue
+            assert entry.segment is not None
+            if run is not None and run[0] is entry.segment and run[1] + run[2] == entry.position:
+                run = (run[0], run[1], run[2] + entry.size)
+            else:
+                if run is not None:
+                    out.append(run[0].read(run[1], run[2]))
+                run = (entry.segment, entry.position, entry.size)
+        if run is not None:
+            out.append(run[0].read(run[1], run[2]))
+        return out
+
+    def bytes_after(self, fetch_offset: int) -> int:
+        """How many stored bytes a fetch at ``fetch_offset`` could return."""
+        i = bisect.bisect_left(self._last_offsets, fetch_offset)
+        return self.size_bytes - self._bytes_before[i] if i < len(self._entries) else 0
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``."""
+        for entry in self._entries:
+            if entry.max_timestamp < timestamp_ms:
+                continue
+            for batch in iter_batches(self._entry_bytes(entry), validate_crc=False):
+                for record in batch.records():
+                    if record.timestamp >= timestamp_ms:
+                        return record.offset, record.timestamp
+            return entry.base_offset, entry.max_timestamp
+        return None
+
+    def max_timestamp(self) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+        best: BatchEntry | None = None
+        for entry in self._entries:
+            if best is None or entry.max_timestamp > best.max_timestamp:
+                best = entry
+        if best is None:
+            return None
+        for batch in iter_batches(self._entry_bytes(best), validate_crc=False):
+            for record in batch.records():
+                if record.timestamp == best.max_timestamp:
+                    return record.offset, record.timestamp
+        return best.last_offset, best.max_timestamp
+
+    def _entry_bytes(self, entry: BatchEntry) -> Buffer:
+        if entry.data is not None:
+            return entry.data
+        assert entry.segment is not None
+        return entry.segment.read(entry.position, entry.size)
+
+    def iter_batches(self) -> Iterator[RecordBatch]:
+        """Every stored batch, in offset order (tests, reading a partition back)."""
+        for entry in list(self._entries):
+            yield from iter_batches(self._entry_bytes(entry), validate_crc=True)
+
+    # ---- disk ------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Load every segment, truncating at the first torn or corrupt batch."""
+        assert self.directory is not None
+        paths = sorted(self.directory.glob(f"*{_SUFFIX}"))
+        truncated = False
+        for path in paths:
+            try:
+                base = int(path.stem)
+            except ValueError:
+                continue
+            if truncated or base != self.log_end_offset:
+                if not truncated:
+                    log.warning(
+                        "%s: segment %s does not follow offset %d; dropping it and "
+                        "everything after",
+                        self,
+                        path.name,
+                        self.log_end_offset,
+                    )
+                truncated = True
+                path.unlink()
+                continue
+            segment = Segment(path, base)
+            valid = self._recover_segment(segment)
+            if valid < segment.size:
+                log.warning(
+                    "%s: truncating %s from %d to %d bytes (torn or corrupt tail)",
+                    self,
+                    path.name,
+                    segment.size,
+                    valid,
+                )
+                segment.truncate(valid)
+                truncated = True
+            if segment.size == 0 and self._segments:
+                segment.close()
+                path.unlink()
+                continue
+            self._segments.append(segment)
+
+    def _recover_segment(self, segment: Segment) -> int:
+        """Index a segment's batches; returns the size of its valid prefix."""
+        if segment.size == 0:
+            return 0
+        data = segment.read(0, segment.size)
+        position = 0
+        try:
+            for batch in iter_batches(data, validate_crc=True):
+                if batch.base_offset != self.log_end_offset:
+                    log.warning(
+                        "%s: batch at %s:%d has offset %d, expected %d",
+                        self,
+                        segment.path.name,
+                        position,
+                        batch.base_offset,
+                        self.log_end_offset,
+                    )
+                    break
+                size = batch.size_in_bytes
+                last = batch.base_offset + batch.last_offset_delta
+                self._add(
+                    BatchEntry(
+                        batch.base_offset, last, batch.max_timestamp, size, None, segment, position
+                    )
+                )
+                if batch.producer_id >= 0:
+                    self.recovered_batches.append(_header_only(batch))
+                position += size
+                self.log_end_offset = last + 1
+        except errors.CorruptRecordError as exc:
+            log.warning("%s: corrupt batch in %s: %s", self, segment.path.name, exc)
+        return position
+
+    def flush(self) -> None:
+        for segment in self._segments:
+            segment.flush()
+
+    def close(self) -> None:
+        for segment in self._segments:
+            segment.close()
+        self._segments.clear()
+
+    def delete(self) -> None:
+        """Close and remove the files (DeleteTopics)."""
+        self.close()
+        if self.directory is not None and self.directory.exists():
+            for path in self.directory.iterdir():
+                path.unlink()
+            self.directory.rmdir()
+
+
+@dataclass(frozen=True)
+class RecoveredBatch:
+    """The producer-state part of a batch header read back from disk."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_offset_delta: int
+    base_offset: int
+    max_timestamp: int
+
+
+def _header_only(batch: RecordBatch) -> RecoveredBatch:
+    return RecoveredBatch(
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        batch.last_offset_delta,
+        batch.base_offset,
+        batch.max_timestamp,
+    )

@@ -1,0 +1,112 @@
+"""KafkaServer: one broker of the embedded cluster (Kafka's ``KafkaServer``/``BrokerServer``).
+
+Wires a RequestChannel, a SocketServer (Acceptor + Processors), a RequestHandlerPool and
+Apis together for one node id, over the cluster's shared Controller and purgatory.
+``startup``/``shutdown`` run on the caller's thread and may be repeated: a restarted
+broker listens on the same port again.
+
+Shutdown order (like Kafka's controlled shutdown): leadership moves away first, then
+the listener and every connection close (clients see a real disconnect), then the
+handler threads stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from kclient.broker.apis import Apis
+from kclient.broker.config import BrokerConfig
+from kclient.broker.controller import BrokerEndpoint, Controller
+from kclient.broker.handler import RequestHandlerPool
+from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
+from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.request_channel import RequestChannel
+from kclient.broker.socket_server import SocketServer
+
+log = logging.getLogger(__name__)
+
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+
+
+class KafkaServer:
+    """One broker: node id, listener, network threads, io threads, Apis."""
+
+    def __init__(
+        self,
+        node_id: int,
+        config: BrokerConfig,
+        controller: Controller,
+        purgatory: DelayedOperationPurgatory,
+        port: int,
+    ) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.controller = controller
+        self.purgatory = purgatory
+        self.host = config.host
+        self.port = port
+        self.metrics = BrokerMetrics(node_id, time.monotonic_ns())
+        self._socket_server: SocketServer | None = None
+        self._handlers: RequestHandlerPool | None = None
+        self.request_channel: RequestChannel | None = None
+
+    @property
+    def is_running(self) -> bool:
+        return self._socket_server is not None
+
+    @property
+    def advertised_host(self) -> str:
+        return "127.0.0.1" if self.host in _WILDCARD_HOSTS else self.host
+
+    @property
+    def address(self) -> str:
+        return f"{self.advertised_host}:{self.port}"
+
+    def startup(self) -> None:
+        if self._socket_server is not None:
+            return
+        cfg = self.config
+        prefix = f"kclient-broker-{self.node_id}"
+        channel = RequestChannel(cfg.queued_max_requests, self.metrics)
+        socket_server = SocketServer(
+            self.host,
+            self.port,
+            channel,
+            num_network_threads=cfg.num_network_threads,
+            max_request_bytes=cfg.socket_request_max_bytes,
+            connections_max_idle_ms=cfg.connections_max_idle_ms,
+            metrics=self.metrics,
+            name_prefix=prefix,
+        )
+        self.port = socket_server.port
+        apis = Apis(self.node_id, self.controller, channel, self.purgatory, cfg)
+        handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
+        handlers.start()
+        socket_server.start()
+        self.request_channel = channel
+        self._socket_server = socket_server
+        self._handlers = handlers
+        self.controller.broker_started(
+            BrokerEndpoint(self.node_id, self.advertised_host, self.port)
+        )
+        log.info("broker %d listening on %s", self.node_id, self.address)
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        socket_server, handlers = self._socket_server, self._handlers
+        if socket_server is None or handlers is None:
+            return
+        self.controller.broker_stopped(self.node_id)
+        socket_server.shutdown(timeout_s)
+        handlers.shutdown(timeout_s)
+        self._socket_server = None
+        self._handlers = None
+        self.request_channel = None
+        log.info("broker %d stopped", self.node_id)
+
+    def metrics_snapshot(self) -> BrokerMetricsSnapshot:
+        return self.metrics.snapshot(time.monotonic_ns())
+
+    @property
+    def connection_count(self) -> int:
+        return self._socket_server.connection_count if self._socket_server else 0

@@ -1,0 +1,483 @@
+"""SocketServer: one Acceptor thread and ``num.network.threads`` Processor threads.
+
+Kafka's ``SocketServer`` / ``Acceptor`` / ``Processor`` (seeds 000 and 003):
+
+* **Acceptor** (its own thread): accepts connections on the listener and hands each one,
+  round-robin, to a Processor through that Processor's bounded new-connection queue
+  (blocking only when every Processor's queue is full).
+* **Processor** (one thread each) loops: ``configure_new_connections`` →
+  ``process_new_responses`` → ``poll`` → ``process_completed_receives`` →
+  ``process_completed_sends`` → ``process_disconnected``. A completed receive is parsed
+  into a ``Request`` (header and body), put on the shared RequestChannel, and its
+  connection stays muted until the response has been sent (or a no-op response arrived).
+
+Bad input closes only the offending connection, with one log line: an unparseable
+frame, an unknown api key, an unsupported version (except ApiVersions, which is answered
+with UNSUPPORTED_VERSION in the v0 format), a size outside 0..``socket.request.max.bytes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import queue
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from kclient import errors
+from kclient.broker.local_apis import LOCAL_APIS, decode_local_request, local_versions
+from kclient.broker.metrics import BrokerMetrics
+from kclient.broker.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    Response,
+    SendResponse,
+    api_metric_name,
+)
+from kclient.broker.selector import ServerSelector
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
+from kclient.protocol.frame import decode_request, decode_request_header
+
+log = logging.getLogger(__name__)
+
+_POLL_TIMEOUT_S = 0.3
+_SUPPORTED: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
+_SUPPORTED.update(local_versions())
+
+
+def _api_name(api_key: int) -> str:
+    if api_key in LOCAL_APIS:
+        return LOCAL_APIS[api_key][0].name.removesuffix("Request")
+    try:
+        return api_metric_name(ApiKey(api_key).name)
+    except ValueError:
+        return f"Unknown({api_key})"
+
+
+def _format_address(address: object) -> str:
+    """``host:port`` for IP sockets, the path (or ``local``) for others (unit tests)."""
+    if isinstance(address, tuple):
+        return f"{address[0]}:{address[1]}"
+    return str(address) or "local"
+
+
+class Processor:
+    """One network thread: owns a ServerSelector and the connections handed to it."""
+
+    def __init__(
+        self,
+        processor_id: int,
+        request_channel: RequestChannel,
+        *,
+        max_request_bytes: int,
+        connections_max_idle_ms: int = 600_000,
+        metrics: BrokerMetrics | None = None,
+        connection_queue_size: int = 20,
+        monotonic_ns: Callable[[], int] = time.monotonic_ns,
+        name_prefix: str = "kclient-broker",
+    ) -> None:
+        self.id = processor_id
+        self._channel = request_channel
+        self._metrics = metrics
+        self._monotonic_ns = monotonic_ns
+        self.selector = ServerSelector(max_request_bytes, connections_max_idle_ms)
+        self._new_connections: queue.Queue[socket.socket] = queue.Queue(connection_queue_size)
+        self._inflight: dict[str, Response] = {}
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_r.setblocking(False)
+        self._wakeup_w.setblocking(False)
+        self._wakeup_pending = False
+        self.selector.register_wakeup(self._wakeup_r)
+        self._index = itertools.count()
+        self._running = True
+        self._closed = False
+        self._thread = threading.Thread(
+            target=self.run, name=f"{name_prefix}-network-thread-{processor_id}", daemon=True
+        )
+        request_channel.add_processor(processor_id, self.wakeup)
+
+    # ---- called from other threads -------------------------------------------------
+
+    def accept(self, sock: socket.socket, may_block: bool) -> bool:
+        """Queue a new connection (Acceptor thread). False when the queue is full."""
+        try:
+            if may_block:
+                self._new_connections.put(sock, timeout=1.0)
+            else:
+                self._new_connections.put_nowait(sock)
+        except queue.Full:
+            return False
+        self.wakeup()
+        return True
+
+    def wakeup(self) -> None:
+        """Interrupt ``poll`` (any thread)."""
+        if not self._wakeup_pending:
+            self._wakeup_pending = True
+            try:
+                self._wakeup_w.send(b"\0")
+            except (BlockingIOError, OSError):
+                pass
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def initiate_shutdown(self) -> None:
+        self._running = False
+        self.wakeup()
+
+    def await_shutdown(self, timeout_s: float = 5.0) -> None:
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout_s)
+        if not self._thread.is_alive():
+            self.close()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self.selector.channels)
+
+    # ---- the loop (Processor thread) -----------------------------------------------
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                self._run_once_logged()
+        finally:
+            self.close()
+
+    def _run_once_logged(self) -> None:
+        try:
+            self.run_once(_POLL_TIMEOUT_S)
+        except Exception:  # like Kafka: log and keep the network thread alive
+            log.exception("processor %d got an unexpected exception", self.id)
+
+    def run_once(self, poll_timeout_s: float) -> None:
+        """One iteration of the Processor loop (unit tests call this directly)."""
+        self._wakeup_pending = False
+        self.configure_new_connections()
+        self.process_new_responses()
+        self.poll(poll_timeout_s)
+        self.process_completed_receives()
+        self.process_completed_sends()
+        self.process_disconnected()
+
+    def configure_new_connections(self) -> None:
+        for _ in range(20):
+            try:
+                sock = self._new_connections.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                local = _format_address(sock.getsockname())
+                remote = _format_address(sock.getpeername())
+                connection_id = f"{local}-{remote}-{next(self._index)}"
+                self.selector.register(connection_id, sock, remote, self._monotonic_ns())
+            except (OSError, ValueError) as exc:
+                log.info("processor %d dropped a new connection: %s", self.id, exc)
+                sock.close()
+                continue
+            if self._metrics is not None:
+                self._metrics.add_counts(connections=1)
+            log.debug("processor %d listening to new connection %s", self.id, connection_id)
+
+    def process_new_responses(self) -> None:
+        while (response := self._channel.receive_response(self.id)) is not None:
+            request = response.request
+            connection_id = request.connection_id
+            now_ns = self._monotonic_ns()
+            if isinstance(response, SendResponse):
+                if self.selector.send(connection_id, response.buffers, now_ns):
+                    self._inflight[connection_id] = response
+                else:
+                    request.update_request_metrics(now_ns)
+            elif isinstance(response, NoOpResponse):
+                request.update_request_metrics(now_ns)
+                self.selector.unmute(connection_id)
+            elif isinstance(response, CloseConnectionResponse):
+                request.update_request_metrics(now_ns)
+                self.selector.close(connection_id, "closed by the broker after an error")
+            else:  # pragma: no cover - exhaustive
+                raise TypeError(f"unknown response kind {response!r}")
+
+    def poll(self, timeout_s: float) -> None:
+        if self.selector.completed_sends or self.selector.disconnected:
+            timeout_s = 0.0
+        before_in, before_out = self.selector.bytes_in, self.selector.bytes_out
+        self.selector.poll(timeout_s, self._monotonic_ns())
+        if self._metrics is not None:
+            self._metrics.add_counts(
+                bytes_in=self.selector.bytes_in - before_in,
+                bytes_out=self.selector.bytes_out - before_out,
+            )
+
+    def process_completed_receives(self) -> None:
+        receives = self.selector.completed_receives
+        if not receives:
+            return
+        self.selector.completed_receives = []
+        for connection_id, frame in receives:
+            channel = self.selector.channel(connection_id)
+            if channel is None:
+                continue
+            request = self._parse(connection_id, channel.peer, frame)
+            if request is None:
+                continue
+            self.selector.mute(connection_id)
+            while not self._channel.send_request(request, timeout_s=_POLL_TIMEOUT_S):
+                if not self._running:
+                    return
+
+    def process_completed_sends(self) -> None:
+        sends = self.selector.completed_sends
+        if not sends:
+            return
+        self.selector.completed_sends = []
+        now_ns = self._monotonic_ns()
+        for send in sends:
+            response = self._inflight.pop(send.destination, None)
+            if response is not None:
+                response.request.update_request_metrics(now_ns)
+            self.selector.unmute(send.destination)
+
+    def process_disconnected(self) -> None:
+        gone = self.selector.disconnected
+        if not gone:
+            return
+        self.selector.disconnected = []
+        now_ns = self._monotonic_ns()
+        for connection_id, reason in gone:
+            log.debug("processor %d: connection %s closed (%s)", self.id, connection_id, reason)
+            response = self._inflight.pop(connection_id, None)
+            if response is not None:
+                response.request.update_request_metrics(now_ns)
+            if self._metrics is not None:
+                self._metrics.add_counts(connections=-1)
+
+    # ---- parsing ---------------------------------------------------------------------
+
+    def _parse(self, connection_id: str, peer: str, frame: bytearray) -> Request | None:
+        """Parse a frame into a Request, or close the connection (one log line)."""
+        start_ns = self._monotonic_ns()
+        try:
+            header, body_offset = decode_request_header(frame)
+        except Exception as exc:
+            self._reject(connection_id, peer, f"unparseable request header ({exc})")
+            return None
+        api_key = int(header.api_key)
+        versions = _SUPPORTED.get(api_key)
+        if versions is None:
+            self._reject(connection_id, peer, f"unknown api key {api_key}")
+            return None
+        min_version, max_version = versions
+        name = _api_name(api_key)
+        if api_key == ApiKey.API_VERSIONS and header.api_version > max_version:
+            # answered with UNSUPPORTED_VERSION in the v0 format, so any client can negotiate
+            return Request(
+                processor=self.id,
+                connection_id=connection_id,
+                header=header,
+                body=None,
+                frame=frame,
+                start_time_ns=start_ns,
+                metrics=self._metrics,
+                api_name=name,
+                client_address=peer,
+                unsupported_version=True,
+            )
+        try:
+            if api_key in LOCAL_APIS:
+                if not min_version <= header.api_version <= max_version:
+                    raise errors.UnsupportedVersionError()
+                body = decode_local_request(api_key, header.api_version, frame, body_offset)
+            else:
+                header, body = decode_request(frame)
+        except errors.UnsupportedVersionError:
+            self._reject(
+                connection_id,
+                peer,
+                f"{name} v{header.api_version} is not supported "
+                f"(supported: v{min_version}..v{max_version})",
+            )
+            return None
+        except Exception as exc:
+            self._reject(
+                connection_id, peer, f"unparseable {name} v{header.api_version} request ({exc})"
+            )
+            return None
+        return Request(
+            processor=self.id,
+            connection_id=connection_id,
+            header=header,
+            body=body,
+            frame=frame,
+            start_time_ns=start_ns,
+            metrics=self._metrics,
+            api_name=name,
+            client_address=peer,
+        )
+
+    def _reject(self, connection_id: str, peer: str, why: str) -> None:
+        log.warning("closing connection %s from %s: %s", connection_id, peer, why)
+        self.selector.close(connection_id, why)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._channel.remove_processor(self.id)
+        self.selector.close_all()
+        self.process_disconnected()
+        while not self._new_connections.empty():
+            self._new_connections.get_nowait().close()
+        self._wakeup_r.close()
+        self._wakeup_w.close()
+
+
+class Acceptor:
+    """The listener thread: accept, then hand the connection to a Processor round-robin."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        processors: Sequence[Processor],
+        *,
+        backlog: int = 512,
+        name_prefix: str = "kclient-broker",
+    ) -> None:
+        self.processors = list(processors)
+        self._server = socket.create_server((host, port), backlog=backlog, reuse_port=False)
+        self._server.setblocking(False)
+        self.host = host
+        self.port = int(self._server.getsockname()[1])
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._server, selectors.EVENT_READ, "accept")
+        self._sel.register(self._wakeup_r, selectors.EVENT_READ, "wakeup")
+        self._running = True
+        self._next = 0
+        self._thread = threading.Thread(
+            target=self.run, name=f"{name_prefix}-acceptor-{self.port}", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                for key, _ in self._sel.select(0.5):
+                    if key.data == "wakeup" or not self._running:
+                        continue
+                    self._accept_ready()
+        except Exception:
+            log.exception("acceptor on port %d failed", self.port)
+        finally:
+            self._close()
+
+    def _accept_ready(self) -> None:
+        for _ in range(64):
+            try:
+                sock, _addr = self._server.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:  # e.g. EMFILE: back off briefly, keep serving
+                log.warning("accept failed on port %d: %s", self.port, exc)
+                time.sleep(0.05)
+                return
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                sock.close()
+                continue
+            self._assign(sock)
+
+    def _assign(self, sock: socket.socket) -> None:
+        retries_left = len(self.processors)
+        while self._running:
+            retries_left -= 1
+            processor = self.processors[self._next % len(self.processors)]
+            self._next += 1
+            if processor.accept(sock, may_block=retries_left <= 0):
+                return
+            if retries_left <= 0:
+                retries_left = len(self.processors)
+        sock.close()
+
+    def initiate_shutdown(self) -> None:
+        self._running = False
+        with contextlib.suppress(OSError):
+            self._wakeup_w.send(b"\0")
+
+    def await_shutdown(self, timeout_s: float = 5.0) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+        else:
+            self._close()
+
+    def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._sel.close()
+        for s in (self._server, self._wakeup_r, self._wakeup_w):
+            with contextlib.suppress(OSError):
+                s.close()
+
+
+class SocketServer:
+    """The network layer of one broker: an Acceptor and its Processors."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        request_channel: RequestChannel,
+        *,
+        num_network_threads: int,
+        max_request_bytes: int,
+        connections_max_idle_ms: int = 600_000,
+        metrics: BrokerMetrics | None = None,
+        name_prefix: str = "kclient-broker",
+    ) -> None:
+        self.processors = [
+            Processor(
+                i,
+                request_channel,
+                max_request_bytes=max_request_bytes,
+                connections_max_idle_ms=connections_max_idle_ms,
+                metrics=metrics,
+                name_prefix=name_prefix,
+            )
+            for i in range(num_network_threads)
+        ]
+        try:
+            self.acceptor = Acceptor(host, port, self.processors, name_prefix=name_prefix)
+        except OSError:
+            for p in self.processors:
+                p.close()
+            raise
+        self.host = host
+        self.port = self.acceptor.port
+
+    def start(self) -> None:
+        for p in self.processors:
+            p.start()
+        self.acceptor.start()
+
+    def shutdown(self, timeout_s: float = 5.0) -> None:
+        """Stop accepting, close every connection, join the threads."""
+        self.acceptor.initiate_shutdown()
+        for p in self.processors:
+            p.initiate_shutdown()
+        self.acceptor.await_shutdown(timeout_s)
+        for p in self.processors:
+            p.await_shutdown(timeout_s)
+
+    @property
+    def connection_count(self) -> int:
+        return sum(p.connection_count for p in self.processors)

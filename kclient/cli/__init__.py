@@ -1,0 +1,1 @@
+"""Command-line tools: the console producer, the producer perf tool and ``kclient demo``."""

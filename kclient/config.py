@@ -1,0 +1,371 @@
+"""ProducerConfig: Java's ``ProducerConfig``, one typed and validated object.
+
+Built once by the caller's thread in ``KafkaProducer.__init__`` and read-only afterwards
+(shared by every thread).
+
+Settings are accepted under their Kafka names (``linger.ms``) or in snake_case
+(``linger_ms``), from a dict, from keyword arguments, or both. Values may be given as
+Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
+``"true"``). Defaults are those of the current Java producer. Differences from Java:
+
+* ``client.id`` defaults to ``producer-<n>`` as in Java (n counts producers in the process).
+* Like Java, ``enable.idempotence`` is on by default, and if the user explicitly sets
+  ``acks`` to something other than ``all``, ``retries`` to 0 or
+  ``max.in.flight.requests.per.connection`` above 5 *without* setting
+  ``enable.idempotence``, idempotence is switched off implicitly (Java's
+  ``postProcessAndValidateIdempotenceConfigs``). Only an explicit
+  ``enable.idempotence=true`` that conflicts with them is a ``ConfigError``.
+* Like Java, ``delivery.timeout.ms`` must be at least ``linger.ms + request.timeout.ms``;
+  when the user did not set it, it is raised to that sum instead of failing.
+* Like Java (KIP-580), when ``retry.backoff.ms`` exceeds ``retry.backoff.max.ms`` the
+  maximum is used as a constant backoff (the same holds for ``reconnect.backoff.*`` and
+  ``socket.connection.setup.timeout.*``).
+* ``key.serializer`` / ``value.serializer`` take a callable (``value -> bytes``), an object
+  with Java's ``serialize(topic, data)`` method, or a name: ``bytes``, ``str``, ``json``,
+  ``int``, ``long``. ``partitioner`` takes a callable ``(topic, key_bytes, num_partitions)
+  -> partition``. Transactions and TLS/SASL are not supported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from kclient.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+INT32_MAX = 2_147_483_647
+INT64_MAX = 9_223_372_036_854_775_807
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+ACKS_ALL = -1
+
+_client_ids = itertools.count(1)
+
+
+# ---- value parsers ------------------------------------------------------------------------
+
+
+def _type_error(name: str, expected: str, value: object) -> ConfigError:
+    return ConfigError(f"{name!r} must be {expected}, got {value!r} ({type(value).__name__})")
+
+
+def _parse_int(name: str, value: object) -> int:
+    if isinstance(value, bool):
+        raise _type_error(name, "an integer", value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise _type_error(name, "an integer", value) from None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise _type_error(name, "an integer", value)
+
+
+def _parse_bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise _type_error(name, "true or false", value)
+
+
+def _parse_str(name: str, value: object) -> str:
+    if isinstance(value, str):
+        return value
+    raise _type_error(name, "a string", value)
+
+
+def _parse_servers(name: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        items = [part.strip() for part in value.split(",")]
+    elif isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
+        items = [str(part).strip() for part in value]
+    else:
+        raise _type_error(name, "'host:port[,host:port...]' or a list of them", value)
+    items = [item for item in items if item]
+    if not items:
+        raise ConfigError(f"{name!r} is required (e.g. '127.0.0.1:9092')")
+    for item in items:
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"{name!r}: {item!r} is not host:port (e.g. '127.0.0.1:9092')")
+    return tuple(items)
+
+
+def _parse_acks(name: str, value: object) -> int:
+    if isinstance(value, str) and value.strip().lower() == "all":
+        return ACKS_ALL
+    acks = _parse_int(name, value)
+    if acks not in (-1, 0, 1):
+        raise ConfigError(f"{name!r} must be one of all, -1, 0, 1; got {value!r}")
+    return acks
+
+
+def _parse_compression(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().lower()
+    if text not in COMPRESSION_TYPES:
+        raise ConfigError(f"{name!r} must be one of {', '.join(COMPRESSION_TYPES)}; got {value!r}")
+    return text
+
+
+def _parse_callable_or_name(name: str, value: object) -> object:
+    if value is None or isinstance(value, str) or callable(value) or hasattr(value, "serialize"):
+        return value
+    raise _type_error(name, "a callable or a serializer name", value)
+
+
+def _parse_partitioner(name: str, value: object) -> object:
+    if value is None or callable(value):
+        return value
+    raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
+
+
+# ---- the settings table --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Setting:
+    name: str
+    parse: Callable[[str, object], Any]
+    default: object
+    low: int | None = None
+    high: int | None = None
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace(".", "_")
+
+
+def _int(name: str, default: int, low: int | None = 0, high: int | None = None) -> _Setting:
+    return _Setting(name, _parse_int, default, low, high)
+
+
+# fmt: off
+_SETTINGS: tuple[_Setting, ...] = (
+    _Setting("bootstrap.servers", _parse_servers, None),
+    _Setting("client.id", _parse_str, ""),
+    _Setting("acks", _parse_acks, ACKS_ALL),
+    _Setting("enable.idempotence", _parse_bool, True),
+    _int("batch.size", 16_384, 0, INT32_MAX),
+    _int("linger.ms", 5, 0, INT32_MAX),
+    _int("buffer.memory", 32 * 1024 * 1024, 0, INT64_MAX),
+    _int("max.block.ms", 60_000, 0, INT64_MAX),
+    _int("max.request.size", 1024 * 1024, 0, INT32_MAX),
+    _int("max.in.flight.requests.per.connection", 5, 1, INT32_MAX),
+    _int("retries", INT32_MAX, 0, INT32_MAX),
+    _int("delivery.timeout.ms", 120_000, 0, INT32_MAX),
+    _int("request.timeout.ms", 30_000, 0, INT32_MAX),
+    _int("retry.backoff.ms", 100, 0, INT64_MAX),
+    _int("retry.backoff.max.ms", 1_000, 0, INT64_MAX),
+    _int("reconnect.backoff.ms", 50, 0, INT64_MAX),
+    _int("reconnect.backoff.max.ms", 1_000, 0, INT64_MAX),
+    _int("socket.connection.setup.timeout.ms", 10_000, 0, INT64_MAX),
+    _int("socket.connection.setup.timeout.max.ms", 30_000, 0, INT64_MAX),
+    _int("connections.max.idle.ms", 540_000, -1, INT64_MAX),
+    _int("send.buffer.bytes", 128 * 1024, -1, INT32_MAX),
+    _int("receive.buffer.bytes", 32 * 1024, -1, INT32_MAX),
+    _int("metadata.max.age.ms", 300_000, 0, INT64_MAX),
+    _int("metadata.max.idle.ms", 300_000, 5_000, INT64_MAX),
+    _Setting("compression.type", _parse_compression, "none"),
+    _int("compression.gzip.level", -1, -1, 9),
+    _int("compression.lz4.level", 9, 1, 17),
+    _int("compression.zstd.level", 3, -131_072, 22),
+    _Setting("partitioner.ignore.keys", _parse_bool, False),
+    _Setting("partitioner", _parse_partitioner, None),
+    _Setting("key.serializer", _parse_callable_or_name, None),
+    _Setting("value.serializer", _parse_callable_or_name, None),
+)
+# fmt: on
+
+_BY_NAME: dict[str, _Setting] = {}
+for _s in _SETTINGS:
+    _BY_NAME[_s.name] = _s
+    _BY_NAME[_s.attr] = _s
+
+_UNSUPPORTED = {
+    "transactional.id": "transactions are not supported by kclient",
+    "transaction.timeout.ms": "transactions are not supported by kclient",
+    "security.protocol": "only PLAINTEXT connections are supported by kclient",
+}
+
+
+def _suggest(key: str) -> str:
+    names = [s.name for s in _SETTINGS] + [s.attr for s in _SETTINGS]
+    close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(key.replace("_", "."), names, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+class ProducerConfig:
+    """Every producer setting, parsed, range-checked and cross-validated.
+
+    ``ProducerConfig({"linger.ms": 5}, batch_size=32768)``. Attributes use snake_case
+    (``config.linger_ms``); ``explicit`` holds the Kafka names the user set.
+    """
+
+    bootstrap_servers: tuple[str, ...]
+    client_id: str
+    acks: int
+    enable_idempotence: bool
+    batch_size: int
+    linger_ms: int
+    buffer_memory: int
+    max_block_ms: int
+    max_request_size: int
+    max_in_flight_requests_per_connection: int
+    retries: int
+    delivery_timeout_ms: int
+    request_timeout_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    reconnect_backoff_ms: int
+    reconnect_backoff_max_ms: int
+    socket_connection_setup_timeout_ms: int
+    socket_connection_setup_timeout_max_ms: int
+    connections_max_idle_ms: int
+    send_buffer_bytes: int
+    receive_buffer_bytes: int
+    metadata_max_age_ms: int
+    metadata_max_idle_ms: int
+    compression_type: str
+    compression_gzip_level: int
+    compression_lz4_level: int
+    compression_zstd_level: int
+    partitioner_ignore_keys: bool
+    partitioner: Callable[[str, bytes | None, int], int] | None
+    key_serializer: object
+    value_serializer: object
+    explicit: frozenset[str]
+
+    SETTING_NAMES: ClassVar[tuple[str, ...]] = tuple(s.name for s in _SETTINGS)
+
+    def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
+        given: dict[str, object] = {}
+        for source in (config or {}, kwargs):
+            if not isinstance(source, Mapping):
+                raise ConfigError(f"config must be a dict of settings, got {type(source).__name__}")
+            for key, value in source.items():
+                if not isinstance(key, str):
+                    raise ConfigError(f"setting names must be strings, got {key!r}")
+                setting = _BY_NAME.get(key)
+                if setting is None:
+                    reason = _UNSUPPORTED.get(key.replace("_", "."))
+                    if reason is not None and not (
+                        key == "security.protocol" and value == "PLAINTEXT"
+                    ):
+                        raise ConfigError(f"{key!r}: {reason}")
+                    if reason is not None:
+                        continue
+                    raise ConfigError(f"unknown producer setting {key!r}{_suggest(key)}")
+                if setting.name in given:
+                    raise ConfigError(
+                        f"{setting.name!r} is given twice (as a Kafka name and in snake_case)"
+                    )
+                given[setting.name] = value
+        values: dict[str, object] = {}
+        for setting in _SETTINGS:
+            if setting.name in given:
+                values[setting.name] = self._parse(setting, given[setting.name])
+            else:
+                values[setting.name] = setting.default
+        self._cross_validate(values, frozenset(given))
+        for name, value in values.items():
+            object.__setattr__(self, _BY_NAME[name].attr, value)
+        object.__setattr__(self, "explicit", frozenset(given))
+
+    @staticmethod
+    def _parse(setting: _Setting, raw: object) -> object:
+        value = setting.parse(setting.name, raw)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if setting.low is not None and value < setting.low:
+                raise ConfigError(f"{setting.name!r} must be at least {setting.low}, got {value}")
+            if setting.high is not None and value > setting.high:
+                raise ConfigError(f"{setting.name!r} must be at most {setting.high}, got {value}")
+        return value
+
+    @staticmethod
+    def _cross_validate(values: dict[str, Any], explicit: frozenset[str]) -> None:
+        if values["bootstrap.servers"] is None:
+            raise ConfigError("'bootstrap.servers' is required (e.g. '127.0.0.1:9092')")
+        if not values["client.id"]:
+            values["client.id"] = f"producer-{next(_client_ids)}"
+        _validate_idempotence(values, explicit)
+        linger_ms, request_timeout_ms = values["linger.ms"], values["request.timeout.ms"]
+        if values["delivery.timeout.ms"] < linger_ms + request_timeout_ms:
+            if "delivery.timeout.ms" in explicit:
+                raise ConfigError(
+                    f"'delivery.timeout.ms' ({values['delivery.timeout.ms']}) must be at least "
+                    f"'linger.ms' + 'request.timeout.ms' ({linger_ms} + {request_timeout_ms})"
+                )
+            values["delivery.timeout.ms"] = linger_ms + request_timeout_ms
+            log.warning(
+                "'delivery.timeout.ms' raised to linger.ms + request.timeout.ms = %d ms",
+                values["delivery.timeout.ms"],
+            )
+        for low, high in (
+            ("retry.backoff.ms", "retry.backoff.max.ms"),
+            ("reconnect.backoff.ms", "reconnect.backoff.max.ms"),
+            ("socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms"),
+        ):
+            values[low] = min(values[low], values[high])
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("ProducerConfig is read-only; build a new one")
+
+    def compression_level(self) -> int | None:
+        """The level set for the configured codec; None means the codec's default
+        (also for ``compression.gzip.level=-1``, Java's ``Deflater.DEFAULT_COMPRESSION``)."""
+        codec = self.compression_type
+        if (
+            codec not in ("gzip", "lz4", "zstd")
+            or f"compression.{codec}.level" not in self.explicit
+        ):
+            return None
+        level: int = getattr(self, f"compression_{codec}_level")
+        return None if codec == "gzip" and level == -1 else level
+
+    def to_dict(self) -> dict[str, object]:
+        """Every setting under its Kafka name."""
+        return {s.name: getattr(self, s.attr) for s in _SETTINGS}
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={getattr(self, _BY_NAME[name].attr)!r}" for name in sorted(self.explicit)
+        )
+        return f"ProducerConfig({shown})"
+
+
+def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> None:
+    """Java's ``postProcessAndValidateIdempotenceConfigs``."""
+    conflicts: list[str] = []
+    if values["acks"] != ACKS_ALL:
+        conflicts.append(f"'acks' must be all (is {values['acks']})")
+    in_flight = values["max.in.flight.requests.per.connection"]
+    if in_flight > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+        conflicts.append(
+            "'max.in.flight.requests.per.connection' must be at most "
+            f"{MAX_IN_FLIGHT_FOR_IDEMPOTENCE} (is {in_flight})"
+        )
+    if values["retries"] == 0:
+        conflicts.append("'retries' must be greater than 0")
+    if not values["enable.idempotence"] or not conflicts:
+        return
+    if "enable.idempotence" in explicit:
+        raise ConfigError(
+            "'enable.idempotence' is true, but "
+            + "; ".join(conflicts)
+            + ". Change those settings or set 'enable.idempotence' to false."
+        )
+    log.info("idempotence disabled because %s", "; ".join(conflicts))
+    values["enable.idempotence"] = False

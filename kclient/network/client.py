@@ -1,0 +1,574 @@
+"""Requests to brokers over non-blocking connections: Kafka's ``NetworkClient``.
+
+Thread contract: one owning thread (the producer's Sender thread) calls every method;
+``wakeup()`` may be called from any thread, and so may ``no_broker_reachable_error()``
+and ``connection_failures()`` (they read a snapshot under a lock). ``now_ms`` is always
+``Clock.monotonic_ms()``.
+
+``ready(node, now_ms)`` starts a connection when needed. A new connection first sends
+ApiVersions; the highest version both sides support is then used for every API (a broker
+that answers UNSUPPORTED_VERSION to ApiVersions itself gets it again at the version it
+names). Only then is the node READY for ``send``.
+
+``poll(timeout_ms, now_ms)`` runs, in order: metadata update check → selector poll →
+completed sends (requests that expect no response, e.g. acks=0, complete here) →
+completed receives (matched by correlation id; a mismatch or undecodable response closes
+the connection) → disconnections (in-flight requests on the node complete as
+disconnected; a metadata refresh is requested) → new connections (ApiVersions) →
+connection-setup timeouts → request timeouts (``request.timeout.ms``: the node is
+disconnected) → callbacks. Every finished request is returned as a ``ClientResponse``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kclient import errors
+from kclient.clock import SYSTEM_CLOCK, Clock
+from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError
+from kclient.network.api_versions import (
+    ApiVersions,
+    NodeApiVersions,
+    api_name,
+    client_throttle_ms,
+)
+from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
+from kclient.network.connection_states import (
+    ClusterConnectionStates,
+    ConnectionFailures,
+    ConnectionState,
+    Resolver,
+    resolve_all,
+    short_reason,
+)
+from kclient.network.in_flight import InFlightRequest, InFlightRequests
+from kclient.network.kafka_client import ClientRequest, ClientResponse
+from kclient.network.metadata import Metadata, Node
+from kclient.network.metadata_updater import DefaultMetadataUpdater
+from kclient.network.selector import (
+    KSelector,
+    NetworkSend,
+    Selectable,
+    describe_os_error,
+    format_address,
+)
+from kclient.protocol import ApiKey
+from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
+
+log = logging.getLogger(__name__)
+
+
+class NetworkClient:
+    """``KafkaClient`` over real connections (or any ``Selectable``)."""
+
+    def __init__(
+        self,
+        selector: Selectable,
+        metadata: Metadata,
+        config: NetworkClientConfig | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        rng: random.Random | None = None,
+        resolver: Resolver = resolve_all,
+    ) -> None:
+        self.config = config = config if config is not None else NetworkClientConfig()
+        self._selector = selector
+        self._metadata = metadata
+        self._clock = clock
+        self._rng = rng if rng is not None else random.Random()
+        self.client_id = config.client_id
+        self.request_timeout_ms = config.request_timeout_ms
+        self.reconnect_backoff_ms = config.reconnect_backoff_ms
+        self._prefix = f"[kclient clientId={config.client_id}] "
+        self.connection_states = ClusterConnectionStates(
+            config.reconnect_backoff_ms,
+            config.reconnect_backoff_max_ms,
+            config.socket_connection_setup_timeout_ms,
+            config.socket_connection_setup_timeout_max_ms,
+            rng=self._rng,
+            resolver=resolver,
+        )
+        self.in_flight_requests = InFlightRequests(config.max_in_flight_requests_per_connection)
+        self.metadata_updater = DefaultMetadataUpdater(self, metadata, self._prefix)
+        self._api_versions = ApiVersions()
+        self._aborted: list[ClientResponse] = []
+        self._correlation_id = 0
+        self._addresses: dict[int, str] = {}  # node → "host:port (ip)" of the current attempt
+        self.failures = ConnectionFailures()
+        self._closed = False
+
+    @classmethod
+    def create(
+        cls,
+        bootstrap_servers: str | Sequence[str],
+        config: NetworkClientConfig | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        metadata: Metadata | None = None,
+    ) -> NetworkClient:
+        """A client over real sockets, bootstrapped from ``bootstrap.servers``.
+
+        Pass the producer's ``metadata`` to share it with the caller threads; otherwise
+        one is made from the config's metadata settings.
+        """
+        config = config if config is not None else NetworkClientConfig()
+        addresses = parse_bootstrap_servers(bootstrap_servers)
+        if metadata is None:
+            metadata = Metadata(
+                refresh_backoff_ms=config.retry_backoff_ms,
+                metadata_max_age_ms=config.metadata_max_age_ms,
+                metadata_max_idle_ms=config.metadata_max_idle_ms,
+                log_prefix=f"[kclient clientId={config.client_id}] ",
+            )
+        metadata.bootstrap(addresses)
+        selector = KSelector(
+            clock,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+            send_buffer_bytes=config.send_buffer_bytes,
+            receive_buffer_bytes=config.receive_buffer_bytes,
+            max_receive_bytes=config.max_receive_bytes,
+            log_prefix=f"[kclient clientId={config.client_id}] ",
+        )
+        return cls(selector, metadata, config, clock=clock)
+
+    # ---- state queries ---------------------------------------------------------------
+
+    @property
+    def metadata(self) -> Metadata:
+        return self._metadata
+
+    def is_ready(self, node: Node, now_ms: int) -> bool:
+        # A due metadata refresh goes first: nodes look unready until it has been sent.
+        return not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(
+            node.id, now_ms
+        )
+
+    def can_send_request(self, node_id: int, now_ms: int) -> bool:
+        return (
+            self.connection_states.is_ready(node_id, now_ms)
+            and self._selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        )
+
+    def ready(self, node: Node, now_ms: int) -> bool:
+        if not node.host or node.port < 0:
+            raise IllegalStateError(f"cannot connect to node {node.id} without an address")
+        if self.is_ready(node, now_ms):
+            return True
+        if self.connection_states.can_connect(node.id, now_ms):
+            self.initiate_connect(node, now_ms)
+        return False
+
+    def connection_delay(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.connection_delay(node.id, now_ms)
+
+    def poll_delay_ms(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.poll_delay_ms(node.id, now_ms)
+
+    def connection_failed(self, node: Node) -> bool:
+        return self.connection_states.is_disconnected(node.id)
+
+    def in_flight_request_count(self, node_id: int | None = None) -> int:
+        return self.in_flight_requests.in_flight_request_count(node_id)
+
+    def has_in_flight_requests(self, node_id: int | None = None) -> bool:
+        return not self.in_flight_requests.is_empty(node_id)
+
+    def has_ready_nodes(self, now_ms: int) -> bool:
+        return self.connection_states.has_ready_nodes(now_ms)
+
+    def api_versions(self, node_id: int) -> NodeApiVersions | None:
+        return self._api_versions.get(node_id)
+
+    def least_loaded_node(self, now_ms: int) -> Node | None:
+        """Fewest in-flight requests among ready nodes; else a connecting node; else the
+        connectable node tried longest ago; None if every node is backing off."""
+        nodes = self.metadata_updater.fetch_nodes()
+        if not nodes:
+            return None
+        in_flight = None
+        found_ready = found_connecting = found_can_connect = None
+        offset = self._rng.randrange(len(nodes))
+        for i in range(len(nodes)):
+            node = nodes[(offset + i) % len(nodes)]
+            if self.can_send_request(node.id, now_ms):
+                count = self.in_flight_requests.in_flight_request_count(node.id)
+                if count == 0:
+                    return node
+                if in_flight is None or count < in_flight:
+                    in_flight, found_ready = count, node
+            elif self.connection_states.is_preparing_connection(node.id):
+                found_connecting = node
+            elif self.connection_states.can_connect(node.id, now_ms) and (
+                found_can_connect is None
+                or self.connection_states.last_connect_attempt_ms(found_can_connect.id)
+                > self.connection_states.last_connect_attempt_ms(node.id)
+            ):
+                found_can_connect = node
+        return found_ready or found_connecting or found_can_connect
+
+    # ---- failures, for people -----------------------------------------------------
+
+    def connection_failures(self) -> dict[str, str]:
+        """Every address whose last connection attempt failed, and why (thread-safe)."""
+        return self.failures.snapshot()
+
+    def no_broker_reachable_error(self, waited_ms: int) -> KafkaTimeoutError:
+        """The error for a caller whose deadline passed with no broker answering: names
+        every address tried and the last OS error for each (thread-safe)."""
+        return self.failures.no_broker_reachable_error(waited_ms)
+
+    def _record_failure(self, node_id: int, reason: str) -> None:
+        address = self._addresses.get(node_id)
+        if address is None:
+            node = self._metadata.fetch().node_by_id(node_id)
+            address = node.address if node is not None else f"node {node_id}"
+        self.failures.failed(address, reason)
+
+    # ---- connecting -----------------------------------------------------------------
+
+    def initiate_connect(self, node: Node, now_ms: int) -> None:
+        """Start a connection to the node (its next resolved address)."""
+        self.connection_states.connecting(node.id, now_ms, node.host, node.port)
+        self._addresses[node.id] = node.address
+        try:
+            family, ip, port = self.connection_states.current_address(node.id)
+            if ip != node.host:
+                self._addresses[node.id] = f"{node.address} ({format_address(ip, port)})"
+            log.debug(
+                "%sconnecting to node %d at %s", self._prefix, node.id, self._addresses[node.id]
+            )
+            self._selector.connect(node.id, ip, port, family)
+        except (OSError, KafkaError) as exc:
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)
+            self._record_failure(node.id, short_reason(reason))
+            self.connection_states.disconnected(node.id, now_ms)
+            self.metadata_updater.handle_server_disconnect(now_ms, node.id)
+
+    # ---- sending --------------------------------------------------------------------
+
+    def send(self, request: ClientRequest, now_ms: int) -> None:
+        self._ensure_active()
+        if not self.can_send_request(request.destination, now_ms):
+            raise IllegalStateError(
+                f"node {request.destination} is not ready for a request: check "
+                "ready(node, now_ms) before send()"
+            )
+        self._do_send(request, False, now_ms)
+
+    def send_internal(self, request: ClientRequest, now_ms: int) -> None:
+        """Send a request the client makes itself (Metadata, ApiVersions)."""
+        self._do_send(request, True, now_ms)
+
+    def _do_send(
+        self, request: ClientRequest, is_internal: bool, now_ms: int, version: int | None = None
+    ) -> None:
+        node_id = request.destination
+        if version is None:
+            try:
+                version = self._api_versions.latest_usable_version(
+                    node_id, request.api_key, request.min_version, request.max_version
+                )
+            except errors.UnsupportedVersionError as exc:
+                log.warning("%s%s", self._prefix, exc)
+                if not is_internal:
+                    self._aborted.append(
+                        ClientResponse(request, None, now_ms, version_mismatch=exc)
+                    )
+                elif request.api_key == ApiKey.METADATA:
+                    self.metadata_updater.handle_failed_request(now_ms, exc)
+                return
+        correlation_id = self._next_correlation_id()
+        buffers = encode_request(
+            request.api_key, version, correlation_id, self.client_id, request.body_for(version)
+        )
+        send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
+        self.in_flight_requests.add(
+            InFlightRequest(
+                destination=node_id,
+                api_key=request.api_key,
+                api_version=version,
+                correlation_id=correlation_id,
+                send=send,
+                send_time_ms=now_ms,
+                created_time_ms=request.created_time_ms,
+                request_timeout_ms=request.request_timeout_ms or self.request_timeout_ms,
+                expect_response=request.expect_response,
+                is_internal=is_internal,
+                request=request,
+            )
+        )
+        self._selector.send(send)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
+                self._prefix,
+                api_name(request.api_key),
+                version,
+                node_id,
+                correlation_id,
+                send.size,
+            )
+
+    def _next_correlation_id(self) -> int:
+        correlation_id = self._correlation_id
+        self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
+        return correlation_id
+
+    # ---- polling --------------------------------------------------------------------
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
+        if self._closed:
+            raise IllegalStateError("the network client is closed")
+        if self._aborted:
+            aborted, self._aborted = self._aborted, []
+            self._complete(aborted)
+            return aborted
+        metadata_timeout_ms = self.metadata_updater.maybe_update(now_ms)
+        selector = self._selector
+        selector.poll(
+            min(
+                timeout_ms,
+                metadata_timeout_ms,
+                self.request_timeout_ms,
+                self.in_flight_requests.next_timeout_ms(now_ms),
+                self.connection_states.next_setup_timeout_ms(now_ms),
+            )
+        )
+        now_ms = self._clock.monotonic_ms()
+        responses: list[ClientResponse] = []
+        # Each step runs only when the selector reported something for it (hot path).
+        if selector.completed_sends:
+            self._handle_completed_sends(responses, now_ms)
+        if selector.completed_receives:
+            self._handle_completed_receives(responses, now_ms)
+        if selector.disconnected:
+            self._handle_disconnections(responses, now_ms)
+        if selector.connected:
+            self._handle_connections()
+        if self._api_versions.has_pending():
+            self._handle_initiate_api_version_requests(now_ms)
+        if self.connection_states.is_any_node_connecting():
+            self._handle_timed_out_connections(responses, now_ms)
+        if self.in_flight_requests.in_flight_request_count():
+            self._handle_timed_out_requests(responses, now_ms)
+        if responses:
+            self._complete(responses)
+        return responses
+
+    def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
+        for send in self._selector.completed_sends:
+            if self.in_flight_requests.is_empty(send.destination):
+                continue
+            request = self.in_flight_requests.last_sent(send.destination)
+            if not request.expect_response:
+                self.in_flight_requests.complete_last_sent(send.destination)
+                responses.append(request.completed(None, now_ms))
+
+    def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
+        closed: set[int] = set()
+        for receive in self._selector.completed_receives:
+            node_id = receive.source
+            if node_id in closed:
+                continue
+            if self.in_flight_requests.is_empty(node_id):
+                error = errors.ProtocolDecodeError(
+                    f"node {node_id} sent a response while no request was in flight; "
+                    "closing the connection"
+                )
+                self._close_on_error(responses, node_id, now_ms, error, None)
+                closed.add(node_id)
+                continue
+            request = self.in_flight_requests.complete_next(node_id)
+            try:
+                correlation_id = peek_correlation_id(receive.payload)
+                if correlation_id != request.correlation_id:
+                    raise errors.ProtocolDecodeError(
+                        f"node {node_id} answered correlation id {correlation_id} but "
+                        f"{request.correlation_id} ({api_name(request.api_key)}) was next; "
+                        "closing the connection"
+                    )
+                _, body = decode_response(request.api_key, request.api_version, receive.payload)
+            except (errors.ProtocolDecodeError, errors.UnsupportedVersionError) as exc:
+                self._close_on_error(responses, node_id, now_ms, exc, request)
+                closed.add(node_id)
+                continue
+            throttle_ms = client_throttle_ms(request.api_key, request.api_version, body)
+            if throttle_ms > 0:
+                self.connection_states.throttle(node_id, now_ms + throttle_ms)
+            if request.is_internal and request.api_key == ApiKey.METADATA:
+                self.metadata_updater.handle_success_response(correlation_id, body, now_ms)
+            elif request.is_internal and request.api_key == ApiKey.API_VERSIONS:
+                self._handle_api_versions_response(responses, request, body, now_ms)
+            else:
+                responses.append(request.completed(body, now_ms))
+
+    def _close_on_error(
+        self,
+        responses: list[ClientResponse],
+        node_id: int,
+        now_ms: int,
+        error: KafkaError,
+        request: InFlightRequest | None,
+    ) -> None:
+        """The node broke the protocol: close it and fail everything in flight to it."""
+        log.warning("%s%s", self._prefix, error)
+        self._selector.close(node_id)
+        if request is not None:
+            self._fail_request(request, responses, now_ms, error, False)
+        self._process_disconnection(responses, node_id, now_ms, error)
+
+    def _handle_api_versions_response(
+        self,
+        responses: list[ClientResponse],
+        request: InFlightRequest,
+        body: Mapping[str, Any],
+        now_ms: int,
+    ) -> None:
+        node_id = request.destination
+        try:
+            versions = self._api_versions.handle_response(node_id, request.api_version, body)
+        except errors.BrokerResponseError as error:
+            log.warning("%s%s; disconnecting", self._prefix, error)
+            self._selector.close(node_id)
+            self._process_disconnection(responses, node_id, now_ms, error)
+            return
+        if versions is None:
+            log.debug("%snode %d asks for an older ApiVersions request", self._prefix, node_id)
+            return
+        self.connection_states.ready(node_id)
+        self.failures.succeeded(self._addresses.get(node_id, ""))
+        log.debug("%snode %d is ready: %r", self._prefix, node_id, versions)
+
+    def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
+        for node_id, error in self._selector.disconnected.items():
+            log.info("%snode %d disconnected: %s", self._prefix, node_id, error)
+            self._process_disconnection(responses, node_id, now_ms, error)
+
+    def _handle_connections(self) -> None:
+        for node_id in self._selector.connected:
+            log.debug("%sconnected to node %d; fetching API versions", self._prefix, node_id)
+            self.connection_states.checking_api_versions(node_id)
+            self._api_versions.connected(node_id)
+
+    def _handle_initiate_api_version_requests(self, now_ms: int) -> None:
+        for node_id, version in self._api_versions.pending():
+            if self._selector.is_channel_ready(node_id) and self.in_flight_requests.can_send_more(
+                node_id
+            ):
+                self._api_versions.sent(node_id)
+                body = self._api_versions.request_body()
+                request = ClientRequest(node_id, ApiKey.API_VERSIONS, body, now_ms)
+                self._do_send(request, True, now_ms, version)
+
+    def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
+        for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
+            timeout_ms = self.connection_states.connection_setup_timeout_ms(node_id)
+            address = self._addresses.get(node_id, f"node {node_id}")
+            error = errors.KafkaConnectionError(
+                f"connection to node {node_id} at {address} timed out after {timeout_ms} ms "
+                "(socket.connection.setup.timeout.ms)"
+            )
+            log.info("%s%s", self._prefix, error)
+            self._selector.close(node_id)
+            self._process_disconnection(responses, node_id, now_ms, error, timed_out=True)
+
+    def _handle_timed_out_requests(self, responses: list[ClientResponse], now_ms: int) -> None:
+        for node_id in self.in_flight_requests.nodes_with_timed_out_requests(now_ms):
+            oldest = min(
+                (r for r in self.in_flight_requests if r.destination == node_id),
+                key=lambda r: r.send_time_ms,
+            )
+            error = KafkaTimeoutError(
+                f"{api_name(oldest.api_key)} request to node {node_id} got no response within "
+                f"{oldest.request_timeout_ms} ms (request.timeout.ms); disconnected"
+            )
+            log.info("%s%s", self._prefix, error)
+            self._selector.close(node_id)
+            self._process_disconnection(responses, node_id, now_ms, error, timed_out=True)
+
+    # ---- disconnection --------------------------------------------------------------
+
+    def _process_disconnection(
+        self,
+        responses: list[ClientResponse],
+        node_id: int,
+        now_ms: int,
+        error: KafkaError,
+        *,
+        timed_out: bool = False,
+    ) -> None:
+        state = self.connection_states.state(node_id)
+        if state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS):
+            self._record_failure(node_id, short_reason(str(error)))
+            if state is ConnectionState.CONNECTING:
+                log.warning(
+                    "%sconnection to node %d could not be established: %s",
+                    self._prefix,
+                    node_id,
+                    error,
+                )
+        if state is not None:
+            self.connection_states.disconnected(node_id, now_ms)
+        self._api_versions.remove(node_id)
+        for request in self.in_flight_requests.clear_all(node_id):
+            self._fail_request(request, responses, now_ms, error, timed_out)
+        self.metadata_updater.handle_server_disconnect(now_ms, node_id)
+
+    def _fail_request(
+        self,
+        request: InFlightRequest,
+        responses: list[ClientResponse] | None,
+        now_ms: int,
+        error: KafkaError,
+        timed_out: bool,
+    ) -> None:
+        if not request.is_internal:
+            if responses is not None:
+                responses.append(request.disconnected(now_ms, error, timed_out))
+        elif request.api_key == ApiKey.METADATA:
+            self.metadata_updater.handle_failed_request(now_ms, error)
+
+    def disconnect(self, node_id: int) -> None:
+        """Close the node's connection; its requests come back as disconnected next poll."""
+        if self.connection_states.state(node_id) in (None, ConnectionState.DISCONNECTED):
+            return
+        log.info("%sclosing the connection to node %d on request", self._prefix, node_id)
+        self._selector.close(node_id)
+        now_ms = self._clock.monotonic_ms()
+        error = errors.KafkaConnectionError(f"the client closed its connection to node {node_id}")
+        for request in self.in_flight_requests.clear_all(node_id):
+            self._fail_request(request, self._aborted, now_ms, error, False)
+        self._api_versions.remove(node_id)
+        self.connection_states.disconnected(node_id, now_ms)
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        self._selector.wakeup()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._selector.close()
+        self.metadata_updater.close()
+
+    @property
+    def active(self) -> bool:
+        return not self._closed
+
+    def _ensure_active(self) -> None:
+        if self._closed:
+            raise IllegalStateError("the network client is closed")
+
+    def _complete(self, responses: list[ClientResponse]) -> None:
+        for response in responses:
+            try:
+                response.on_complete()
+            except Exception:  # noqa: PERF203 - one failing callback must not stop the rest
+                log.exception("%suncaught error in a request completion callback", self._prefix)

@@ -1,0 +1,226 @@
+"""An immutable view of a Kafka cluster: Kafka's ``Node``, ``PartitionInfo`` and ``Cluster``.
+
+Values only: any thread may share them. ``cluster_from_response`` builds a ``Cluster``
+from a decoded MetadataResponse body; ``Metadata.update`` swaps the new one in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from kclient import errors
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A broker: id, host, port and rack. Bootstrap nodes have negative ids."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+    @property
+    def address(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.address} (id: {self.id} rack: {self.rack})"
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """One partition: its leader (None while unknown or offline), replicas and ISR."""
+
+    topic: str
+    partition: int
+    leader: Node | None
+    replicas: tuple[Node, ...] = ()
+    in_sync_replicas: tuple[Node, ...] = ()
+    offline_replicas: tuple[Node, ...] = ()
+    leader_epoch: int | None = None
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+class Cluster:
+    """An immutable view of the cluster: nodes, partitions with leaders, controller."""
+
+    def __init__(
+        self,
+        nodes: Iterable[Node],
+        partitions: Iterable[PartitionInfo] = (),
+        *,
+        cluster_id: str | None = None,
+        controller: Node | None = None,
+        unauthorized_topics: Iterable[str] = (),
+        invalid_topics: Iterable[str] = (),
+        internal_topics: Iterable[str] = (),
+        is_bootstrap_configured: bool = False,
+    ) -> None:
+        self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.cluster_id = cluster_id
+        self.controller = controller
+        self.unauthorized_topics = frozenset(unauthorized_topics)
+        self.invalid_topics = frozenset(invalid_topics)
+        self.internal_topics = frozenset(internal_topics)
+        self.is_bootstrap_configured = is_bootstrap_configured
+        self._nodes_by_id = {node.id: node for node in self.nodes}
+        self._by_tp: dict[TopicPartition, PartitionInfo] = {}
+        by_topic: dict[str, list[PartitionInfo]] = {}
+        by_node: dict[int, list[PartitionInfo]] = {}
+        for info in partitions:
+            self._by_tp[info.topic_partition] = info
+            by_topic.setdefault(info.topic, []).append(info)
+            if info.leader is not None:
+                by_node.setdefault(info.leader.id, []).append(info)
+        self._by_topic = {
+            topic: tuple(sorted(infos, key=lambda i: i.partition))
+            for topic, infos in by_topic.items()
+        }
+        self._available_by_topic = {
+            topic: tuple(i for i in infos if i.leader is not None)
+            for topic, infos in self._by_topic.items()
+        }
+        self._by_node = {node_id: tuple(infos) for node_id, infos in by_node.items()}
+
+    @classmethod
+    def empty(cls) -> Cluster:
+        return cls(())
+
+    @classmethod
+    def bootstrap(cls, addresses: Sequence[tuple[str, int]]) -> Cluster:
+        """A cluster of bootstrap nodes only, with ids -1, -2, … (no partitions yet)."""
+        nodes = [Node(-(i + 1), host, port) for i, (host, port) in enumerate(addresses)]
+        return cls(nodes, is_bootstrap_configured=True)
+
+    def node_by_id(self, node_id: int) -> Node | None:
+        return self._nodes_by_id.get(node_id)
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        return self._by_tp.get(tp)
+
+    def leader_for(self, tp: TopicPartition) -> Node | None:
+        info = self._by_tp.get(tp)
+        return info.leader if info is not None else None
+
+    def partitions_for_topic(self, topic: str) -> tuple[PartitionInfo, ...]:
+        return self._by_topic.get(topic, ())
+
+    def available_partitions_for_topic(self, topic: str) -> tuple[PartitionInfo, ...]:
+        """Partitions of the topic that have a leader right now."""
+        return self._available_by_topic.get(topic, ())
+
+    def partitions_for_node(self, node_id: int) -> tuple[PartitionInfo, ...]:
+        """Partitions the node leads."""
+        return self._by_node.get(node_id, ())
+
+    def partition_count_for_topic(self, topic: str) -> int | None:
+        infos = self._by_topic.get(topic)
+        return len(infos) if infos is not None else None
+
+    @property
+    def topics(self) -> frozenset[str]:
+        return frozenset(self._by_topic)
+
+    def __repr__(self) -> str:
+        nodes = ", ".join(str(n) for n in self.nodes)
+        return f"Cluster(id={self.cluster_id}, nodes=[{nodes}], partitions={len(self._by_tp)})"
+
+
+def cluster_from_response(
+    body: Mapping[str, Any],
+    *,
+    keep_topic: Callable[[str, bool], bool] | None = None,
+    previous: Cluster | None = None,
+    previous_topics_to_keep: Iterable[str] = (),
+) -> Cluster:
+    """Build a Cluster from a MetadataResponse body (dict of the decoded response).
+
+    ``keep_topic(name, is_internal) -> bool`` filters the topics; partitions of
+    ``previous_topics_to_keep`` are carried over from ``previous`` (partial updates).
+    """
+    nodes = [
+        Node(b["node_id"], b["host"], b["port"], b.get("rack")) for b in body.get("brokers") or ()
+    ]
+    by_id = {n.id: n for n in nodes}
+
+    def resolve(ids: Iterable[int] | None) -> tuple[Node, ...]:
+        return tuple(by_id.get(i) or Node(i, "", -1) for i in ids or ())
+
+    partitions: list[PartitionInfo] = []
+    unauthorized: set[str] = set()
+    invalid: set[str] = set()
+    internal: set[str] = set()
+    for topic in body.get("topics") or ():
+        name = topic.get("name")
+        if name is None:
+            continue
+        is_internal = bool(topic.get("is_internal"))
+        if keep_topic is not None and not keep_topic(name, is_internal):
+            continue
+        if is_internal:
+            internal.add(name)
+        code = topic.get("error_code", 0)
+        if code == errors.TopicAuthorizationFailedError.code:
+            unauthorized.add(name)
+        elif code == errors.InvalidTopicError.code:
+            invalid.add(name)
+        if code != 0:
+            continue
+        for p in topic.get("partitions") or ():
+            leader_id = p.get("leader_id", -1)
+            epoch = p.get("leader_epoch", -1)
+            partitions.append(
+                PartitionInfo(
+                    name,
+                    p["partition_index"],
+                    by_id.get(leader_id) if leader_id >= 0 else None,
+                    resolve(p.get("replica_nodes")),
+                    resolve(p.get("isr_nodes")),
+                    resolve(p.get("offline_replicas")),
+                    epoch if epoch is not None and epoch >= 0 else None,
+                )
+            )
+    if previous is not None:
+        seen = {info.topic for info in partitions} | unauthorized | invalid
+        for topic in previous_topics_to_keep:
+            if topic in seen:
+                continue
+            for info in previous.partitions_for_topic(topic):
+                leader = by_id.get(info.leader.id) if info.leader is not None else None
+                partitions.append(
+                    PartitionInfo(
+                        info.topic,
+                        info.partition,
+                        leader,
+                        info.replicas,
+                        info.in_sync_replicas,
+                        info.offline_replicas,
+                        info.leader_epoch,
+                    )
+                )
+            if topic in previous.internal_topics:
+                internal.add(topic)
+    controller_id = body.get("controller_id", -1)
+    return Cluster(
+        nodes,
+        partitions,
+        cluster_id=body.get("cluster_id"),
+        controller=by_id.get(controller_id) if controller_id is not None else None,
+        unauthorized_topics=unauthorized,
+        invalid_topics=invalid,
+        internal_topics=internal,
+    )

@@ -1,0 +1,101 @@
+"""The network client's settings: the network part of Kafka's ``ProducerConfig`` /
+``CommonClientConfigs``, typed and checked.
+
+Immutable; any thread may read it. ``parse_bootstrap_servers`` turns ``bootstrap.servers``
+into (host, port) pairs; host names are resolved later, on every connection attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+from kclient.errors import ConfigError
+from kclient.network.selector import DEFAULT_MAX_RECEIVE_BYTES
+
+
+@dataclass(frozen=True)
+class NetworkClientConfig:
+    """The network settings, with the Java producer's defaults (Kafka names in comments)."""
+
+    client_id: str = "kclient"  # client.id
+    request_timeout_ms: int = 30_000  # request.timeout.ms
+    max_in_flight_requests_per_connection: int = 5  # max.in.flight.requests.per.connection
+    reconnect_backoff_ms: int = 50  # reconnect.backoff.ms
+    reconnect_backoff_max_ms: int = 1000  # reconnect.backoff.max.ms
+    socket_connection_setup_timeout_ms: int = 10_000  # socket.connection.setup.timeout.ms
+    socket_connection_setup_timeout_max_ms: int = 30_000  # ….max.ms
+    connections_max_idle_ms: int = 540_000  # connections.max.idle.ms
+    send_buffer_bytes: int = 131_072  # send.buffer.bytes (-1: OS default)
+    receive_buffer_bytes: int = 32_768  # receive.buffer.bytes (-1: OS default)
+    max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES  # no Java equivalent: response limit
+    retry_backoff_ms: int = 100  # retry.backoff.ms (metadata refresh backoff)
+    metadata_max_age_ms: int = 300_000  # metadata.max.age.ms
+    metadata_max_idle_ms: int = 300_000  # metadata.max.idle.ms
+
+    def __post_init__(self) -> None:
+        for name in (
+            "request_timeout_ms",
+            "max_in_flight_requests_per_connection",
+            "socket_connection_setup_timeout_ms",
+            "max_receive_bytes",
+        ):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"'{_kafka_name(name)}' must be at least 1")
+        for name in ("reconnect_backoff_ms", "retry_backoff_ms", "metadata_max_age_ms"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"'{_kafka_name(name)}' must not be negative")
+        # As in Java (KIP-580): a base above its maximum backs off at the maximum.
+        for low, high in (
+            ("reconnect_backoff_ms", "reconnect_backoff_max_ms"),
+            ("socket_connection_setup_timeout_ms", "socket_connection_setup_timeout_max_ms"),
+        ):
+            object.__setattr__(self, low, min(getattr(self, low), getattr(self, high)))
+
+    @classmethod
+    def from_config(cls, config: object) -> NetworkClientConfig:
+        """Take every field this class has from ``config`` by attribute name (e.g. a
+        ``kclient.config.ProducerConfig``); fields it lacks keep their defaults."""
+        names = [f.name for f in fields(cls)]
+        return cls(**{n: getattr(config, n) for n in names if hasattr(config, n)})
+
+
+_KAFKA_NAMES = {
+    "request_timeout_ms": "request.timeout.ms",
+    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
+    "socket_connection_setup_timeout_ms": "socket.connection.setup.timeout.ms",
+    "max_receive_bytes": "max_receive_bytes",
+    "reconnect_backoff_ms": "reconnect.backoff.ms",
+    "retry_backoff_ms": "retry.backoff.ms",
+    "metadata_max_age_ms": "metadata.max.age.ms",
+}
+
+
+def _kafka_name(field_name: str) -> str:
+    return _KAFKA_NAMES.get(field_name, field_name)
+
+
+def parse_bootstrap_servers(servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    """``"host:port,[::1]:9093"`` (or a list of such) → ``[(host, port), …]``."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    result: list[tuple[str, int]] = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        if item.startswith("["):
+            host, sep, rest = item[1:].partition("]")
+            port_text = rest[1:] if rest.startswith(":") else ""
+            ok = bool(sep)
+        else:
+            host, _, port_text = item.rpartition(":")
+            ok = ":" not in host
+        if not ok or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ConfigError(
+                f"invalid address {item!r} in 'bootstrap.servers': expected host:port "
+                "(e.g. localhost:9092, or [::1]:9092 for IPv6)"
+            )
+        result.append((host, int(port_text)))
+    if not result:
+        raise ConfigError("'bootstrap.servers' is required (e.g. 'localhost:9092')")
+    return result

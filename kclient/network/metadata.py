@@ -1,0 +1,354 @@
+"""Cluster metadata as the producer tracks it: Kafka's ``Metadata`` / ``ProducerMetadata``.
+
+``Node``, ``PartitionInfo`` and ``Cluster`` (in ``cluster.py``, re-exported here) are
+immutable and may be shared by any thread. ``Metadata`` is shared by the producer's
+caller threads (``add``, ``fetch``, ``await_update``) and the Sender thread (everything
+else); every method takes its lock.
+
+A MetadataResponse never mutates the current ``Cluster``: ``Metadata.update`` builds a new
+one and swaps it in, so a reader holding a ``Cluster`` always sees one consistent view.
+
+``Metadata`` tracks the topics in use (each expires ``metadata.max.idle.ms`` after its
+last ``add``), the age of the last full refresh (``metadata.max.age.ms``), whether an
+update was requested, the retry backoff after a failed refresh (``retry.backoff.ms``),
+and per-topic errors: fatal ones (invalid topic name, not authorized) that sends to the
+topic must fail with, and recoverable ones (unknown topic, no leader) kept for messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kclient import errors
+from kclient.errors import IllegalStateError, KafkaError
+from kclient.network.cluster import (
+    Cluster,
+    Node,
+    PartitionInfo,
+    TopicPartition,
+    cluster_from_response,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Cluster",
+    "Metadata",
+    "MetadataRequestAndVersion",
+    "Node",
+    "PartitionInfo",
+    "TopicPartition",
+    "cluster_from_response",
+]
+
+
+@dataclass(frozen=True)
+class MetadataRequestAndVersion:
+    """What to send for the next refresh, and the request version that asked for it."""
+
+    body: dict[str, Any]
+    request_version: int
+    is_partial_update: bool
+
+
+class Metadata:
+    """The producer's metadata: topics in use, the current Cluster, refresh bookkeeping."""
+
+    def __init__(
+        self,
+        *,
+        refresh_backoff_ms: int = 100,
+        metadata_max_age_ms: int = 300_000,
+        metadata_max_idle_ms: int = 300_000,
+        allow_auto_topic_creation: bool = True,
+        log_prefix: str = "",
+    ) -> None:
+        self.refresh_backoff_ms = refresh_backoff_ms
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.metadata_max_idle_ms = metadata_max_idle_ms
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self._prefix = log_prefix
+        self._cond = threading.Condition()
+        self._cluster = Cluster.empty()
+        self._topics: dict[str, int] = {}  # topic → expiry time (ms)
+        self._new_topics: set[str] = set()
+        self._topic_errors: dict[str, KafkaError] = {}
+        self._fatal_topic_errors: dict[str, KafkaError] = {}
+        self._fatal_error: KafkaError | None = None
+        self._leader_epochs: dict[TopicPartition, int] = {}
+        self._last_refresh_ms: int | None = None  # None: never tried
+        self._last_successful_refresh_ms: int | None = None
+        self._need_full_update = False
+        self._need_partial_update = False
+        self._request_version = 0
+        self._update_version = 0
+        self._closed = False
+
+    # ---- reading (any thread) -----------------------------------------------------------
+
+    def fetch(self) -> Cluster:
+        """The current Cluster (immutable)."""
+        with self._cond:
+            return self._cluster
+
+    @property
+    def update_version(self) -> int:
+        """Increases by one with every successful update (or fatal error)."""
+        with self._cond:
+            return self._update_version
+
+    def topics(self) -> frozenset[str]:
+        with self._cond:
+            return frozenset(self._topics)
+
+    def contains_topic(self, topic: str) -> bool:
+        with self._cond:
+            return topic in self._topics
+
+    def topic_error(self, topic: str) -> KafkaError | None:
+        """The last error the cluster reported for the topic (fatal or not), if any."""
+        with self._cond:
+            return self._fatal_topic_errors.get(topic) or self._topic_errors.get(topic)
+
+    def maybe_raise_for_topic(self, topic: str) -> None:
+        """Raise the fatal error for the topic (invalid name, not authorized) or the client."""
+        with self._cond:
+            if self._fatal_error is not None:
+                raise self._fatal_error
+            error = self._fatal_topic_errors.get(topic)
+            if error is not None:
+                raise error
+
+    # ---- topics (producer's caller threads) --------------------------------------------
+
+    def add(self, topic: str, now_ms: int) -> None:
+        """Note that the topic is in use; a topic never seen before is fetched at once."""
+        with self._cond:
+            if topic not in self._topics:
+                self._new_topics.add(topic)
+                self._request_update_for_new_topics()
+            self._topics[topic] = now_ms + self.metadata_max_idle_ms
+
+    def request_update(self) -> int:
+        """Ask for a full refresh as soon as the backoff allows; returns the current version."""
+        with self._cond:
+            self._need_full_update = True
+            return self._update_version
+
+    def request_update_for_topic(self, topic: str) -> int:
+        with self._cond:
+            if topic in self._new_topics:
+                return self._request_update_for_new_topics()
+            self._need_full_update = True
+            return self._update_version
+
+    def _request_update_for_new_topics(self) -> int:
+        self._last_refresh_ms = None  # new topics skip the backoff
+        self._need_partial_update = True
+        self._request_version += 1
+        return self._update_version
+
+    def await_update(self, last_version: int, timeout_ms: int) -> bool:
+        """Block the calling thread until ``update_version`` exceeds ``last_version``.
+
+        Returns False when ``timeout_ms`` passes first. Raises the fatal error, if any.
+        """
+        with self._cond:
+            done = self._cond.wait_for(
+                lambda: self._update_version > last_version or self._closed,
+                timeout=max(timeout_ms, 0) / 1000.0,
+            )
+            if self._fatal_error is not None:
+                raise self._fatal_error
+            if self._closed:
+                raise IllegalStateError("metadata was closed while waiting for an update")
+            return bool(done)
+
+    # ---- refresh bookkeeping (Sender thread) -------------------------------------------
+
+    def bootstrap(self, addresses: Sequence[tuple[str, int]]) -> None:
+        with self._cond:
+            self._cluster = Cluster.bootstrap(addresses)
+            self._need_full_update = True
+            self._update_version += 1
+
+    def update_requested(self) -> bool:
+        with self._cond:
+            return self._need_full_update or self._need_partial_update
+
+    def time_to_allow_update(self, now_ms: int) -> int:
+        """Milliseconds until the retry backoff after the last refresh has passed."""
+        with self._cond:
+            if self._last_refresh_ms is None:
+                return 0
+            return max(self._last_refresh_ms + self.refresh_backoff_ms - now_ms, 0)
+
+    def time_to_next_update(self, now_ms: int) -> int:
+        """Milliseconds until a refresh is due (0 = now): requested, or older than max age."""
+        with self._cond:  # one lock round: this runs on every NetworkClient.poll
+            last_ms = self._last_refresh_ms
+            allow_ms = 0 if last_ms is None else last_ms + self.refresh_backoff_ms - now_ms
+            successful_ms = self._last_successful_refresh_ms
+            if self._need_full_update or self._need_partial_update or successful_ms is None:
+                expire_ms = 0
+            else:
+                expire_ms = successful_ms + self.metadata_max_age_ms - now_ms
+            due_ms = expire_ms if expire_ms > allow_ms else allow_ms
+            return due_ms if due_ms > 0 else 0
+
+    def new_metadata_request(self, now_ms: int) -> MetadataRequestAndVersion:
+        """The MetadataRequest body for the next refresh.
+
+        Only the new topics (partial update) when no full refresh is needed and the last
+        full one is younger than ``metadata.max.age.ms``; otherwise every topic in use.
+        """
+        with self._cond:
+            partial = (
+                not self._need_full_update
+                and self._last_successful_refresh_ms is not None
+                and self._last_successful_refresh_ms + self.metadata_max_age_ms > now_ms
+            )
+            names = sorted(self._new_topics) if partial else sorted(self._topics)
+            body = {
+                "topics": [{"name": name} for name in names],
+                "allow_auto_topic_creation": self.allow_auto_topic_creation,
+            }
+            return MetadataRequestAndVersion(body, self._request_version, partial)
+
+    def update(
+        self,
+        request_version: int,
+        response: Mapping[str, Any],
+        is_partial_update: bool,
+        now_ms: int,
+    ) -> None:
+        """Replace the Cluster with one built from a MetadataResponse body."""
+        with self._cond:
+            if self._closed:
+                raise IllegalStateError("metadata update after close")
+            self._need_partial_update = request_version < self._request_version
+            self._last_refresh_ms = now_ms
+            self._update_version += 1
+            if not is_partial_update:
+                self._need_full_update = False
+                self._last_successful_refresh_ms = now_ms
+            previous = self._cluster
+            response_topics: set[str] = {
+                t["name"] for t in response.get("topics") or () if t.get("name") is not None
+            }
+            keep_from_previous = (
+                [t for t in previous.topics if t in self._topics and t not in response_topics]
+                if is_partial_update
+                else []
+            )
+            self._record_errors(response, now_ms)
+            cluster = cluster_from_response(
+                response,
+                keep_topic=lambda name, _internal: self._retain_topic(name, now_ms),
+                previous=previous,
+                previous_topics_to_keep=keep_from_previous,
+            )
+            self._cluster = self._keep_newer_leaders(previous, cluster)
+            for topic in response_topics:
+                self._new_topics.discard(topic)
+            for tp in [tp for tp in self._leader_epochs if tp.topic not in self._topics]:
+                del self._leader_epochs[tp]
+            log.debug("%supdated cluster metadata to %r", self._prefix, self._cluster)
+            self._cond.notify_all()
+
+    def failed_update(self, now_ms: int) -> None:
+        """A refresh failed; the next one waits for the retry backoff."""
+        with self._cond:
+            self._last_refresh_ms = now_ms
+
+    def fatal_error(self, error: KafkaError) -> None:
+        """An error no retry will fix (e.g. authentication); waiters get it."""
+        with self._cond:
+            self._fatal_error = error
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    # ---- internals -----------------------------------------------------------------
+
+    def _retain_topic(self, topic: str, now_ms: int) -> bool:
+        """ProducerMetadata.retainTopic: drop topics not added within metadata.max.idle.ms."""
+        expiry_ms = self._topics.get(topic)
+        if expiry_ms is None:
+            return False
+        if topic in self._new_topics:
+            return True
+        if expiry_ms <= now_ms:
+            log.debug("%sremoving unused topic %s from the metadata", self._prefix, topic)
+            del self._topics[topic]
+            self._topic_errors.pop(topic, None)
+            self._fatal_topic_errors.pop(topic, None)
+            return False
+        return True
+
+    def _record_errors(self, response: Mapping[str, Any], now_ms: int) -> None:
+        for topic in response.get("topics") or ():
+            name = topic.get("name")
+            if name is None or name not in self._topics:
+                continue
+            code = topic.get("error_code", 0)
+            self._fatal_topic_errors.pop(name, None)
+            self._topic_errors.pop(name, None)
+            if code == 0:
+                for p in topic.get("partitions") or ():
+                    if p.get("error_code", 0) and errors.for_code(p["error_code"]).invalid_metadata:
+                        self._need_full_update = True
+                continue
+            cls = errors.for_code(code)
+            if cls in (errors.InvalidTopicError, errors.TopicAuthorizationFailedError):
+                self._fatal_topic_errors[name] = cls(f"topic '{name}'")
+            else:
+                self._topic_errors[name] = cls(f"topic '{name}'")
+                if cls.invalid_metadata:
+                    self._need_full_update = True
+        if self._topic_errors or self._fatal_topic_errors:
+            log.warning(
+                "%smetadata response reported errors: %s",
+                self._prefix,
+                {
+                    t: type(e).__name__
+                    for t, e in {**self._topic_errors, **self._fatal_topic_errors}.items()
+                },
+            )
+
+    def _keep_newer_leaders(self, previous: Cluster, cluster: Cluster) -> Cluster:
+        """Keep partition info whose leader epoch is newer than the response's (stale broker)."""
+        stale: list[PartitionInfo] = []
+        fresh: list[PartitionInfo] = []
+        for topic in cluster.topics:
+            for info in cluster.partitions_for_topic(topic):
+                tp = info.topic_partition
+                seen = self._leader_epochs.get(tp)
+                if info.leader_epoch is not None and seen is not None and info.leader_epoch < seen:
+                    old = previous.partition(tp)
+                    if old is not None:
+                        stale.append(old)
+                        continue
+                if info.leader_epoch is not None:
+                    self._leader_epochs[tp] = info.leader_epoch
+                fresh.append(info)
+        if not stale:
+            return cluster
+        self._need_full_update = True
+        log.debug("%skeeping newer leaders for %s", self._prefix, [str(i) for i in stale])
+        return Cluster(
+            cluster.nodes,
+            fresh + stale,
+            cluster_id=cluster.cluster_id,
+            controller=cluster.controller,
+            unauthorized_topics=cluster.unauthorized_topics,
+            invalid_topics=cluster.invalid_topics,
+            internal_topics=cluster.internal_topics,
+        )

@@ -1,0 +1,148 @@
+"""Keeps ``Metadata`` fresh through the client's own connections: Kafka's
+``NetworkClient.DefaultMetadataUpdater``.
+
+Owned by the thread that owns the ``NetworkClient`` (the producer's Sender thread).
+
+``maybe_update(now_ms)`` runs at the start of every ``NetworkClient.poll``: when a refresh
+is due (requested, or older than ``metadata.max.age.ms``, and past the retry backoff) and
+none is in flight, it sends a MetadataRequest to the least-loaded node, connecting to one
+first if no node is connected. It returns how long the poll may sleep before it needs to
+run again. At most one metadata request is in flight at a time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kclient import errors
+from kclient.errors import KafkaError
+from kclient.network.connection_states import NO_DELAY_LIMIT_MS
+from kclient.network.kafka_client import ClientRequest
+from kclient.network.metadata import Metadata, Node
+from kclient.protocol import ApiKey
+
+if TYPE_CHECKING:
+    from kclient.network.client import NetworkClient
+
+log = logging.getLogger(__name__)
+
+METADATA_MIN_VERSION = 1
+"""v0 reads an empty topic list as 'all topics'; v1+ as 'none' (what a producer means)."""
+
+
+@dataclass(frozen=True)
+class _InProgress:
+    request_version: int
+    is_partial_update: bool
+
+
+class DefaultMetadataUpdater:
+    """Sends MetadataRequests for a ``NetworkClient`` and applies the responses."""
+
+    def __init__(self, client: NetworkClient, metadata: Metadata, log_prefix: str = "") -> None:
+        self._client = client
+        self.metadata = metadata
+        self._prefix = log_prefix
+        self._in_progress: _InProgress | None = None
+
+    def fetch_nodes(self) -> tuple[Node, ...]:
+        return self.metadata.fetch().nodes
+
+    def has_fetch_in_progress(self) -> bool:
+        return self._in_progress is not None
+
+    def is_update_due(self, now_ms: int) -> bool:
+        return self._in_progress is None and self.metadata.time_to_next_update(now_ms) == 0
+
+    def maybe_update(self, now_ms: int) -> int:
+        """Start a refresh if one is due; return ms until this should be called again."""
+        time_to_next_ms = self.metadata.time_to_next_update(now_ms)
+        wait_for_fetch_ms = self._client.request_timeout_ms if self._in_progress else 0
+        timeout_ms = max(time_to_next_ms, wait_for_fetch_ms)
+        if timeout_ms > 0:
+            return timeout_ms
+        if not self.fetch_nodes():
+            return self._client.reconnect_backoff_ms  # nothing to ask (no bootstrap yet)
+        node = self._client.least_loaded_node(now_ms)
+        if node is None:
+            log.debug("%sno node available for a metadata request", self._prefix)
+            return self._client.reconnect_backoff_ms
+        return self._maybe_update(now_ms, node)
+
+    def _maybe_update(self, now_ms: int, node: Node) -> int:
+        client = self._client
+        if client.can_send_request(node.id, now_ms):
+            request = self.metadata.new_metadata_request(now_ms)
+            log.debug("%ssending metadata request %s to node %s", self._prefix, request.body, node)
+            client.send_internal(
+                ClientRequest(
+                    node.id,
+                    ApiKey.METADATA,
+                    request.body,
+                    now_ms,
+                    min_version=METADATA_MIN_VERSION,
+                ),
+                now_ms,
+            )
+            self._in_progress = _InProgress(request.request_version, request.is_partial_update)
+            return client.request_timeout_ms
+        if client.connection_states.is_any_node_connecting():
+            # Wait for the connection under way rather than opening more.
+            return client.reconnect_backoff_ms
+        if client.connection_states.can_connect(node.id, now_ms):
+            log.debug("%sconnecting to node %s for a metadata request", self._prefix, node)
+            client.initiate_connect(node, now_ms)
+            return client.reconnect_backoff_ms
+        # Connected but the connection is busy, or checking API versions: a network
+        # event will tell us when it becomes usable.
+        return NO_DELAY_LIMIT_MS
+
+    def handle_server_disconnect(self, now_ms: int, node_id: int) -> None:
+        cluster = self.metadata.fetch()
+        if cluster.is_bootstrap_configured:
+            node = cluster.node_by_id(node_id)
+            if node is not None:
+                log.warning("%sbootstrap broker %s disconnected", self._prefix, node.address)
+        if self.is_update_due(now_ms):
+            self.handle_failed_request(now_ms, None)  # back off before the next attempt
+        self.metadata.request_update()  # the disconnect may mean our metadata is stale
+
+    def handle_failed_request(self, now_ms: int, error: KafkaError | None) -> None:
+        if error is not None and not error.retriable:
+            log.warning("%smetadata request failed: %s", self._prefix, error)
+        self.metadata.failed_update(now_ms)
+        self._in_progress = None
+
+    def handle_success_response(
+        self, correlation_id: int, body: Mapping[str, Any], now_ms: int
+    ) -> None:
+        in_progress = self._in_progress
+        self._in_progress = None
+        code = body.get("error_code", 0)
+        if code:
+            log.warning(
+                "%smetadata response (correlation id %d) has error %s",
+                self._prefix,
+                correlation_id,
+                errors.error_name(code),
+            )
+            self.metadata.failed_update(now_ms)
+            return
+        if not body.get("brokers"):
+            # A broker that is still starting may answer with no brokers: retry later.
+            log.debug("%signoring metadata response with no brokers", self._prefix)
+            self.metadata.failed_update(now_ms)
+            return
+        if in_progress is None:
+            log.debug("%sunexpected metadata response %d", self._prefix, correlation_id)
+            self.metadata.update(-1, body, False, now_ms)
+            return
+        self.metadata.update(
+            in_progress.request_version, body, in_progress.is_partial_update, now_ms
+        )
+
+    def close(self) -> None:
+        self.metadata.close()

@@ -1,0 +1,417 @@
+"""Non-blocking socket I/O for many broker connections: Kafka's ``Selector`` (``KSelector``).
+
+Owned by one thread, the one that owns the ``NetworkClient`` (the producer's Sender
+thread). Only ``wakeup()`` may be called from other threads.
+
+``KSelector`` wraps ``selectors.DefaultSelector``. Each node has one ``KafkaChannel``
+holding at most one in-progress ``NetworkSend`` (a second ``send`` before the first is
+written is an ``IllegalStateError``) and the partial receive. ``poll(timeout_ms)`` performs
+every connect, read and write, and fills four result lists that stay valid until the next
+poll: ``completed_sends``, ``completed_receives``, ``connected`` and ``disconnected``.
+
+Sends and receives are in ``channel.py``. Pending sends are written at the start of
+``poll`` without waiting a select round for writability; a request written whole then
+waits in the same poll for its response (one poll per round trip), unless its send says
+no response will come (``awaits_response=False``, acks=0). A response size above
+``max_receive_bytes`` (garbage from a port that doesn't speak Kafka) closes the connection
+with ``ProtocolDecodeError`` instead of allocating it. Connections idle longer than
+``connections.max.idle.ms`` are closed (one per poll, least recently used first).
+
+Every ``OSError`` is caught here and reported in ``disconnected`` as a ``KafkaError`` that
+names the node and its address. Nothing above this module touches sockets.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import selectors
+import socket
+from typing import Protocol
+
+from kclient.clock import Clock
+from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
+from kclient.network.channel import (
+    CONNECT_IN_PROGRESS,
+    KafkaChannel,
+    NetworkReceive,
+    NetworkSend,
+    PeerClosedError,
+    describe_os_error,
+    format_address,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_RECEIVE_BYTES = 100 * 1024 * 1024
+_MAX_SELECT_TIMEOUT_MS = 3_600_000
+
+__all__ = [
+    "DEFAULT_MAX_RECEIVE_BYTES",
+    "IdleExpiryManager",
+    "KSelector",
+    "KafkaChannel",
+    "NetworkReceive",
+    "NetworkSend",
+    "Selectable",
+    "describe_os_error",
+    "format_address",
+]
+
+
+class IdleExpiryManager:
+    """Least-recently-used connections, for closing those idle longer than a limit."""
+
+    def __init__(self, connections_max_idle_ms: int) -> None:
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self._last_active_ms: dict[int, int] = {}
+        self._next_check_ms = 0
+
+    def update(self, node_id: int, now_ms: int) -> None:
+        self._last_active_ms.pop(node_id, None)
+        self._last_active_ms[node_id] = now_ms
+
+    def remove(self, node_id: int) -> None:
+        self._last_active_ms.pop(node_id, None)
+
+    def poll_expired(self, now_ms: int) -> int | None:
+        """The least recently used node if it has been idle too long, else None."""
+        if self.connections_max_idle_ms < 0 or now_ms < self._next_check_ms:
+            return None
+        if not self._last_active_ms:
+            self._next_check_ms = now_ms + self.connections_max_idle_ms
+            return None
+        node_id, last_ms = next(iter(self._last_active_ms.items()))
+        if now_ms - last_ms > self.connections_max_idle_ms:
+            return node_id
+        self._next_check_ms = last_ms + self.connections_max_idle_ms + 1
+        return None
+
+
+class Selectable(Protocol):
+    """The selector seam (Java's ``Selectable``): ``KSelector``, or ``MockSelector`` in tests."""
+
+    completed_sends: list[NetworkSend]
+    completed_receives: list[NetworkReceive]
+    connected: list[int]
+    disconnected: dict[int, KafkaError]
+
+    def connect(self, node_id: int, host: str, port: int, family: int | None = None) -> None:
+        """Start a non-blocking connection to an IP address (``family`` inferred when None).
+        Raises ``KafkaConnectionError`` if it fails at once."""
+        ...
+
+    def send(self, send: NetworkSend) -> None:
+        """Queue a send on its node's channel; written by the following polls."""
+        ...
+
+    def poll(self, timeout_ms: int) -> None:
+        """Do I/O, waiting up to ``timeout_ms`` for some; refills the result lists."""
+        ...
+
+    def mute(self, node_id: int) -> None: ...
+    def unmute(self, node_id: int) -> None: ...
+    def is_channel_ready(self, node_id: int) -> bool: ...
+    def wakeup(self) -> None:
+        """Interrupt a blocked ``poll``. Safe to call from any thread."""
+        ...
+
+    def close(self, node_id: int | None = None) -> None:
+        """Close one node's connection (not reported in ``disconnected``), or all when None."""
+        ...
+
+
+class KSelector:
+    """``Selectable`` over real sockets and ``selectors.DefaultSelector``."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        connections_max_idle_ms: int = 540_000,
+        send_buffer_bytes: int = 131_072,
+        receive_buffer_bytes: int = 32_768,
+        max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
+        log_prefix: str = "",
+    ) -> None:
+        self._clock = clock
+        self._send_buffer_bytes = send_buffer_bytes
+        self._receive_buffer_bytes = receive_buffer_bytes
+        self._max_receive_bytes = max_receive_bytes
+        self._prefix = log_prefix
+        self._selector = selectors.DefaultSelector()
+        self._channels: dict[int, KafkaChannel] = {}
+        self._sending: dict[int, KafkaChannel] = {}  # channels with a send not fully written
+        self._immediately_connected: list[KafkaChannel] = []
+        self._idle = IdleExpiryManager(connections_max_idle_ms)
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_r.setblocking(False)
+        self._wakeup_w.setblocking(False)
+        self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
+        self._closed = False
+        self.completed_sends: list[NetworkSend] = []
+        self.completed_receives: list[NetworkReceive] = []
+        self.connected: list[int] = []
+        self.disconnected: dict[int, KafkaError] = {}
+
+    # ---- connections ------------------------------------------------------------------
+
+    def connect(self, node_id: int, host: str, port: int, family: int | None = None) -> None:
+        if node_id in self._channels:
+            raise IllegalStateError(f"there is already a connection to node {node_id}")
+        address = format_address(host, port)
+        if family is None:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            if self._send_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer_bytes)
+            if self._receive_buffer_bytes > 0:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer_bytes)
+            code = sock.connect_ex((host, port))
+        except OSError as exc:
+            sock.close()
+            raise _connect_error(node_id, address, exc) from exc
+        if code not in (0, *CONNECT_IN_PROGRESS):
+            sock.close()
+            failure = OSError(code, os.strerror(code))
+            raise _connect_error(node_id, address, failure) from failure
+        channel = KafkaChannel(node_id, sock, address, self._max_receive_bytes)
+        self._channels[node_id] = channel
+        if code == 0:
+            channel.connected = True
+            self._immediately_connected.append(channel)
+        self._idle.update(node_id, self._clock.monotonic_ms())
+        self._set_interest(channel)
+
+    def register(self, node_id: int, sock: socket.socket, address: str = "") -> None:
+        """Adopt an already connected socket (the broker's accepted connections, tests)."""
+        if node_id in self._channels:
+            raise IllegalStateError(f"there is already a connection to node {node_id}")
+        sock.setblocking(False)
+        channel = KafkaChannel(
+            node_id, sock, address or str(sock.getpeername()), self._max_receive_bytes
+        )
+        channel.connected = True
+        self._channels[node_id] = channel
+        self._idle.update(node_id, self._clock.monotonic_ms())
+        self._set_interest(channel)
+
+    def is_channel_ready(self, node_id: int) -> bool:
+        channel = self._channels.get(node_id)
+        return channel is not None and channel.connected
+
+    def channel(self, node_id: int) -> KafkaChannel | None:
+        return self._channels.get(node_id)
+
+    def channel_address(self, node_id: int) -> str | None:
+        channel = self._channels.get(node_id)
+        return channel.address if channel is not None else None
+
+    def close(self, node_id: int | None = None) -> None:
+        if node_id is not None:
+            channel = self._channels.get(node_id)
+            if channel is not None:
+                self._close_channel(channel)
+            return
+        if self._closed:
+            return
+        self._closed = True
+        for channel in list(self._channels.values()):
+            self._close_channel(channel)
+        self._selector.close()
+        self._wakeup_r.close()
+        self._wakeup_w.close()
+
+    # ---- I/O --------------------------------------------------------------------------
+
+    def send(self, send: NetworkSend) -> None:
+        channel = self._channels.get(send.destination)
+        if channel is None:
+            raise IllegalStateError(f"cannot send to node {send.destination}: not connected")
+        if channel.send is not None:
+            raise IllegalStateError(
+                f"node {send.destination} still has a send in progress; one send at a time"
+            )
+        channel.send = send
+        self._sending[send.destination] = channel
+
+    def mute(self, node_id: int) -> None:
+        channel = self._channels.get(node_id)
+        if channel is not None:
+            channel.muted = True
+            self._set_interest(channel)
+
+    def unmute(self, node_id: int) -> None:
+        channel = self._channels.get(node_id)
+        if channel is not None:
+            channel.muted = False
+            self._set_interest(channel)
+
+    def wakeup(self) -> None:
+        try:
+            self._wakeup_w.send(b"\x00")
+        except OSError:
+            pass  # buffer full (a wakeup is already pending) or selector closed
+
+    def poll(self, timeout_ms: int) -> None:
+        if self._closed:
+            raise IllegalStateError("the selector is closed")
+        self.completed_sends = []
+        self.completed_receives = []
+        self.connected = []
+        self.disconnected = {}
+        for channel in self._immediately_connected:
+            if self._channels.get(channel.node_id) is channel:
+                self.connected.append(channel.node_id)
+        self._immediately_connected = []
+        # Write pending sends at once rather than waiting a select round for writability.
+        if self._sending:
+            write_ms = self._clock.monotonic_ms()
+            for channel in list(self._sending.values()):
+                if channel.connected:
+                    self._idle.update(channel.node_id, write_ms)
+                    self._attempt_write(channel)
+        # A write that completes a request (acks=0), a new connection or a failure is news
+        # for the caller: return at once. A request written whole waits for its response.
+        if (
+            self.connected
+            or self.disconnected
+            or any(not s.awaits_response for s in self.completed_sends)
+        ):
+            timeout_ms = 0
+        timeout_s = max(0, min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)) / 1000.0
+        events = self._selector.select(timeout_s)
+        now_ms = self._clock.monotonic_ms()
+        for key, mask in events:
+            channel = key.data
+            if channel is None:
+                self._drain_wakeup()
+                continue
+            if self._channels.get(channel.node_id) is not channel:
+                continue  # closed while handling an earlier event
+            self._idle.update(channel.node_id, now_ms)
+            self._handle_events(channel, mask)
+            if self._channels.get(channel.node_id) is channel:
+                self._set_interest(channel)
+        self._maybe_close_idle(now_ms)
+
+    def _handle_events(self, channel: KafkaChannel, mask: int) -> None:
+        try:
+            if not channel.connected:
+                if mask & (selectors.EVENT_WRITE | selectors.EVENT_READ):
+                    channel.finish_connect()
+                    if channel.connected:
+                        self.connected.append(channel.node_id)
+                return
+            if mask & selectors.EVENT_READ and not channel.muted:
+                channel.read(self.completed_receives)
+            if mask & selectors.EVENT_WRITE and channel.send is not None:
+                send = channel.write()
+                if send is not None:
+                    del self._sending[channel.node_id]
+                    self.completed_sends.append(send)
+        except PeerClosedError:
+            self._fail(
+                channel,
+                KafkaConnectionError(
+                    f"node {channel.node_id} at {channel.address} closed the connection"
+                ),
+            )
+        except ProtocolDecodeError as exc:
+            self._fail(channel, exc)
+        except OSError as exc:
+            self._fail(channel, _io_error(channel, exc))
+
+    def _attempt_write(self, channel: KafkaChannel) -> None:
+        try:
+            send = channel.write()
+        except OSError as exc:
+            self._fail(channel, _io_error(channel, exc))
+            return
+        if send is not None:
+            del self._sending[channel.node_id]
+            self.completed_sends.append(send)
+        else:
+            self._set_interest(channel)  # the rest waits for writability
+
+    def _drain_wakeup(self) -> None:
+        try:
+            while self._wakeup_r.recv(1024):
+                pass
+        except OSError:
+            pass
+
+    def _maybe_close_idle(self, now_ms: int) -> None:
+        node_id = self._idle.poll_expired(now_ms)
+        if node_id is None:
+            return
+        channel = self._channels.get(node_id)
+        if channel is None:
+            self._idle.remove(node_id)
+            return
+        log.debug(
+            "%sclosing connection to node %d at %s: idle longer than %d ms",
+            self._prefix,
+            node_id,
+            channel.address,
+            self._idle.connections_max_idle_ms,
+        )
+        self._fail(
+            channel,
+            KafkaConnectionError(
+                f"closed idle connection to node {node_id} at {channel.address} "
+                f"(idle longer than connections.max.idle.ms={self._idle.connections_max_idle_ms})"
+            ),
+        )
+
+    # ---- bookkeeping --------------------------------------------------------------------
+
+    def _fail(self, channel: KafkaChannel, error: KafkaError) -> None:
+        self._close_channel(channel)
+        self.disconnected[channel.node_id] = error
+
+    def _close_channel(self, channel: KafkaChannel) -> None:
+        if self._channels.get(channel.node_id) is channel:
+            del self._channels[channel.node_id]
+        self._idle.remove(channel.node_id)
+        self._sending.pop(channel.node_id, None)
+        if channel.events:
+            self._selector.unregister(channel.sock)
+            channel.events = 0
+        channel.sock.close()
+        channel.send = None
+        channel.receive = None
+
+    def _set_interest(self, channel: KafkaChannel) -> None:
+        events = 0
+        if not channel.connected or channel.send is not None:
+            events |= selectors.EVENT_WRITE
+        if channel.connected and not channel.muted:
+            events |= selectors.EVENT_READ
+        if events == channel.events:
+            return
+        if channel.events == 0:
+            self._selector.register(channel.sock, events, channel)
+        elif events == 0:
+            self._selector.unregister(channel.sock)
+        else:
+            self._selector.modify(channel.sock, events, channel)
+        channel.events = events
+
+
+def _connect_error(node_id: int, address: str, exc: OSError) -> KafkaConnectionError:
+    return KafkaConnectionError(
+        f"connection to node {node_id} at {address} failed: {describe_os_error(exc)}"
+    )
+
+
+def _io_error(channel: KafkaChannel, exc: OSError) -> KafkaConnectionError:
+    if not channel.connected:
+        return _connect_error(channel.node_id, channel.address, exc)
+    return KafkaConnectionError(
+        f"connection to node {channel.node_id} at {channel.address} lost: {describe_os_error(exc)}"
+    )

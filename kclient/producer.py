@@ -1,0 +1,385 @@
+"""KafkaProducer: Java's ``KafkaProducer`` — the public, thread-safe producer.
+
+``send`` runs on the caller's thread and never does network I/O: it serializes, picks
+the partition, appends to the ``RecordAccumulator`` and returns a future. One background
+thread (the ``Sender``, named ``kclient-producer-network-thread | <client.id>``) does all
+the I/O. Any number of threads may call ``send`` at once.
+
+Differences from Java: caller mistakes and timeouts in ``send`` (``RecordTooLargeError``,
+``SerializationError``, ``KafkaTimeoutError`` for metadata, ``BufferExhaustedError``)
+raise from ``send`` instead of being returned as a failed future. ``flush`` and ``close``
+take an optional timeout in seconds. A producer created before ``os.fork()`` cannot be
+used in the child: create it after the fork.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kclient import serialization
+from kclient.clock import SYSTEM_CLOCK, Clock
+from kclient.config import ProducerConfig
+from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError, RecordTooLargeError
+from kclient.network import NetworkClient, NetworkClientConfig
+from kclient.network.cluster import PartitionInfo
+from kclient.network.kafka_client import KafkaClient
+from kclient.record import CompressionType, RecordBatchBuilder
+from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
+from kclient.sender.batch import Callback, Header
+from kclient.sender.buffer_pool import BufferPool
+from kclient.sender.future import FutureRecordMetadata
+from kclient.sender.idempotence import TransactionManager
+from kclient.sender.metrics import SenderMetrics
+from kclient.sender.partitioner import keyed_partition
+from kclient.sender.sender import Sender
+
+log = logging.getLogger(__name__)
+
+_live_producers: weakref.WeakSet[KafkaProducer] = weakref.WeakSet()
+_FORKED = (
+    "this KafkaProducer was created before os.fork() and cannot be used in the child "
+    "process; create the producer after the fork"
+)
+_CLOSED = "cannot send after the producer is closed"
+
+
+def _after_fork_in_child() -> None:
+    for producer in list(_live_producers):
+        producer._mark_forked()
+
+
+def _close_at_exit() -> None:
+    for producer in list(_live_producers):
+        if producer._unusable is None:
+            producer.close()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+atexit.register(_close_at_exit)
+
+
+class KafkaProducer:
+    """Sends records to Kafka; see the module docstring and ``ProducerConfig``.
+
+    ``KafkaProducer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5})`` or
+    ``KafkaProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=5)``. ``kafka_client``
+    and ``clock`` replace the network client and the clock (tests).
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, object] | None = None,
+        /,
+        *,
+        kafka_client: KafkaClient | None = None,
+        clock: Clock | None = None,
+        **settings: object,
+    ) -> None:
+        self.config = cfg = ProducerConfig(config, **settings)
+        self._clock = clock = clock if clock is not None else SYSTEM_CLOCK
+        self._prefix = f"[kclient producer clientId={cfg.client_id}] "
+        self._unusable: str | KafkaError | None = None
+        """Why ``send`` must fail: closed, forked, or the producer's fatal error."""
+        if kafka_client is None:
+            kafka_client = NetworkClient.create(
+                cfg.bootstrap_servers, _network_config(cfg), clock=clock
+            )
+        self._client = kafka_client
+        self._metadata = kafka_client.metadata
+        self._tm = TransactionManager(self._prefix) if cfg.enable_idempotence else None
+        if self._tm is not None:
+            self._tm.on_fatal_error = self._set_fatal_error
+        self._pool = BufferPool(cfg.buffer_memory, clock)
+        codec = CompressionType.from_name(cfg.compression_type)
+        level = cfg.compression_level()
+        self._accumulator = RecordAccumulator(
+            batch_size=cfg.batch_size,
+            linger_ms=cfg.linger_ms,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=cfg.retry_backoff_max_ms,
+            delivery_timeout_ms=cfg.delivery_timeout_ms,
+            pool=self._pool,
+            builder_factory=lambda size: RecordBatchBuilder(codec, size, level),
+            transaction_manager=self._tm,
+            monotonic_ms=clock.monotonic_ms,
+        )
+        self._sender = Sender(
+            kafka_client,
+            self._accumulator,
+            clock=clock,
+            acks=cfg.acks,
+            max_request_size=cfg.max_request_size,
+            request_timeout_ms=cfg.request_timeout_ms,
+            retries=cfg.retries,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            guarantee_message_order=cfg.max_in_flight_requests_per_connection == 1,
+            transaction_manager=self._tm,
+            metrics=SenderMetrics(clock.monotonic_ms),
+            log_prefix=self._prefix,
+        )
+        self._accumulator.wakeup = self._sender.wakeup
+        self._key_serializer = serialization.resolve(cfg.key_serializer, "key.serializer")
+        self._value_serializer = serialization.resolve(cfg.value_serializer, "value.serializer")
+        self._partitioner = cfg.partitioner
+        self._ignore_keys = cfg.partitioner_ignore_keys
+        self._max_block_ms = cfg.max_block_ms
+        self._max_record_bytes = min(cfg.max_request_size, cfg.buffer_memory)
+        # the system clock is read inline on the hot path; an injected clock through its API
+        self._time_ns = time.time_ns if clock is SYSTEM_CLOCK else None
+        self._hash_keys = cfg.partitioner is None and not cfg.partitioner_ignore_keys
+        self._queues: dict[str, TopicQueues] = {}
+        self._close_lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._sender.run,
+            name=f"kclient-producer-network-thread | {cfg.client_id}",
+            daemon=True,
+        )
+        self._thread.start()
+        _live_producers.add(self)
+        log.info("%sstarted (bootstrap.servers=%s)", self._prefix, ",".join(cfg.bootstrap_servers))
+
+    # ---- send ----------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        *,
+        headers: Sequence[Header] | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        callback: Callback | None = None,
+    ) -> FutureRecordMetadata:
+        """Queue a record; returns a future of its ``RecordMetadata``.
+
+        ``callback(metadata, exception)`` runs on the producer's I/O thread once the
+        record is acknowledged or failed; its exceptions are logged. Raises
+        ``RecordTooLargeError``, ``SerializationError``, ``KafkaTimeoutError`` (topic
+        metadata or buffer memory unavailable for ``max.block.ms``) or
+        ``IllegalStateError`` (after close).
+        """
+        if self._unusable is not None:
+            self._raise_unusable()
+        if self._key_serializer is not None:
+            key = serialization.apply(self._key_serializer, "key", topic, key)
+        elif key is not None and key.__class__ is not bytes:
+            key = serialization.to_bytes("key", key)
+        if self._value_serializer is not None:
+            value = serialization.apply(self._value_serializer, "value", topic, value)
+        elif value is not None and value.__class__ is not bytes:
+            value = serialization.to_bytes("value", value)
+        queues = self._queues.get(topic)
+        max_block_ms = self._max_block_ms
+        if (
+            queues is None
+            or not queues.num_partitions
+            or (partition is not None and partition >= queues.num_partitions)
+        ):
+            queues, max_block_ms = self._wait_on_metadata(topic, partition)
+        if partition is None:
+            if key is not None and self._hash_keys:
+                partition = keyed_partition(key, queues.num_partitions)
+            elif self._partitioner is not None:
+                partition = self._custom_partition(topic, key, queues.num_partitions)
+            else:
+                partition = -1
+        elif partition < 0:
+            raise ValueError(f"partition must be >= 0 or None, got {partition}")
+        if headers:
+            size = estimate_size_upper_bound(key, value, headers)
+        else:
+            size = (
+                82 + (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
+            )
+        if size > self._max_record_bytes:
+            self._record_too_large(size)
+        if timestamp_ms is None:
+            timestamp_ms = self._time_ns() // 1_000_000 if self._time_ns else self._clock.time_ms()
+        return self._accumulator.append(
+            queues, partition, timestamp_ms, key, value, headers, callback, max_block_ms, size
+        )
+
+    def _raise_unusable(self) -> None:
+        unusable = self._unusable
+        if isinstance(unusable, BaseException):
+            raise unusable
+        raise IllegalStateError(unusable)
+
+    def _custom_partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
+        assert self._partitioner is not None
+        chosen = self._partitioner(topic, key, num_partitions)
+        if (
+            isinstance(chosen, bool)
+            or not isinstance(chosen, int)
+            or not 0 <= chosen < num_partitions
+        ):
+            raise ValueError(
+                f"the partitioner returned {chosen!r} for topic {topic!r} "
+                f"with {num_partitions} partitions"
+            )
+        return chosen
+
+    def _record_too_large(self, size: int) -> None:
+        cfg = self.config
+        if size > cfg.max_request_size:
+            raise RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than 'max.request.size' "
+                f"({cfg.max_request_size} bytes)"
+            )
+        raise RecordTooLargeError(
+            f"the record is {size} bytes when serialized, larger than 'buffer.memory' "
+            f"({cfg.buffer_memory} bytes)"
+        )
+
+    def _wait_on_metadata(self, topic: str, partition: int | None) -> tuple[TopicQueues, int]:
+        """Java's ``waitOnMetadata``: block (up to ``max.block.ms``) until the topic — and the
+        partition, if given — is in the metadata. Returns the queues and the time left."""
+        clock = self._clock
+        start_ms = clock.monotonic_ms()
+        metadata = self._metadata
+        metadata.add(topic, start_ms)
+        cluster = metadata.fetch()
+        while True:
+            metadata.maybe_raise_for_topic(topic)
+            count = cluster.partition_count_for_topic(topic)
+            if count and (partition is None or partition < count):
+                break
+            elapsed_ms = clock.monotonic_ms() - start_ms
+            if elapsed_ms >= self._max_block_ms:
+                raise self._metadata_timeout(topic, partition, count)
+            version = metadata.request_update_for_topic(topic)
+            self._sender.wakeup()
+            metadata.await_update(version, self._max_block_ms - elapsed_ms)
+            if self._unusable is not None:
+                self._raise_unusable()
+            cluster = metadata.fetch()
+        queues = self._accumulator.topic_queues(topic)
+        self._accumulator.update_topic(queues, cluster)
+        self._queues[topic] = queues
+        return queues, max(self._max_block_ms - (clock.monotonic_ms() - start_ms), 0)
+
+    def _metadata_timeout(self, topic: str, partition: int | None, count: int | None) -> KafkaError:
+        max_block_ms = self._max_block_ms
+        if count and partition is not None:
+            return KafkaTimeoutError(
+                f"partition {partition} of topic {topic!r} with partition count {count} is not "
+                f"present in metadata after {max_block_ms} ms ('max.block.ms')"
+            )
+        reason = ""
+        topic_error = self._metadata.topic_error(topic)
+        if topic_error is not None:
+            reason = f"; the cluster says: {topic_error}"
+        elif isinstance(self._client, NetworkClient) and self._client.connection_failures():
+            return self._client.no_broker_reachable_error(max_block_ms)
+        return KafkaTimeoutError(
+            f"topic {topic!r} not present in metadata after {max_block_ms} ms "
+            f"('max.block.ms'){reason}"
+        )
+
+    # ---- flush / close -------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything now and wait until every record sent before this call completed
+        (delivered or failed). Raises ``KafkaTimeoutError`` after ``timeout`` seconds."""
+        if self._unusable == _FORKED:
+            raise IllegalStateError(_FORKED)
+        if threading.current_thread() is self._thread:
+            raise IllegalStateError(
+                "flush() inside a send callback would deadlock; it is not permitted"
+            )
+        up_to = self._accumulator.begin_flush()
+        try:
+            self._sender.wakeup()
+            if not self._accumulator.await_flush_completion(up_to, timeout):
+                raise KafkaTimeoutError(f"flush() did not complete within {timeout} s")
+        finally:
+            self._accumulator.end_flush()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Deliver what was sent (waiting up to ``timeout`` seconds; None = until every record
+        is delivered or has failed, at most ``delivery.timeout.ms``), then fail what is left,
+        stop the I/O thread and close the connections. Calling it again does nothing."""
+        with self._close_lock:
+            if self._unusable == _FORKED:
+                return  # the I/O thread and sockets belong to the parent process
+            self._unusable = _CLOSED
+            if threading.current_thread() is self._thread:
+                log.warning(
+                    "%sclose() called from a send callback: closing without waiting", self._prefix
+                )
+                self._sender.force_close()
+                return
+            log.info("%sclosing (timeout %s s)", self._prefix, timeout)
+            self._sender.initiate_close()
+            self._thread.join(timeout)
+            if self._thread.is_alive():
+                log.warning(
+                    "%sclose timed out; failing the records not yet delivered", self._prefix
+                )
+                self._sender.force_close()
+                self._thread.join()
+            self._pool.close()
+            self._metadata.close()
+            _live_producers.discard(self)
+
+    def _mark_forked(self) -> None:
+        self._unusable = _FORKED
+
+    def _set_fatal_error(self, error: KafkaError) -> None:
+        if self._unusable is None:
+            self._unusable = error
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # ---- information ---------------------------------------------------------------------
+
+    def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """The topic's partitions (waits up to ``max.block.ms`` for its metadata)."""
+        if self._unusable is not None:
+            self._raise_unusable()
+        self._wait_on_metadata(topic, None)
+        return list(self._metadata.fetch().partitions_for_topic(topic))
+
+    def metrics(self) -> dict[str, float]:
+        """The producer's metrics by Java name (rates per second, sizes in bytes, ms)."""
+        values = self._sender.metrics.snapshot()
+        values["buffer-available-bytes"] = float(self._pool.available_bytes)
+        values["buffer-total-bytes"] = float(self._pool.total_bytes)
+        values["bufferpool-wait-time"] = float(self._pool.wait_time_ns_total)
+        values["bufferpool-wait-time-ns-total"] = float(self._pool.wait_time_ns_total)
+        values["requests-in-flight"] = float(self._sender.metrics.requests_in_flight)
+        return values
+
+    def __repr__(self) -> str:
+        state = str(self._unusable or "open")
+        return f"<KafkaProducer client.id={self.config.client_id!r} {state}>"
+
+
+def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
+    return NetworkClientConfig(
+        client_id=cfg.client_id,
+        request_timeout_ms=max(cfg.request_timeout_ms, 1),
+        max_in_flight_requests_per_connection=cfg.max_in_flight_requests_per_connection,
+        reconnect_backoff_ms=cfg.reconnect_backoff_ms,
+        reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
+        socket_connection_setup_timeout_ms=max(cfg.socket_connection_setup_timeout_ms, 1),
+        socket_connection_setup_timeout_max_ms=max(cfg.socket_connection_setup_timeout_max_ms, 1),
+        connections_max_idle_ms=cfg.connections_max_idle_ms,
+        send_buffer_bytes=cfg.send_buffer_bytes,
+        receive_buffer_bytes=cfg.receive_buffer_bytes,
+        retry_backoff_ms=cfg.retry_backoff_ms,
+        metadata_max_age_ms=cfg.metadata_max_age_ms,
+        metadata_max_idle_ms=cfg.metadata_max_idle_ms,
+    )

@@ -1,0 +1,259 @@
+"""Size-prefixed frames and request/response headers.
+
+Corresponds to Kafka's ``RequestHeader``/``ResponseHeader`` (``RequestHeader.json``,
+``ResponseHeader.json``), ``ApiKeys.requestHeaderVersion``/``responseHeaderVersion`` and
+the 4-byte size prefix that ``NetworkSend``/``NetworkReceive`` put around every message.
+Sans-I/O: bytes in, values out, and back; any thread may call it.
+
+    frame            = size:int32 header body          (size counts header + body)
+    request header   v1 = api_key:int16 api_version:int16 correlation_id:int32
+                          client_id:nullable string (int16 length)
+                     v2 = v1 + tagged fields          (client_id stays non-compact)
+    response header  v0 = correlation_id:int32
+                     v1 = v0 + tagged fields
+
+The header version follows the body: flexible bodies use request header v2 / response
+header v1. Exception: ApiVersions responses always use response header v0, so a client
+can read the broker's answer even to a version the broker does not know.
+
+Encoders return a list of buffers (size prefix included) to hand to ``socket.sendmsg``;
+record data given as ``records`` is in that list by reference. Decoders take a frame
+without its size prefix (what ``NetworkReceive`` hands over).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kclient.errors import ProtocolDecodeError, UnsupportedVersionError
+from kclient.protocol.codec import Buffer, Plan, Writer, plan
+from kclient.protocol.messages import REQUESTS, RESPONSES, ApiKey
+from kclient.protocol.types import INT32, DecodeError, EncodeError, Reader
+
+_REQUEST_HEADER = struct.Struct(">ihhi")  # size placeholder, api key, version, correlation id
+_RESPONSE_HEADER = struct.Struct(">ii")  # size placeholder, correlation id
+_HEADER_V1_FIXED = struct.Struct(">hhih")  # api key, version, correlation id, client id size
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    """A request's header (what every request starts with)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def _known(api_key: int, table: Mapping[int, Any], what: str) -> Any:
+    try:
+        return table[api_key]
+    except (KeyError, TypeError):
+        raise EncodeError(f"kclient has no {what} declaration for api key {api_key!r}") from None
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    """1 for requests with a non-flexible body, 2 for flexible ones."""
+    return 2 if _known(api_key, REQUESTS, "request").is_flexible(api_version) else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    """0 for non-flexible bodies, 1 for flexible ones; always 0 for ApiVersions."""
+    message = _known(api_key, RESPONSES, "response")
+    if api_key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if message.is_flexible(api_version) else 0
+
+
+def _plan(api_key: int, api_version: int, table: Mapping[int, Any], what: str) -> Plan:
+    message = _known(api_key, table, what)
+    if api_version not in message.valid:
+        raise EncodeError(
+            f"{message.name} v{api_version} is not supported (kclient speaks v{message.valid})"
+        )
+    return plan(message, api_version)
+
+
+def _finish(writer: Writer) -> list[Buffer]:
+    parts = writer.buffers()
+    first = parts[0]
+    assert type(first) is bytearray  # the header was written into it
+    INT32.pack_into(first, 0, writer.size() - 4)
+    return parts
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Mapping[str, Any],
+) -> list[Buffer]:
+    """A size-prefixed request frame as a buffer list (records by reference)."""
+    body_plan = _plan(api_key, api_version, REQUESTS, "request")
+    writer = Writer()
+    buf = writer.buf
+    try:
+        buf += _REQUEST_HEADER.pack(0, api_key, api_version, correlation_id)
+    except struct.error as exc:
+        raise EncodeError(f"request header: {exc}") from None
+    if client_id is None:
+        buf += b"\xff\xff"
+    else:
+        if type(client_id) is not str:
+            raise EncodeError(f"client_id must be a str or None, got {type(client_id).__name__}")
+        data = client_id.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise EncodeError(f"client_id of {len(data)} bytes is longer than 32767")
+        buf += len(data).to_bytes(2, "big")
+        buf += data
+    if body_plan.flexible:
+        buf.append(0)  # no header tagged fields
+    body_plan.encode_into(writer, body)
+    return _finish(writer)
+
+
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any]
+) -> list[Buffer]:
+    """A size-prefixed response frame as a buffer list (records by reference)."""
+    body_plan = _plan(api_key, api_version, RESPONSES, "response")
+    writer = Writer()
+    try:
+        writer.buf += _RESPONSE_HEADER.pack(0, correlation_id)
+    except struct.error as exc:
+        raise EncodeError(f"response header: {exc}") from None
+    if response_header_version(api_key, api_version) == 1:
+        writer.buf.append(0)
+    body_plan.encode_into(writer, body)
+    return _finish(writer)
+
+
+def frame_bytes(buffers: Iterable[Buffer]) -> bytes:
+    """The buffers of an encoded frame joined into one ``bytes``."""
+    return b"".join(buffers)
+
+
+def _read_request_header(reader: Reader) -> RequestHeader:
+    header = _read_request_header_fast(reader)
+    if header is not None:
+        return header
+    try:  # the careful path, which says what is wrong and where
+        api_key = reader.int16()
+        api_version = reader.int16()
+        correlation_id = reader.int32()
+        client_id = reader.nullable_string()
+        message = REQUESTS.get(api_key)
+        if message is not None and message.is_flexible(api_version):
+            reader.raw_tagged_fields()
+    except DecodeError as exc:
+        exc.context = "request header"
+        raise
+    return RequestHeader(api_key, api_version, correlation_id, client_id)
+
+
+def _read_request_header_fast(reader: Reader) -> RequestHeader | None:
+    """One unpack for the fixed part; ``None`` (nothing consumed) for anything unusual."""
+    buf, pos = reader.buf, reader.pos
+    if len(buf) - pos < _HEADER_V1_FIXED.size:
+        return None
+    api_key, api_version, correlation_id, size = _HEADER_V1_FIXED.unpack_from(buf, pos)
+    end = pos + _HEADER_V1_FIXED.size
+    client_id = None
+    if size >= 0:
+        if end + size > len(buf):
+            return None
+        try:
+            client_id = str(buf[end : end + size], "utf-8")
+        except UnicodeDecodeError:
+            return None
+        end += size
+    elif size != -1:
+        return None
+    message = REQUESTS.get(api_key)
+    if message is not None and message.is_flexible(api_version):
+        if end >= len(buf) or buf[end] != 0:  # header tagged fields present (or missing)
+            return None
+        end += 1
+    reader.pos = end
+    return RequestHeader(api_key, api_version, correlation_id, client_id)
+
+
+def decode_request_header(frame: Buffer) -> tuple[RequestHeader, int]:
+    """The header of a request frame (no size prefix) and the offset its body starts at.
+
+    Works for any api key and version: header tagged fields are skipped only when the
+    api is one kclient declares and the version is flexible.
+    """
+    reader = Reader(frame)
+    header = _read_request_header(reader)
+    return header, reader.pos
+
+
+def decode_request(frame: Buffer) -> tuple[RequestHeader, dict[str, Any]]:
+    """Header and body of a request frame (no size prefix).
+
+    Raises ``ProtocolDecodeError`` for bytes that do not decode or an api key kclient does
+    not declare, and ``UnsupportedVersionError`` for a known api at a version outside
+    ``SUPPORTED_VERSIONS`` (the broker answers that with error code 35).
+    """
+    reader = Reader(frame)
+    header = _read_request_header(reader)
+    message = REQUESTS.get(header.api_key)
+    if message is None:
+        raise ProtocolDecodeError(
+            f"request with unknown api key {header.api_key} (correlation id"
+            f" {header.correlation_id}, client {header.client_id!r})"
+        )
+    if header.api_version not in message.valid:
+        raise UnsupportedVersionError(
+            f"{message.name} v{header.api_version} is not supported (supported: v{message.valid})"
+        )
+    return header, plan(message, header.api_version).decode_rest(reader)
+
+
+def decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[int, dict[str, Any]]:
+    """Correlation id and body of a response frame (no size prefix).
+
+    An ApiVersions response that does not decode at ``api_version`` is read again as v0:
+    that is how a broker answers a version it does not know (as Kafka's Java client does).
+    """
+    message = RESPONSES.get(api_key)
+    if message is None:
+        raise ProtocolDecodeError(f"kclient has no response declaration for api key {api_key}")
+    if api_version not in message.valid:
+        raise UnsupportedVersionError(
+            f"{message.name} v{api_version} is not supported (supported: v{message.valid})"
+        )
+    reader = Reader(frame)
+    try:
+        correlation_id = reader.int32()
+        if response_header_version(api_key, api_version) == 1:
+            reader.raw_tagged_fields()
+    except DecodeError as exc:
+        exc.context = f"{message.name} v{api_version} header"
+        raise
+    start = reader.pos
+    try:
+        return correlation_id, plan(message, api_version).decode_rest(reader)
+    except DecodeError:
+        if api_key != ApiKey.API_VERSIONS or api_version == 0:
+            raise
+        try:
+            return correlation_id, plan(message, 0).decode_rest(Reader(frame, pos=start))
+        except DecodeError:
+            pass
+        raise
+
+
+def peek_correlation_id(frame: Buffer) -> int:
+    """The correlation id of a response frame (no size prefix), without decoding the rest."""
+    reader = Reader(frame)
+    try:
+        return reader.int32()
+    except DecodeError as exc:
+        exc.context = "response header"
+        raise

@@ -1,0 +1,82 @@
+"""Declarations of every API kclient speaks, by api key.
+
+Corresponds to Kafka's ``ApiKeys`` enum plus the request/response message JSON files;
+one module per API holds its REQUEST and RESPONSE declarations. Immutable data.
+
+Version ranges are those Apache Kafka 4.1 accepts (stable versions; the KIP-896 baseline
+at the low end), read from the 4.1 protocol guide (kafka.apache.org/41/design/protocol).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from kclient.protocol.messages import (
+    api_versions,
+    create_topics,
+    delete_topics,
+    fetch,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from kclient.protocol.schema import Message
+
+
+class ApiKey(IntEnum):
+    """The api keys kclient declares (Kafka's ``ApiKeys`` ids)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    INIT_PRODUCER_ID = 22
+
+
+_MODULES = {
+    ApiKey.PRODUCE: produce,
+    ApiKey.FETCH: fetch,
+    ApiKey.LIST_OFFSETS: list_offsets,
+    ApiKey.METADATA: metadata,
+    ApiKey.API_VERSIONS: api_versions,
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id,
+}
+
+REQUESTS: dict[int, Message] = {key: mod.REQUEST for key, mod in _MODULES.items()}
+RESPONSES: dict[int, Message] = {key: mod.RESPONSE for key, mod in _MODULES.items()}
+
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    key: (mod.REQUEST.valid.low, mod.REQUEST.valid.high) for key, mod in _MODULES.items()
+}
+
+
+def request_schema(api_key: int) -> Message:
+    """The request declaration for ``api_key``; ``KeyError`` if kclient does not speak it."""
+    try:
+        return REQUESTS[api_key]
+    except KeyError:
+        raise KeyError(f"kclient does not speak api key {api_key}") from None
+
+
+def response_schema(api_key: int) -> Message:
+    """The response declaration for ``api_key``; ``KeyError`` if kclient does not speak it."""
+    try:
+        return RESPONSES[api_key]
+    except KeyError:
+        raise KeyError(f"kclient does not speak api key {api_key}") from None
+
+
+__all__ = [
+    "REQUESTS",
+    "RESPONSES",
+    "SUPPORTED_VERSIONS",
+    "ApiKey",
+    "request_schema",
+    "response_schema",
+]

@@ -1,0 +1,30 @@
+"""Record batches, format v2 (magic 2): Kafka's ``DefaultRecordBatch`` and ``MemoryRecordsBuilder``.
+
+Build a batch with :class:`RecordBatchBuilder` (the producer's hot path), read batches with
+:func:`iter_batches` / :class:`RecordBatch`, and rewrite the broker-owned header fields in
+place with :func:`assign_offsets`, :func:`set_log_append_time` and
+:func:`set_partition_leader_epoch`. Codecs live in :mod:`kclient.record.compression`.
+No sockets, no threads, no clock.
+"""
+
+from kclient.record.batch import (
+    Record,
+    RecordBatch,
+    assign_offsets,
+    iter_batches,
+    set_log_append_time,
+    set_partition_leader_epoch,
+)
+from kclient.record.builder import RecordBatchBuilder
+from kclient.record.compression import CompressionType
+
+__all__ = [
+    "CompressionType",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "assign_offsets",
+    "iter_batches",
+    "set_log_append_time",
+    "set_partition_leader_epoch",
+]

@@ -1,0 +1,90 @@
+"""Zig-zag varints as used inside a v2 record (Java's ``ByteUtils.writeVarint/readVarlong``).
+
+Kafka's ``DefaultRecord`` writes every per-record integer (length, timestamp delta, offset
+delta, key/value/header lengths, header count) as a zig-zag encoded base-128 varint. The
+record builder is the producer's hot path, so the encodings of the small values that make
+up nearly every record are computed once, here, into plain lists:
+
+* ``VARINT[n]`` — the bytes of the zig-zag varint of ``n`` for ``0 <= n < TABLE_SIZE``.
+* ``SIZED[n]`` — ``(VARINT[n], len(VARINT[n]))`` for lengths (one lookup gives both).
+* ``LENGTH_PREFIX[n]`` — ``(VARINT[n], len(VARINT[n]) + n)``: the varint header of a
+  length-``n`` field and the size of header plus field.
+* ``ATTR_TIMESTAMP[d]`` — ``(b"\\x00" + varint(d), size + 1)``: the record attributes byte
+  followed by the timestamp delta ``0 <= d < TABLE_SIZE``; the size counts one more byte
+  for the record's header count, which a header-less record ends with. (Negative deltas
+  must not be looked up: Python would index from the end.)
+
+For reading, ``ZIGZAG[raw]`` is the signed value of every one- or two-byte varint's raw
+(unsigned) value ``raw < 2**14``.
+
+A lookup outside a table raises ``IndexError``; the builder catches it and takes its slow
+path through :func:`encode_varint`. Pure functions and immutable tables: any thread.
+"""
+
+from __future__ import annotations
+
+from kclient.errors import CorruptRecordError
+
+TABLE_SIZE = 16384
+"""Values below this (lengths up to 16 KiB, deltas up to ~16 s) are encoded by lookup."""
+
+_MAX_VARLONG_BYTES = 10
+
+
+def encode_varint(value: int) -> bytes:
+    """The zig-zag varint (or varlong: same encoding) of a signed 64-bit ``value``."""
+    v = (value << 1) ^ (value >> 63)
+    if v < 0x80:
+        return bytes((v,))
+    out = bytearray()
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def size_of_varint(value: int) -> int:
+    """How many bytes :func:`encode_varint` writes for ``value``."""
+    v = (value << 1) ^ (value >> 63)
+    size = 1
+    while v > 0x7F:
+        v >>= 7
+        size += 1
+    return size
+
+
+def decode_unsigned(data: bytes, pos: int) -> tuple[int, int]:
+    """Read the base-128 varint at ``data[pos]`` *without* zig-zag decoding it.
+
+    Returns ``(raw value, position after it)``. Raises :class:`CorruptRecordError` when the
+    varint runs past the end of ``data`` or is longer than a varlong (10 bytes) can be.
+    """
+    result = 0
+    shift = 0
+    end = len(data)
+    for _ in range(_MAX_VARLONG_BYTES):
+        if pos >= end:
+            raise CorruptRecordError(f"varint at byte {pos} runs past the end of the records")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+    raise CorruptRecordError(f"varint ending at byte {pos} is longer than 10 bytes")
+
+
+def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """Read the zig-zag varint at ``data[pos]``; returns ``(value, position after it)``."""
+    raw, pos = decode_unsigned(data, pos)
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+VARINT: list[bytes] = [encode_varint(n) for n in range(TABLE_SIZE)]
+SIZED: list[tuple[bytes, int]] = [(enc, len(enc)) for enc in VARINT]
+LENGTH_PREFIX: list[tuple[bytes, int]] = [(enc, len(enc) + n) for n, enc in enumerate(VARINT)]
+ATTR_TIMESTAMP: list[tuple[bytes, int]] = [
+    (b"\x00" + encode_varint(d), 1 + size_of_varint(d) + 1) for d in range(TABLE_SIZE)
+]
+ZIGZAG: list[int] = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]

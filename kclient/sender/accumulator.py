@@ -1,0 +1,514 @@
+"""RecordAccumulator: Java's ``RecordAccumulator`` — per-partition queues of batches.
+
+Callers' threads ``append`` (under the topic's lock, once per record); the Sender thread
+calls ``ready``, ``drain``, ``expired_batches``, ``reenqueue`` and ``split_and_reenqueue``.
+``begin_flush`` / ``await_flush_completion`` run on the thread calling ``flush``.
+
+Locking: one lock per topic guards that topic's deques and its sticky partitioner. The
+common path of ``append`` — the open batch has room — takes only that lock. A new batch
+reserves memory from the ``BufferPool`` *outside* the lock (it may block up to
+``max.block.ms``), then takes the lock again. Batches are built (encoded, compressed)
+by the Sender after they left the deque, outside any lock.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from kclient.errors import IllegalStateError
+from kclient.network.cluster import Cluster, Node, TopicPartition
+from kclient.record import RecordBatch
+from kclient.sender.batch import (
+    BatchBuilder,
+    Callback,
+    Header,
+    ProducerBatch,
+    exponential_backoff_ms,
+)
+from kclient.sender.buffer_pool import BufferPool
+from kclient.sender.future import FutureRecordMetadata
+from kclient.sender.idempotence import TransactionManager
+from kclient.sender.partitioner import StickyPartitioner
+
+log = logging.getLogger(__name__)
+
+BATCH_OVERHEAD = 61
+RECORD_OVERHEAD_MAX = 21  # varints of a record: length 5 + attrs 1 + ts 10 (bounded) + offset 5
+_NO_HEADERS: tuple[Header, ...] = ()
+
+
+def estimate_size_upper_bound(
+    key: bytes | None, value: bytes | None, headers: Sequence[Header]
+) -> int:
+    """Java's ``estimateSizeInBytesUpperBound`` for a one-record v2 batch."""
+    size = BATCH_OVERHEAD + RECORD_OVERHEAD_MAX
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    for header_key, header_value in headers:
+        size += 10 + len(header_key.encode("utf-8")) + (len(header_value) if header_value else 0)
+    return size
+
+
+@dataclass
+class ReadyCheckResult:
+    """Java's ``ReadyCheckResult``.
+
+    ``next_ready_check_delay_ms`` also covers the next delivery-timeout expiry, so the
+    Sender wakes up to fail expired batches even when no leader is known.
+    """
+
+    ready_nodes: set[Node]
+    next_ready_check_delay_ms: int
+    unknown_leader_topics: set[str] = field(default_factory=set)
+
+
+class TopicQueues:
+    """The deques of one topic, indexed by partition, and its sticky partitioner."""
+
+    __slots__ = ("deques", "last_batch_ms", "lock", "num_partitions", "sticky", "topic", "tps")
+
+    def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None) -> None:
+        self.topic = topic
+        self.lock = threading.Lock()
+        self.num_partitions = 0
+        self.deques: list[collections.deque[ProducerBatch]] = []
+        self.tps: list[TopicPartition] = []
+        self.sticky = StickyPartitioner(sticky_batch_size, rng)
+        self.last_batch_ms = -1
+
+    def resize(self, num_partitions: int) -> None:
+        """Partitions only grow in Kafka; call with the lock held."""
+        while len(self.deques) < num_partitions:
+            self.tps.append(TopicPartition(self.topic, len(self.deques)))
+            self.deques.append(collections.deque())
+        self.num_partitions = max(self.num_partitions, num_partitions)
+
+
+class RecordAccumulator:
+    """Batches records per partition and hands ready batches to the Sender."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_ms: int,
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
+        delivery_timeout_ms: int,
+        pool: BufferPool,
+        builder_factory: Callable[[int], BatchBuilder],
+        transaction_manager: TransactionManager | None = None,
+        monotonic_ms: Callable[[], int] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.pool = pool
+        self._new_builder = builder_factory
+        self._tm = transaction_manager
+        self._monotonic_ms = monotonic_ms or (lambda: time.monotonic_ns() // 1_000_000)
+        self._rng = rng or random.Random()
+        self._topics: dict[str, TopicQueues] = {}
+        self._topics_lock = threading.Lock()
+        self._incomplete: set[ProducerBatch] = set()
+        self._incomplete_lock = threading.Lock()
+        self._batch_ids = itertools.count(1)
+        self._last_batch_id = 0
+        self._flushes_in_progress = 0
+        self._flush_lock = threading.Lock()
+        self._drain_index: dict[int, int] = {}
+        self._muted: set[TopicPartition] = set()
+        self.closed = False
+        self.wakeup: Callable[[], object] = lambda: None
+        """Called (outside locks) when a new batch was created: the Sender may need to run."""
+
+    # ---- topics ------------------------------------------------------------------------
+
+    def topic_queues(self, topic: str) -> TopicQueues:
+        queues = self._topics.get(topic)
+        if queues is None:
+            with self._topics_lock:
+                queues = self._topics.get(topic)
+                if queues is None:
+                    queues = TopicQueues(topic, self.batch_size, self._rng)
+                    self._topics = {**self._topics, topic: queues}  # copy on write
+        return queues
+
+    def update_cluster(self, cluster: Cluster) -> None:
+        """New metadata: partition counts and the partitions the sticky partitioner may use."""
+        for queues in self._topics.values():
+            self.update_topic(queues, cluster)
+
+    @staticmethod
+    def update_topic(queues: TopicQueues, cluster: Cluster) -> None:
+        count = cluster.partition_count_for_topic(queues.topic)
+        if not count:
+            return
+        available = [
+            info.partition for info in cluster.available_partitions_for_topic(queues.topic)
+        ]
+        with queues.lock:
+            queues.resize(count)
+            queues.sticky.update_partitions(queues.num_partitions, available)
+
+    # ---- append (callers' threads) -------------------------------------------------------
+
+    def append(  # noqa: PLR0917 (the per-record hot path passes positionally)
+        self,
+        queues: TopicQueues,
+        partition: int,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: Callback | None,
+        max_block_ms: int,
+        size_estimate: int,
+    ) -> FutureRecordMetadata:
+        """Add a record; ``partition`` -1 means the topic's sticky partition.
+
+        ``size_estimate`` is the record's upper-bound size as a one-record batch (sizes a
+        new batch, and counts towards the sticky partition's bytes). Returns the record's
+        future. Blocks only when a new batch needs memory and ``buffer.memory`` is full.
+        """
+        if headers is None:
+            headers = _NO_HEADERS
+        with queues.lock:
+            if self.closed:
+                raise IllegalStateError("cannot send after the producer is closed")
+            sticky = queues.sticky if partition < 0 else None
+            if sticky is not None:
+                partition = sticky.partition
+            dq = queues.deques[partition]
+            if dq:
+                # the common case, inlined: the open batch has room (ProducerBatch.try_append)
+                batch = dq[-1]
+                delta = batch._append(timestamp_ms, key, value, headers)
+                if delta >= 0:
+                    future = FutureRecordMetadata(batch.result, delta, timestamp_ms)
+                    batch.futures.append(future)
+                    if callback is not None:
+                        batch.add_callback(future, callback)
+                    if sticky is not None:
+                        produced = sticky.produced_bytes + size_estimate - BATCH_OVERHEAD
+                        sticky.produced_bytes = produced
+                        if produced >= sticky.sticky_bytes:
+                            sticky.maybe_switch(batch)
+                    return future
+        return self._append_new_batch(
+            queues,
+            -1 if sticky is not None else partition,
+            timestamp_ms,
+            key,
+            value,
+            headers,
+            callback,
+            max_block_ms,
+            size_estimate,
+        )
+
+    def _append_new_batch(  # noqa: PLR0917
+        self,
+        queues: TopicQueues,
+        partition: int,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        max_block_ms: int,
+        size_estimate: int,
+    ) -> FutureRecordMetadata:
+        size = max(self.batch_size, size_estimate)
+        self.pool.allocate(size, max_block_ms)
+        reserved = size
+        try:
+            with queues.lock:
+                if self.closed:
+                    raise IllegalStateError("cannot send after the producer is closed")
+                sticky = queues.sticky if partition < 0 else None
+                if sticky is not None:
+                    partition = sticky.partition
+                dq = queues.deques[partition]
+                batch = dq[-1] if dq else None
+                future = (
+                    batch.try_append(timestamp_ms, key, value, headers, callback)
+                    if batch is not None
+                    else None
+                )
+                if future is None:  # no other thread made room meanwhile: a new batch
+                    batch_id = next(self._batch_ids)
+                    batch = ProducerBatch(
+                        queues.tps[partition],
+                        self._new_builder(size),
+                        self._monotonic_ms(),
+                        size,
+                        batch_id,
+                    )
+                    future = batch.try_append(timestamp_ms, key, value, headers, callback)
+                    if future is None:
+                        raise IllegalStateError(f"an empty batch for {batch.tp} refused a record")
+                    dq.append(batch)
+                    reserved = 0
+                    queues.last_batch_ms = batch.created_ms
+                    with self._incomplete_lock:
+                        self._incomplete.add(batch)
+                        self._last_batch_id = batch_id
+                if sticky is not None:
+                    sticky.produced_bytes += size_estimate - BATCH_OVERHEAD
+                    if sticky.produced_bytes >= sticky.sticky_bytes:
+                        sticky.maybe_switch(batch)  # type: ignore[arg-type]
+        finally:
+            if reserved:
+                self.pool.deallocate(reserved)
+        if not reserved:
+            self.wakeup()
+        return future
+
+    # ---- ready / drain (Sender thread) ---------------------------------------------------
+
+    def ready(self, cluster: Cluster, now_ms: int) -> ReadyCheckResult:
+        """Which nodes have something to send now, and when to check again."""
+        ready_nodes: set[Node] = set()
+        unknown: set[str] = set()
+        next_delay_ms = self.delivery_timeout_ms
+        exhausted = self.pool.queued > 0
+        flushing = self._flushes_in_progress > 0 or self.closed
+        for queues in self._topics.values():
+            with queues.lock:
+                for tp, dq in zip(queues.tps, queues.deques, strict=True):
+                    if not dq:
+                        continue
+                    batch = dq[0]
+                    expiry_ms = batch.created_ms + self.delivery_timeout_ms - now_ms
+                    next_delay_ms = min(next_delay_ms, max(expiry_ms, 0))
+                    leader = cluster.leader_for(tp)
+                    if leader is None:
+                        unknown.add(tp.topic)
+                        continue
+                    if leader in ready_nodes or tp in self._muted:
+                        continue
+                    if batch.in_retry and batch.retry_at_ms > now_ms:
+                        next_delay_ms = min(next_delay_ms, batch.retry_at_ms - now_ms)
+                        continue
+                    waited_ms = now_ms - batch.created_ms
+                    full = len(dq) > 1 or batch.is_full()
+                    if (
+                        full
+                        or waited_ms >= self.linger_ms
+                        or exhausted
+                        or flushing
+                        or batch.in_retry
+                    ):
+                        ready_nodes.add(leader)
+                    else:
+                        next_delay_ms = min(next_delay_ms, self.linger_ms - waited_ms)
+        return ReadyCheckResult(ready_nodes, max(next_delay_ms, 0), unknown)
+
+    def drain(
+        self, cluster: Cluster, nodes: Sequence[Node], max_request_size: int, now_ms: int
+    ) -> dict[int, list[ProducerBatch]]:
+        """Closed batches per node id: at most one per partition, up to ``max_request_size``.
+
+        Each node starts where its previous drain stopped, so no partition starves.
+        """
+        drained: dict[int, list[ProducerBatch]] = {}
+        for node in nodes:
+            batches = self._drain_node(cluster, node, max_request_size, now_ms)
+            if batches:
+                drained[node.id] = batches
+        return drained
+
+    def _drain_node(
+        self, cluster: Cluster, node: Node, max_request_size: int, now_ms: int
+    ) -> list[ProducerBatch]:
+        parts = cluster.partitions_for_node(node.id)
+        if not parts:
+            return []
+        ready: list[ProducerBatch] = []
+        size = 0
+        start = self._drain_index.get(node.id, 0) % len(parts)
+        tm = self._tm
+        for step in range(len(parts)):
+            info = parts[(start + step) % len(parts)]
+            tp = TopicPartition(info.topic, info.partition)
+            if tp in self._muted:
+                continue
+            queues = self._topics.get(tp.topic)
+            if queues is None or tp.partition >= len(queues.deques):
+                continue
+            with queues.lock:
+                dq = queues.deques[tp.partition]
+                if not dq:
+                    continue
+                first = dq[0]
+                if first.in_retry and first.retry_at_ms > now_ms:
+                    continue
+                if ready and size + first.estimated_size_bytes > max_request_size:
+                    self._drain_index[node.id] = (start + step) % len(parts)
+                    return self._close_all(ready)
+                if tm is not None and not tm.can_send(tp, first):
+                    continue
+                batch = dq.popleft()
+                if tm is not None:
+                    tm.assign_sequence(batch)
+            size += batch.estimated_size_bytes
+            batch.drained(now_ms)
+            ready.append(batch)
+        self._drain_index[node.id] = (start + 1) % len(parts)
+        return self._close_all(ready)
+
+    @staticmethod
+    def _close_all(batches: list[ProducerBatch]) -> list[ProducerBatch]:
+        for batch in batches:
+            batch.close()
+        return batches
+
+    def mute(self, tp: TopicPartition) -> None:
+        """max.in.flight=1 without idempotence: one batch per partition at a time."""
+        self._muted.add(tp)
+
+    def unmute(self, tp: TopicPartition) -> None:
+        self._muted.discard(tp)
+
+    # ---- retries, splits, expiry (Sender thread) -------------------------------------------
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a batch back for a retry, after its backoff, in creation order."""
+        backoff_ms = exponential_backoff_ms(
+            self.retry_backoff_ms, self.retry_backoff_max_ms, batch.attempts, self._rng
+        )
+        batch.reenqueued(now_ms, backoff_ms)
+        self._insert_in_order(batch)
+
+    def _insert_in_order(self, batch: ProducerBatch) -> None:
+        queues = self.topic_queues(batch.tp.topic)
+        with queues.lock:
+            queues.resize(batch.tp.partition + 1)
+            dq = queues.deques[batch.tp.partition]
+            index = len(dq)
+            for position, other in enumerate(dq):
+                if other.order > batch.order:
+                    index = position
+                    break
+            dq.insert(index, batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch, now_ms: int) -> list[ProducerBatch]:
+        """MESSAGE_TOO_LARGE: re-batch into ``batch.size`` pieces, first in line again."""
+        records = [
+            (r.timestamp, r.key, r.value, r.headers) for r in RecordBatch(batch.close()).records()
+        ]
+        children = batch.split(lambda: self._new_builder(self.batch_size), records)
+        if children:
+            children[0].reserved_bytes = batch.reserved_bytes
+        batch.reserved_bytes = 0
+        if self._tm is not None:
+            self._tm.on_split(batch, children)
+        with self._incomplete_lock:
+            self._incomplete.discard(batch)
+            self._incomplete.update(children)
+        for child in children:
+            child.in_retry = True
+            child.last_attempt_ms = now_ms
+            self._insert_in_order(child)
+        return children
+
+    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches older than ``delivery.timeout.ms``."""
+        expired: list[ProducerBatch] = []
+        limit_ms = self.delivery_timeout_ms
+        for queues in self._topics.values():
+            with queues.lock:
+                for dq in queues.deques:
+                    while dq and dq[0].has_reached_delivery_timeout(limit_ms, now_ms):
+                        expired.append(dq.popleft())
+        return expired
+
+    # ---- completion, flush, close ------------------------------------------------------------
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """A batch is done: forget it and give its memory back (Sender thread)."""
+        with self._incomplete_lock:
+            self._incomplete.discard(batch)
+        if batch.reserved_bytes:
+            reserved, batch.reserved_bytes = batch.reserved_bytes, 0
+            self.pool.deallocate(reserved)
+
+    def begin_flush(self) -> int:
+        """Make every batch ready now; returns the id of the newest batch to wait for."""
+        with self._flush_lock:
+            self._flushes_in_progress += 1
+        with self._incomplete_lock:
+            return self._last_batch_id
+
+    def end_flush(self) -> None:
+        with self._flush_lock:
+            self._flushes_in_progress -= 1
+
+    @property
+    def flush_in_progress(self) -> bool:
+        return self._flushes_in_progress > 0
+
+    def await_flush_completion(self, up_to_batch_id: int, timeout_s: float | None) -> bool:
+        """Wait until every batch created up to ``up_to_batch_id`` completed.
+
+        Split batches count as their original. Returns False on timeout.
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            with self._incomplete_lock:
+                pending = [b for b in self._incomplete if b.flush_id <= up_to_batch_id]
+            if not pending:
+                return True
+            for batch in pending:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                batch.result.wait(remaining)
+
+    def has_undrained(self) -> bool:
+        for queues in self._topics.values():
+            with queues.lock:
+                if any(queues.deques):
+                    return True
+        return False
+
+    def has_incomplete(self) -> bool:
+        with self._incomplete_lock:
+            return bool(self._incomplete)
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._incomplete_lock:
+            return list(self._incomplete)
+
+    def topics_in_use(self, since_ms: int) -> list[str]:
+        """Topics that got a new batch since ``since_ms`` (kept alive in the metadata)."""
+        return [topic for topic, queues in self._topics.items() if queues.last_batch_ms >= since_ms]
+
+    def abort_undrained(self) -> list[ProducerBatch]:
+        """Remove every queued batch (close without waiting) and return them."""
+        aborted: list[ProducerBatch] = []
+        for queues in self._topics.values():
+            with queues.lock:
+                for dq in queues.deques:
+                    aborted.extend(dq)
+                    dq.clear()
+        return aborted
+
+    def iter_queued(self) -> Iterator[ProducerBatch]:
+        for queues in list(self._topics.values()):
+            with queues.lock:
+                batches = [b for dq in queues.deques for b in dq]
+            yield from batches

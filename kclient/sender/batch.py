@@ -1,0 +1,329 @@
+"""ProducerBatch: Java's ``ProducerBatch`` — records for one partition, sent together.
+
+Created and appended to by callers' threads under the owning topic's accumulator lock;
+once drained it belongs to the Sender thread, which sends, retries, splits and completes
+it. A batch completes exactly once (``FinalState``); a second completion is a bug and
+raises ``IllegalStateError``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+import struct
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import crc32c
+
+from kclient.errors import IllegalStateError
+from kclient.network.cluster import TopicPartition
+from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+
+log = logging.getLogger(__name__)
+
+Header = tuple[str, bytes | None]
+Callback = Callable[[RecordMetadata | None, BaseException | None], object]
+"""``callback(metadata, exception)``: exactly one of the two is None. Runs on the Sender thread."""
+
+# RecordBatch v2 header fields rewritten when a batch is re-sequenced after an epoch bump.
+_CRC_OFFSET = 17
+_ATTRIBUTES_OFFSET = 21
+_PRODUCER_STATE_OFFSET = 43
+_PRODUCER_STATE = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
+_CRC = struct.Struct(">I")
+
+NO_SEQUENCE = -1
+
+
+class BatchBuilder(Protocol):
+    """What a batch needs from ``kclient.record.RecordBatchBuilder``."""
+
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def size_in_bytes(self) -> int: ...
+    def append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] = (),
+    ) -> int: ...
+    def is_full(self) -> bool: ...
+    def set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int
+    ) -> None: ...
+    def build(self) -> bytes: ...
+
+
+def _refuse(
+    timestamp_ms: int, key: bytes | None, value: bytes | None, headers: Sequence[Header] = ()
+) -> int:
+    return -1
+
+
+class FinalState(enum.Enum):
+    """How a batch ended (Java's ``ProducerBatch.FinalState``)."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    ABORTED = "aborted"
+
+
+def exponential_backoff_ms(base_ms: int, max_ms: int, attempts: int, rng: random.Random) -> int:
+    """Java's ``ExponentialBackoff``: base * 2^attempts, capped at max, with ±20 % jitter."""
+    if base_ms >= max_ms:
+        return max_ms
+    exp = min(base_ms * (2 ** min(attempts, 32)), max_ms)
+    return max(0, int(exp * rng.uniform(0.8, 1.2)))
+
+
+def rewrite_producer_state(
+    records: bytes, producer_id: int, epoch: int, base_sequence: int
+) -> bytes:
+    """Set producer id, epoch and base sequence in a built v2 batch and fix its CRC."""
+    buf = bytearray(records)
+    _PRODUCER_STATE.pack_into(buf, _PRODUCER_STATE_OFFSET, producer_id, epoch, base_sequence)
+    _CRC.pack_into(buf, _CRC_OFFSET, crc32c.crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+    return bytes(buf)
+
+
+class ProducerBatch:
+    """Records for one topic-partition, their futures, and the batch's delivery state.
+
+    Times are monotonic milliseconds: ``created_ms`` starts linger and delivery timeout,
+    ``last_attempt_ms`` is the last (re)enqueue, ``retry_at_ms`` ends the retry backoff.
+    """
+
+    __slots__ = (
+        "_append",
+        "attempts",
+        "base_sequence",
+        "builder",
+        "created_ms",
+        "drained_ms",
+        "final_state",
+        "flush_id",
+        "futures",
+        "in_retry",
+        "last_attempt_ms",
+        "order",
+        "producer_epoch",
+        "producer_id",
+        "records",
+        "reserved_bytes",
+        "result",
+        "retry_at_ms",
+        "thunks",
+        "tp",
+        "uncompressed_bytes",
+    )
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        builder: BatchBuilder,
+        created_ms: int,
+        reserved_bytes: int,
+        flush_id: int = 0,
+    ) -> None:
+        self.tp = tp
+        self.builder = builder
+        self._append = builder.append
+        self.result = ProduceResult(tp)
+        self.futures: list[FutureRecordMetadata] = []
+        self.thunks: list[tuple[FutureRecordMetadata, Callback]] | None = None
+        self.created_ms = created_ms
+        self.last_attempt_ms = created_ms
+        self.retry_at_ms = 0
+        self.drained_ms = -1
+        self.attempts = 0
+        self.in_retry = False
+        self.final_state: FinalState | None = None
+        self.reserved_bytes = reserved_bytes
+        self.records: bytes | None = None
+        self.uncompressed_bytes = 0
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = NO_SEQUENCE
+        self.flush_id = flush_id
+        self.order: tuple[int, ...] = (flush_id,)
+        """Position among the partition's batches; retries go back in this order."""
+
+    # ---- appending (caller threads, under the topic lock) ---------------------------------
+
+    def try_append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+    ) -> FutureRecordMetadata | None:
+        """Append a record; None when the batch is full (an empty batch takes any record)."""
+        delta = self._append(timestamp_ms, key, value, headers)
+        if delta < 0:
+            return None
+        future = FutureRecordMetadata(self.result, delta, timestamp_ms)
+        self.futures.append(future)
+        if callback is not None:
+            self.add_callback(future, callback)
+        return future
+
+    def add_callback(self, future: FutureRecordMetadata, callback: Callback) -> None:
+        if self.thunks is None:
+            self.thunks = []
+        self.thunks.append((future, callback))
+
+    @property
+    def record_count(self) -> int:
+        return len(self.futures)
+
+    def is_full(self) -> bool:
+        return self.builder.is_full()
+
+    @property
+    def estimated_size_bytes(self) -> int:
+        return len(self.records) if self.records is not None else self.builder.size_in_bytes
+
+    # ---- Sender thread --------------------------------------------------------------------
+
+    def set_producer_state(self, producer_id: int, epoch: int, base_sequence: int) -> None:
+        """Assign the idempotent producer state (rewrites the bytes if already built)."""
+        self.producer_id = producer_id
+        self.producer_epoch = epoch
+        self.base_sequence = base_sequence
+        if self.records is None:
+            self.builder.set_producer_state(producer_id, epoch, base_sequence)
+        else:
+            self.records = rewrite_producer_state(self.records, producer_id, epoch, base_sequence)
+
+    def clear_producer_state(self) -> None:
+        """Forget the sequence (the batch gets a new one, under a new epoch, when drained)."""
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = NO_SEQUENCE
+
+    def producer_id_and_epoch_matches(self, producer_id_and_epoch: tuple[int, int]) -> bool:
+        return (self.producer_id, self.producer_epoch) == tuple(producer_id_and_epoch)
+
+    @property
+    def has_sequence(self) -> bool:
+        return self.base_sequence != NO_SEQUENCE
+
+    @property
+    def last_sequence(self) -> int:
+        return self.base_sequence + len(self.futures) - 1
+
+    def close(self) -> bytes:
+        """Build the wire bytes once; retries resend the same bytes."""
+        if self.records is None:
+            self.uncompressed_bytes = self.builder.size_in_bytes
+            self.records = self.builder.build()
+            self._append = _refuse  # back in a deque for a retry, it takes no more records
+        return self.records
+
+    def drained(self, now_ms: int) -> None:
+        self.drained_ms = max(self.drained_ms, now_ms)
+
+    def reenqueued(self, now_ms: int, backoff_ms: int) -> None:
+        self.attempts += 1
+        self.in_retry = True
+        self.last_attempt_ms = now_ms
+        self.retry_at_ms = now_ms + backoff_ms
+
+    def has_reached_delivery_timeout(self, delivery_timeout_ms: int, now_ms: int) -> bool:
+        return now_ms - self.created_ms >= delivery_timeout_ms
+
+    @property
+    def is_done(self) -> bool:
+        return self.final_state is not None
+
+    def complete(self, base_offset: int, log_append_time_ms: int) -> None:
+        """Delivered: every record's future gets its offset; callbacks run here."""
+        self._done(FinalState.SUCCEEDED, base_offset, log_append_time_ms, None, None)
+
+    def fail(
+        self, error: BaseException, record_errors: dict[int, BaseException] | None = None
+    ) -> None:
+        """Not delivered: every future (or the records named in ``record_errors``) fails."""
+        self._done(FinalState.FAILED, -1, -1, error, record_errors)
+
+    def abort(self, error: BaseException) -> None:
+        """Failed without having been sent (close, fatal producer error)."""
+        self._done(FinalState.ABORTED, -1, -1, error, None)
+
+    def _done(
+        self,
+        state: FinalState,
+        base_offset: int,
+        log_append_time_ms: int,
+        error: BaseException | None,
+        record_errors: dict[int, BaseException] | None,
+    ) -> None:
+        if self.final_state is not None:
+            raise IllegalStateError(
+                f"batch for {self.tp} is already {self.final_state.value}; "
+                f"cannot become {state.value}"
+            )
+        self.final_state = state
+        result = self.result
+        watchers = result.set(base_offset, log_append_time_ms, error, record_errors)
+        if self.thunks:
+            for future, callback in self.thunks:
+                metadata = future.metadata()
+                exc = None if metadata is not None else future.exception(0)
+                try:
+                    callback(metadata, exc)
+                except Exception:
+                    log.exception("exception in a send callback for %s (ignored)", self.tp)
+        result.finish()
+        for future in watchers:
+            future._notify()
+
+    def split(
+        self,
+        new_builder: Callable[[], BatchBuilder],
+        records: Sequence[tuple[int, bytes | None, bytes | None, Sequence[Header]]],
+    ) -> list[ProducerBatch]:
+        """Re-batch this batch's records (decoded by the caller) into smaller batches.
+
+        Futures and callbacks move to the new batches; this batch is superseded, never
+        completed. The new batches keep this one's creation time and flush id.
+        """
+        if len(records) != len(self.futures):
+            raise IllegalStateError(
+                f"split of {self.tp}: {len(records)} records for {len(self.futures)} futures"
+            )
+        callbacks = {id(f): cb for f, cb in self.thunks or ()}
+        batches: list[ProducerBatch] = []
+        current: ProducerBatch | None = None
+        for (timestamp_ms, key, value, headers), future in zip(records, self.futures, strict=True):
+            delta = -1
+            if current is not None:
+                delta = current._append(timestamp_ms, key, value, headers)
+            if current is None or delta < 0:
+                current = ProducerBatch(self.tp, new_builder(), self.created_ms, 0, self.flush_id)
+                current.attempts = self.attempts
+                current.order = (*self.order, len(batches))
+                batches.append(current)
+                delta = current._append(timestamp_ms, key, value, headers)
+            future._rebind(current.result, delta)
+            current.futures.append(future)
+            callback = callbacks.get(id(future))
+            if callback is not None:
+                if current.thunks is None:
+                    current.thunks = []
+                current.thunks.append((future, callback))
+        self.final_state = FinalState.ABORTED
+        for future in self.result.supersede():
+            future._watch()
+        return batches
+
+    def __repr__(self) -> str:
+        return (
+            f"ProducerBatch({self.tp}, records={len(self.futures)}, "
+            f"attempts={self.attempts}, seq={self.base_sequence})"
+        )

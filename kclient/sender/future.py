@@ -1,0 +1,299 @@
+"""Produce futures: Java's ``ProduceRequestResult`` and ``FutureRecordMetadata``.
+
+One ``ProduceResult`` per batch holds the outcome (base offset, log-append time, error)
+for every record in it; each record's ``FutureRecordMetadata`` only knows its offset
+delta. Completing a batch is therefore one assignment plus one event, not a piece of
+work per record — unless someone waits on, or adds a callback to, a particular record
+future, which then registers itself as a *watcher* of the batch result and gets notified.
+
+``FutureRecordMetadata`` is a ``concurrent.futures.Future`` (so ``asyncio.wrap_future``,
+``concurrent.futures.wait`` and ``as_completed`` work), but it never creates a lock or
+condition of its own unless one of those is used on it.
+
+Completion happens on the Sender thread; waiting on any thread.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from kclient.errors import IllegalStateError, KafkaTimeoutError
+from kclient.network.cluster import TopicPartition
+
+log = logging.getLogger(__name__)
+
+_PENDING = "PENDING"
+_FINISHED = "FINISHED"
+
+
+class RecordMetadata(NamedTuple):
+    """Where a record landed: Java's ``RecordMetadata``.
+
+    ``offset`` is -1 with ``acks=0``. ``timestamp`` is the broker's log-append time when
+    the topic uses LogAppendTime, otherwise the record's create time (milliseconds).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class ProduceResult:
+    """The shared outcome of one batch (Java's ``ProduceRequestResult``).
+
+    ``superseded`` is set instead of a result when the batch was split (MESSAGE_TOO_LARGE):
+    its record futures have moved to the new batches' results.
+    """
+
+    __slots__ = (
+        "_event",
+        "_lock",
+        "_watchers",
+        "base_offset",
+        "done",
+        "error",
+        "log_append_time_ms",
+        "record_errors",
+        "superseded",
+        "tp",
+    )
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self.error: BaseException | None = None
+        self.record_errors: dict[int, BaseException] | None = None
+        self.done = False
+        self.superseded = False
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._watchers: list[FutureRecordMetadata] | None = []
+
+    def set(
+        self,
+        base_offset: int,
+        log_append_time_ms: int,
+        error: BaseException | None,
+        record_errors: dict[int, BaseException] | None = None,
+    ) -> list[FutureRecordMetadata]:
+        """Record the outcome and mark it done; returns the watchers to notify.
+
+        Waiters blocked in ``wait`` wake only at ``finish``, after the batch's send
+        callbacks ran (as in Java, where ``get()`` returns after the callbacks).
+        """
+        with self._lock:
+            if self.done:
+                raise IllegalStateError(f"produce result for {self.tp} completed twice")
+            self.base_offset = base_offset
+            self.log_append_time_ms = log_append_time_ms
+            self.error = error
+            self.record_errors = record_errors
+            self.done = True
+            watchers, self._watchers = self._watchers, None
+        return watchers or []
+
+    def finish(self) -> None:
+        """Wake the threads blocked in ``wait`` (after callbacks ran)."""
+        self._event.set()
+
+    def supersede(self) -> list[FutureRecordMetadata]:
+        """The batch was split; wake waiters so they follow their future to its new result."""
+        with self._lock:
+            self.superseded = True
+            watchers, self._watchers = self._watchers, None
+        self._event.set()
+        return watchers or []
+
+    def watch(self, future: FutureRecordMetadata) -> bool:
+        """Register a record future for notification; False when already done/superseded."""
+        with self._lock:
+            if self._watchers is None:
+                return False
+            self._watchers.append(future)
+            return True
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """Block until finished or superseded; False on timeout."""
+        return self._event.wait(timeout_s)
+
+
+class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
+    """The future ``KafkaProducer.send`` returns; resolves to a ``RecordMetadata``.
+
+    ``result(timeout)`` / ``get(timeout)`` wait; a send failure raises the Kafka error.
+    Records cannot be cancelled once handed to the producer (``cancel()`` is False).
+    """
+
+    # The base class is not slotted, so instances keep a __dict__ for the lazily created
+    # fields; the always-present ones live in slots.
+    __slots__ = ("_offset_delta", "_produce_result", "_timestamp_ms")
+
+    def __init__(self, produce_result: ProduceResult, offset_delta: int, timestamp_ms: int) -> None:
+        # Deliberately not calling Future.__init__: it allocates a Condition per future.
+        self._produce_result = produce_result
+        self._offset_delta = offset_delta
+        self._timestamp_ms = timestamp_ms
+
+    # ---- lazily created state for concurrent.futures.wait / as_completed / callbacks ----
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        cond: threading.Condition | None = self.__dict__.get("_cond")
+        if cond is None:
+            cond = self.__dict__.setdefault("_cond", threading.Condition())
+            self._watch()
+        return cond
+
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        waiters: list[Any] | None = self.__dict__.get("_waiter_list")
+        if waiters is None:
+            waiters = self.__dict__.setdefault("_waiter_list", [])
+            self._watch()
+        return waiters
+
+    @property
+    def _state(self) -> str:  # type: ignore[override]
+        return _FINISHED if self._produce_result.done else _PENDING
+
+    def _watch(self) -> None:
+        """Register with the current batch result once (followed across splits)."""
+        while True:
+            result = self._produce_result
+            if self.__dict__.get("_watched") is result:
+                return
+            self.__dict__["_watched"] = result
+            if result.watch(self) or not result.superseded:
+                return
+
+    def _rebind(self, produce_result: ProduceResult, offset_delta: int) -> None:
+        """Move to a new batch after a split (Sender thread)."""
+        self._produce_result = produce_result
+        self._offset_delta = offset_delta
+        if "_watched" in self.__dict__:
+            self._watch()
+
+    def _notify(self) -> None:
+        """The batch completed: wake concurrent.futures waiters, run done callbacks."""
+        cond = self.__dict__.get("_cond")
+        if cond is not None:
+            failed = self._error(self._produce_result) is not None
+            with cond:
+                for waiter in self.__dict__.get("_waiter_list", ()):
+                    if failed:
+                        waiter.add_exception(self)
+                    else:
+                        waiter.add_result(self)
+                cond.notify_all()
+        self._run_callbacks()
+
+    def _run_callbacks(self) -> None:
+        callbacks: list[Callable[[FutureRecordMetadata], object]] = self.__dict__.pop(
+            "_callbacks", []
+        )
+        for fn in callbacks:
+            self._run_callback(fn)
+
+    def _run_callback(self, fn: Callable[[FutureRecordMetadata], object]) -> None:
+        try:
+            fn(self)
+        except Exception:
+            log.exception(
+                "exception in a done callback of a produce future for %s", self._produce_result.tp
+            )
+
+    # ---- the Future API --------------------------------------------------------------------
+
+    def cancel(self) -> bool:
+        return False
+
+    def cancelled(self) -> bool:
+        return False
+
+    def running(self) -> bool:
+        return False
+
+    def done(self) -> bool:
+        return self._produce_result.done
+
+    def _await(self, timeout: float | None) -> ProduceResult:
+        result = self._produce_result
+        if result.done:
+            return result
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            if not result.wait(remaining) and not result.done:
+                raise KafkaTimeoutError(
+                    f"no acknowledgement for the record to {result.tp} within {timeout} s "
+                    "(the timeout of this wait; the record is still pending)"
+                )
+            if result.done:
+                return result
+            result = self._produce_result  # superseded by a split: follow the record
+
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        result = self._await(timeout)
+        error = self._error(result)
+        if error is not None:
+            raise error
+        return self._metadata(result)
+
+    get = result
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        return self._error(self._await(timeout))
+
+    def _error(self, result: ProduceResult) -> BaseException | None:
+        if result.record_errors is not None:
+            specific = result.record_errors.get(self._offset_delta)
+            if specific is not None:
+                return specific
+        return result.error
+
+    def _metadata(self, result: ProduceResult) -> RecordMetadata:
+        offset = result.base_offset + self._offset_delta if result.base_offset >= 0 else -1
+        timestamp = (
+            result.log_append_time_ms if result.log_append_time_ms >= 0 else self._timestamp_ms
+        )
+        return RecordMetadata(result.tp.topic, result.tp.partition, offset, timestamp)
+
+    def metadata(self) -> RecordMetadata | None:
+        """The metadata if the record was delivered, else None (does not wait)."""
+        result = self._produce_result
+        if not result.done or self._error(result) is not None:
+            return None
+        return self._metadata(result)
+
+    def add_done_callback(self, fn: Callable[[FutureRecordMetadata], object]) -> None:
+        """Call ``fn(future)`` when done (now, if already done); runs on the Sender thread."""
+        self.__dict__.setdefault("_callbacks", []).append(fn)
+        self._watch()
+        if self._produce_result.done:
+            self._run_callbacks()  # finished before we registered; each fn runs once
+
+    def set_running_or_notify_cancel(self) -> bool:
+        raise IllegalStateError("produce futures are completed by the producer")
+
+    def set_result(self, result: object) -> None:
+        raise IllegalStateError("produce futures are completed by the producer")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        raise IllegalStateError("produce futures are completed by the producer")
+
+    def __repr__(self) -> str:
+        result = self._produce_result
+        tp = f"{result.tp.topic}-{result.tp.partition}"
+        if not result.done:
+            return f"<FutureRecordMetadata {tp} pending>"
+        error = self._error(result)
+        if error is not None:
+            return f"<FutureRecordMetadata {tp} failed: {error!r}>"
+        return f"<FutureRecordMetadata {tp} offset={self._metadata(result).offset}>"

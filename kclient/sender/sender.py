@@ -1,0 +1,520 @@
+"""Sender: Java's ``Sender`` — the producer's one I/O thread.
+
+``run_once()`` is one step of the loop (seed 002):
+``accumulator.ready`` → metadata for unknown leaders → drop nodes ``client.ready`` refuses
+(this starts connections) → ``accumulator.drain`` → **one ProduceRequest per node** →
+fail batches past ``delivery.timeout.ms`` → ``client.poll``. Responses come back through
+request callbacks inside ``poll``: each partition's batch is completed, retried (with
+exponential backoff), split (MESSAGE_TOO_LARGE) or failed.
+
+Everything here runs on the Sender thread; other threads only call ``wakeup``,
+``initiate_close`` and ``force_close``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kclient import errors
+from kclient.clock import Clock
+from kclient.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+)
+from kclient.network.cluster import Cluster, TopicPartition
+from kclient.network.kafka_client import ClientRequest, ClientResponse, KafkaClient
+from kclient.protocol import ApiKey
+from kclient.sender.accumulator import RecordAccumulator
+from kclient.sender.batch import ProducerBatch
+from kclient.sender.idempotence import TransactionManager
+from kclient.sender.metrics import SenderMetrics
+
+log = logging.getLogger(__name__)
+
+PRODUCE_MIN_VERSION = 3  # record batch v2
+PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not track
+TOPIC_REFRESH_INTERVAL_MS = 1_000
+_NO_TIMEOUT_MS = 2**63 - 1
+
+_MESSAGE_TOO_LARGE = errors.MessageTooLargeError.code
+_DUPLICATE_SEQUENCE = errors.DuplicateSequenceNumberError.code
+_OUT_OF_ORDER_SEQUENCE = errors.OutOfOrderSequenceNumberError.code
+_UNKNOWN_PRODUCER_ID = errors.UnknownProducerIdError.code
+
+
+class Sender:
+    """Drains the accumulator into ProduceRequests and completes batches from responses."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        accumulator: RecordAccumulator,
+        *,
+        clock: Clock,
+        acks: int,
+        max_request_size: int,
+        request_timeout_ms: int,
+        retries: int,
+        retry_backoff_ms: int,
+        guarantee_message_order: bool,
+        transaction_manager: TransactionManager | None = None,
+        metrics: SenderMetrics | None = None,
+        log_prefix: str = "",
+    ) -> None:
+        self._client = client
+        self._metadata = client.metadata
+        self._accumulator = accumulator
+        self._clock = clock
+        self._acks = acks
+        self._max_request_size = max_request_size
+        self._request_timeout_ms = request_timeout_ms
+        self._retries = retries
+        self._retry_backoff_ms = retry_backoff_ms
+        self._guarantee_order = guarantee_message_order
+        self._tm = transaction_manager
+        self.metrics = metrics if metrics is not None else SenderMetrics(clock.monotonic_ms)
+        self._prefix = log_prefix
+        self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
+        self._last_cluster: Cluster | None = None
+        self._last_topic_refresh_ms = -TOPIC_REFRESH_INTERVAL_MS
+        self._init_pid_in_flight = False
+        self._init_pid_retry_at_ms = 0
+        self.running = True
+        self.force_close_requested = False
+
+    # ---- thread entry, close ---------------------------------------------------------
+
+    def run(self) -> None:
+        """The thread body: loop until closed, finish what is queued, then clean up."""
+        log.debug("%sstarting the sender thread", self._prefix)
+        try:
+            while self.running:
+                self.run_once()
+            while not self.force_close_requested and self.has_pending_work():
+                self.run_once()
+            if self.force_close_requested:
+                self.abort_incomplete_batches(
+                    IllegalStateError("the producer was closed before these records were delivered")
+                )
+        except BaseException as exc:
+            log.exception("%sthe sender thread failed; failing every pending record", self._prefix)
+            self.abort_incomplete_batches(
+                KafkaError(f"the producer's sender thread failed: {exc!r}")
+            )
+            raise
+        finally:
+            self.abort_incomplete_batches(
+                IllegalStateError("the producer was closed before these records were delivered")
+            )
+            self._client.close()
+            log.debug("%sthe sender thread stopped", self._prefix)
+
+    def has_pending_work(self) -> bool:
+        return (
+            self._accumulator.has_undrained()
+            or self._client.has_in_flight_requests()
+            or any(self._in_flight_batches.values())
+        )
+
+    def initiate_close(self) -> None:
+        """Stop taking records; the thread finishes what was sent before (any thread)."""
+        self._accumulator.closed = True
+        self.running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        """Stop now; whatever is not delivered fails (any thread)."""
+        self.force_close_requested = True
+        self.initiate_close()
+
+    def wakeup(self) -> None:
+        self._client.wakeup()
+
+    # ---- one step ----------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        """One iteration of the loop; the clock is read once, here."""
+        now_ms = self._clock.monotonic_ms()
+        tm = self._tm
+        if tm is not None:
+            if tm.fatal_error is not None:
+                self.abort_undrained(tm.fatal_error)
+                self._client.poll(self._retry_backoff_ms, now_ms)
+                return
+            if not tm.has_producer_id:
+                self._maybe_init_producer_id(now_ms)
+        poll_timeout_ms = self._send_producer_data(now_ms)
+        if tm is not None and not tm.has_producer_id and not self._init_pid_in_flight:
+            poll_timeout_ms = min(
+                poll_timeout_ms, max(self._init_pid_retry_at_ms - now_ms, 0) or 10
+            )
+        self._client.poll(poll_timeout_ms, now_ms)
+
+    def _send_producer_data(self, now_ms: int) -> int:
+        metadata = self._metadata
+        cluster = metadata.fetch()
+        accumulator = self._accumulator
+        if cluster is not self._last_cluster:
+            accumulator.update_cluster(cluster)
+            self._last_cluster = cluster
+        if now_ms - self._last_topic_refresh_ms >= TOPIC_REFRESH_INTERVAL_MS:
+            since_ms, self._last_topic_refresh_ms = self._last_topic_refresh_ms, now_ms
+            for topic in accumulator.topics_in_use(since_ms):
+                metadata.add(topic, now_ms)  # keeps it from expiring (metadata.max.idle.ms)
+        result = accumulator.ready(cluster, now_ms)
+        if result.unknown_leader_topics:
+            for topic in result.unknown_leader_topics:
+                metadata.add(topic, now_ms)
+            log.debug(
+                "%sno leader known for %s; refreshing metadata",
+                self._prefix,
+                result.unknown_leader_topics,
+            )
+            metadata.request_update()
+        not_ready_timeout_ms = _NO_TIMEOUT_MS
+        ready_nodes = []
+        for node in result.ready_nodes:
+            if self._client.ready(node, now_ms):
+                ready_nodes.append(node)
+            else:
+                not_ready_timeout_ms = min(
+                    not_ready_timeout_ms, self._client.poll_delay_ms(node, now_ms)
+                )
+        batches = (
+            accumulator.drain(cluster, ready_nodes, self._max_request_size, now_ms)
+            if ready_nodes
+            else {}
+        )
+        for node_batches in batches.values():
+            for batch in node_batches:
+                self._in_flight_batches.setdefault(batch.tp, []).append(batch)
+                if self._guarantee_order:
+                    accumulator.mute(batch.tp)
+        self._expire_batches(now_ms)
+        poll_timeout_ms = min(
+            result.next_ready_check_delay_ms,
+            not_ready_timeout_ms,
+            self._next_in_flight_expiry_ms(now_ms),
+        )
+        for node_id, node_batches in batches.items():
+            self._send_produce_request(node_id, node_batches, now_ms)
+        if batches:
+            poll_timeout_ms = 0  # there may be more to drain once these are written
+        return max(poll_timeout_ms, 0)
+
+    # ---- delivery timeout ----------------------------------------------------------------
+
+    def _expire_batches(self, now_ms: int) -> None:
+        delivery_timeout_ms = self._accumulator.delivery_timeout_ms
+        expired: list[ProducerBatch] = []
+        for batches in self._in_flight_batches.values():
+            for batch in list(batches):
+                if batch.has_reached_delivery_timeout(delivery_timeout_ms, now_ms):
+                    batches.remove(batch)
+                    expired.append(batch)
+        expired.extend(self._accumulator.expired_batches(now_ms))
+        for batch in expired:
+            waited_ms = now_ms - batch.created_ms
+            self._fail_batch(
+                batch,
+                KafkaTimeoutError(
+                    f"expiring {batch.record_count} record(s) for {batch.tp}: {waited_ms} ms has "
+                    "passed since the batch was created "
+                    f"('delivery.timeout.ms' is {delivery_timeout_ms} ms)"
+                ),
+                now_ms,
+            )
+
+    def _next_in_flight_expiry_ms(self, now_ms: int) -> int:
+        timeout_ms = self._accumulator.delivery_timeout_ms
+        soonest = _NO_TIMEOUT_MS
+        for batches in self._in_flight_batches.values():
+            if batches:
+                soonest = min(soonest, batches[0].created_ms + timeout_ms - now_ms)
+        return soonest
+
+    # ---- produce requests --------------------------------------------------------------------
+
+    def _send_produce_request(
+        self, node_id: int, batches: list[ProducerBatch], now_ms: int
+    ) -> None:
+        """All of a node's drained batches in one ProduceRequest (seed 002)."""
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        by_tp: dict[TopicPartition, ProducerBatch] = {}
+        size = records = 0
+        for batch in batches:
+            data = batch.records
+            if data is None:
+                raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
+            by_topic.setdefault(batch.tp.topic, []).append(
+                {"index": batch.tp.partition, "records": data}
+            )
+            by_tp[batch.tp] = batch
+            size += len(data)
+            records += batch.record_count
+            self.metrics.record_batch(len(data), batch.uncompressed_bytes, now_ms)
+        body = {
+            "transactional_id": None,
+            "acks": self._acks,
+            "timeout_ms": self._request_timeout_ms,
+            "topic_data": [
+                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
+            ],
+        }
+        request = ClientRequest(
+            node_id,
+            ApiKey.PRODUCE,
+            body,
+            now_ms,
+            expect_response=self._acks != 0,
+            callback=functools.partial(self._handle_produce_response, by_tp),
+            request_timeout_ms=self._request_timeout_ms,
+            min_version=PRODUCE_MIN_VERSION,
+            max_version=PRODUCE_MAX_VERSION,
+        )
+        self.metrics.record_request(len(batches), records, size, now_ms)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "%sproduce request to node %d: %d batches, %d bytes",
+                self._prefix,
+                node_id,
+                len(batches),
+                size,
+            )
+        self._client.send(request, now_ms)
+
+    def _handle_produce_response(
+        self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse
+    ) -> None:
+        now_ms = response.received_time_ms
+        if response.version_mismatch is not None:
+            for batch in batches.values():
+                self._fail_batch(batch, response.version_mismatch, now_ms)
+            return
+        if response.disconnected:
+            cls = (
+                errors.RequestTimedOutError if response.timed_out else errors.NetworkExceptionError
+            )
+            reason = f"{response.error}" if response.error is not None else "disconnected"
+            for tp, batch in batches.items():
+                self._complete_batch(
+                    batch,
+                    cls.code,
+                    {"error_message": f"{tp} on node {response.destination}: {reason}"},
+                    now_ms,
+                )
+            return
+        self.metrics.record_latency(response.request_latency_ms, now_ms)
+        body = response.body
+        if body is None:  # acks=0: done once written
+            for batch in batches.values():
+                self._complete_success(batch, -1, -1, now_ms)
+            return
+        for topic in body.get("responses") or ():
+            name = topic.get("name")
+            for part in topic.get("partition_responses") or ():
+                found = batches.pop(TopicPartition(name, part["index"]), None)
+                if found is None:
+                    log.warning(
+                        "%sproduce response for %s-%s, which was not in the request",
+                        self._prefix,
+                        name,
+                        part["index"],
+                    )
+                    continue
+                self._complete_batch(found, part.get("error_code", 0), part, now_ms)
+        for tp, batch in batches.items():
+            message = f"{tp}: node {response.destination} did not answer for this partition"
+            self._complete_batch(
+                batch, errors.NetworkExceptionError.code, {"error_message": message}, now_ms
+            )
+
+    def _complete_batch(
+        self, batch: ProducerBatch, code: int, part: Mapping[str, Any], now_ms: int
+    ) -> None:
+        tp = batch.tp
+        if self._guarantee_order:
+            self._accumulator.unmute(tp)
+        if code == 0 or (code == _DUPLICATE_SEQUENCE and self._tm is not None):
+            self._complete_success(
+                batch, part.get("base_offset", -1), part.get("log_append_time_ms", -1), now_ms
+            )
+            return
+        if batch.is_done:  # expired while in flight; the broker's answer changes nothing
+            self._remove_in_flight(batch)
+            return
+        if code == _MESSAGE_TOO_LARGE and batch.record_count > 1:
+            log.warning(
+                "%sbatch of %d records for %s too large for the broker; splitting",
+                self._prefix,
+                batch.record_count,
+                tp,
+            )
+            self._remove_in_flight(batch)
+            self._accumulator.split_and_reenqueue(batch, now_ms)
+            self._accumulator.deallocate(batch)
+            self.metrics.batch_splits += 1
+            return
+        message = part.get("error_message") or ""
+        error: KafkaError = errors.for_code(code)(f"{tp}: {message}" if message else str(tp))
+        if code == _MESSAGE_TOO_LARGE:
+            error = RecordTooLargeError(
+                f"the record for {tp} ({len(batch.records or b'')} bytes as a batch) is larger "
+                "than the broker accepts (its message.max.bytes / the topic's max.message.bytes)"
+            )
+        if self._can_retry(batch, code, error, now_ms):
+            log.warning(
+                "%sretrying a batch for %s (attempt %d, %s)",
+                self._prefix,
+                tp,
+                batch.attempts + 1,
+                type(error).__name__,
+            )
+            tm = self._tm
+            if tm is not None and (
+                code == _UNKNOWN_PRODUCER_ID
+                or (code == _OUT_OF_ORDER_SEQUENCE and tm.should_resequence(batch))
+            ):
+                tm.on_rejected(batch)
+            self._remove_in_flight(batch)
+            self._accumulator.reenqueue(batch, now_ms)
+            self.metrics.record_retries_for(batch.record_count, now_ms)
+        else:
+            record_errors = self._record_errors(part, tp)
+            self._fail_batch(batch, error, now_ms, record_errors)
+        if error.invalid_metadata:
+            log.warning("%s%s for %s; refreshing metadata", self._prefix, type(error).__name__, tp)
+            self._metadata.request_update()
+
+    def _can_retry(self, batch: ProducerBatch, code: int, error: KafkaError, now_ms: int) -> bool:
+        if batch.has_reached_delivery_timeout(self._accumulator.delivery_timeout_ms, now_ms):
+            return False
+        if batch.attempts >= self._retries:
+            return False
+        if self._tm is not None and code in (_OUT_OF_ORDER_SEQUENCE, _UNKNOWN_PRODUCER_ID):
+            return True
+        return error.retriable
+
+    @staticmethod
+    def _record_errors(
+        part: Mapping[str, Any], tp: TopicPartition
+    ) -> dict[int, BaseException] | None:
+        entries = part.get("record_errors") or ()
+        if not entries:
+            return None
+        return {
+            e["batch_index"]: errors.InvalidRecordError(
+                f"{tp} record {e['batch_index']}: {e.get('batch_index_error_message') or ''}"
+            )
+            for e in entries
+        }
+
+    def _complete_success(
+        self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int, now_ms: int
+    ) -> None:
+        self._remove_in_flight(batch)
+        if self._tm is not None:
+            self._tm.on_success(batch)
+        if not batch.is_done:
+            batch.complete(base_offset, log_append_time_ms)
+            self.metrics.record_sent(batch.record_count, now_ms)
+        self._accumulator.deallocate(batch)
+
+    def _fail_batch(
+        self,
+        batch: ProducerBatch,
+        error: BaseException,
+        now_ms: int,
+        record_errors: dict[int, BaseException] | None = None,
+    ) -> None:
+        self._remove_in_flight(batch)
+        if self._guarantee_order:
+            self._accumulator.unmute(batch.tp)
+        if self._tm is not None:
+            self._tm.on_failure(batch)
+        if not batch.is_done:
+            batch.fail(error, record_errors)
+            self.metrics.record_errors_for(batch.record_count, now_ms)
+        self._accumulator.deallocate(batch)
+
+    def _remove_in_flight(self, batch: ProducerBatch) -> None:
+        batches = self._in_flight_batches.get(batch.tp)
+        if batches and batch in batches:
+            batches.remove(batch)
+
+    # ---- InitProducerId ----------------------------------------------------------------------
+
+    def _maybe_init_producer_id(self, now_ms: int) -> None:
+        if self._init_pid_in_flight or now_ms < self._init_pid_retry_at_ms:
+            return
+        node = self._client.least_loaded_node(now_ms)
+        if node is None or not self._client.ready(node, now_ms):
+            return
+        body = {
+            "transactional_id": None,
+            "transaction_timeout_ms": 60_000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+        request = ClientRequest(
+            node.id, ApiKey.INIT_PRODUCER_ID, body, now_ms, callback=self._handle_init_producer_id
+        )
+        log.debug("%srequesting a producer id from node %d", self._prefix, node.id)
+        self._init_pid_in_flight = True
+        self._client.send(request, now_ms)
+
+    def _handle_init_producer_id(self, response: ClientResponse) -> None:
+        self._init_pid_in_flight = False
+        tm = self._tm
+        assert tm is not None
+        now_ms = response.received_time_ms
+        if response.version_mismatch is not None:
+            tm.set_fatal_error(
+                errors.UnsupportedVersionError(
+                    "the broker does not support idempotent producing "
+                    f"({response.version_mismatch}); set 'enable.idempotence' to false"
+                )
+            )
+            return
+        if response.body is None:
+            self._init_pid_retry_at_ms = now_ms + self._retry_backoff_ms
+            return
+        code = response.body.get("error_code", 0)
+        if code == 0:
+            tm.set_producer_id_and_epoch(
+                response.body["producer_id"], response.body["producer_epoch"]
+            )
+            return
+        error = errors.for_code(code)("InitProducerId")
+        if error.retriable or code in (errors.CoordinatorLoadInProgressError.code,):
+            log.warning(
+                "%sInitProducerId failed (%s); retrying", self._prefix, type(error).__name__
+            )
+            self._init_pid_retry_at_ms = now_ms + self._retry_backoff_ms
+            return
+        log.error("%sInitProducerId failed for good: %s", self._prefix, error)
+        tm.set_fatal_error(error)
+
+    # ---- abort ------------------------------------------------------------------------------
+
+    def abort_undrained(self, error: BaseException) -> None:
+        """Fail every queued batch (a fatal producer error)."""
+        now_ms = self._clock.monotonic_ms()
+        for batch in self._accumulator.abort_undrained():
+            self._fail_batch(batch, error, now_ms)
+
+    def abort_incomplete_batches(self, error: BaseException) -> None:
+        """Fail everything not delivered: queued, in flight, or anywhere else (close)."""
+        self._accumulator.closed = True
+        self.abort_undrained(error)
+        now_ms = self._clock.monotonic_ms()
+        for batch in self._accumulator.incomplete_batches():
+            if not batch.is_done:
+                self._fail_batch(batch, error, now_ms)
+            else:
+                self._accumulator.deallocate(batch)

@@ -1,0 +1,55 @@
+import pytest
+
+from kclient.cli.line_reader import LineReader, LineReaderConfig, MalformedLineError
+from kclient.errors import ConfigError
+
+
+def reader(**props: str) -> LineReader:
+    return LineReader(LineReaderConfig.from_properties(props))
+
+
+def test_plain_lines_are_values_with_no_key() -> None:
+    parsed = reader().parse("hello\tworld")
+    assert parsed.key is None
+    assert parsed.value == b"hello\tworld"
+    assert parsed.headers == []
+
+
+def test_key_and_headers_in_kafka_line_format() -> None:
+    r = reader(**{"parse.key": "true", "parse.headers": "true"})
+    parsed = r.parse("h1:v1,h2:v2\tk\tvalue with\ttab")
+    assert parsed.headers == [("h1", b"v1"), ("h2", b"v2")]
+    assert parsed.key == b"k"
+    assert parsed.value == b"value with\ttab"
+
+
+def test_custom_separators_and_utf8() -> None:
+    r = reader(**{"parse.key": "true", "key.separator": "::"})
+    parsed = r.parse("clé::välue")
+    assert parsed.key == "clé".encode()
+    assert parsed.value == "välue".encode()
+
+
+def test_null_marker_makes_key_value_and_header_values_null() -> None:
+    r = reader(**{"parse.key": "true", "parse.headers": "true", "null.marker": "NULL"})
+    parsed = r.parse("a:NULL,b\tNULL\tNULL")
+    assert parsed.key is None
+    assert parsed.value is None
+    assert parsed.headers == [("a", None), ("b", None)]
+    with pytest.raises(MalformedLineError, match="null.marker"):
+        r.parse("NULL:x\tk\tv")
+
+
+def test_missing_key_separator_names_the_line_number() -> None:
+    r = reader(**{"parse.key": "true"})
+    r.parse("k\tv")
+    with pytest.raises(MalformedLineError, match="line 2: no key separator") as info:
+        r.parse("no separator here")
+    assert info.value.line_number == 2
+
+
+def test_bad_reader_properties_are_config_errors() -> None:
+    with pytest.raises(ConfigError, match="parse.key"):
+        reader(**{"parse.key": "yes"})
+    with pytest.raises(ConfigError, match="unknown reader property 'parse.keys'"):
+        reader(**{"parse.keys": "true"})

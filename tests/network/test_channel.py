@@ -1,0 +1,130 @@
+"""NetworkSend / KafkaChannel reads over a scripted fake socket: partial writes, framing."""
+
+import struct
+from collections import deque
+
+import pytest
+
+from kclient.errors import ProtocolDecodeError
+from kclient.network.channel import KafkaChannel, NetworkReceive, NetworkSend, PeerClosedError
+
+
+class FakeSocket:
+    """Takes at most ``accept`` bytes per write; hands out scripted chunks per read."""
+
+    def __init__(self, accept: int = 1 << 30, chunks: list[bytes] | None = None) -> None:
+        self.accept = accept
+        self.written = bytearray()
+        self.chunks: deque[bytes] = deque(chunks or [])
+        self.write_calls = 0
+
+    def send(self, data: memoryview) -> int:
+        return self.sendmsg([data])
+
+    def sendmsg(self, buffers: list[memoryview]) -> int:
+        self.write_calls += 1
+        room = self.accept
+        for buf in buffers:
+            take = min(room, buf.nbytes)
+            self.written += buf[:take]
+            room -= take
+            if room == 0:
+                break
+        return self.accept - room
+
+    def recv_into(self, view: memoryview) -> int:
+        if not self.chunks:
+            raise BlockingIOError
+        chunk = self.chunks.popleft()
+        n = min(len(chunk), len(view))
+        view[:n] = chunk[:n]
+        if n < len(chunk):
+            self.chunks.appendleft(chunk[n:])
+        return n
+
+
+def frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+def channel(sock: FakeSocket, limit: int = 1 << 20) -> KafkaChannel:
+    ch = KafkaChannel(3, sock, "10.0.0.3:9092", limit)  # type: ignore[arg-type]
+    ch.connected = True
+    return ch
+
+
+def test_a_send_writes_all_buffers_in_order_across_partial_writes() -> None:
+    records = bytes(range(256)) * 40
+    send = NetworkSend(3, [b"\x00\x00\x00\x10head", memoryview(records), bytearray(b"tail")])
+    sock = FakeSocket(accept=1000)
+    while not send.completed:
+        assert send.write_to(sock) > 0  # type: ignore[arg-type]
+    assert bytes(sock.written) == b"\x00\x00\x00\x10head" + records + b"tail"
+    assert send.size == len(sock.written)
+    assert sock.write_calls == -(-len(sock.written) // 1000)
+
+
+def test_a_send_keeps_record_buffers_by_reference_until_written() -> None:
+    records = bytearray(b"abc")
+    send = NetworkSend(3, [b"hd", records])
+    records[0:1] = b"X"  # a view, not a copy, is queued
+    assert send.remaining_bytes() == b"hdXbc"
+
+
+def test_a_blocked_socket_writes_nothing_and_the_send_stays_pending() -> None:
+    class Full(FakeSocket):
+        def sendmsg(self, buffers: list[memoryview]) -> int:
+            raise BlockingIOError
+
+    send = NetworkSend(3, [b"ab", b"cd"])
+    assert send.write_to(Full()) == 0  # type: ignore[arg-type]
+    assert not send.completed
+
+
+def test_frames_split_across_reads_are_reassembled() -> None:
+    data = frame(b"first") + frame(b"second response") + frame(b"")
+    sock = FakeSocket(chunks=[data[i : i + 3] for i in range(0, len(data), 3)])
+    ch = channel(sock)
+    completed: list[NetworkReceive] = []
+    while sock.chunks:
+        ch.read(completed)
+    assert [bytes(r.payload) for r in completed] == [b"first", b"second response", b""]
+    assert all(r.source == 3 for r in completed)
+
+
+def test_several_frames_in_one_read_all_complete() -> None:
+    sock = FakeSocket(chunks=[frame(b"a") + frame(b"bb") + frame(b"ccc")[:5]])
+    completed: list[NetworkReceive] = []
+    channel(sock).read(completed)
+    assert [bytes(r.payload) for r in completed] == [b"a", b"bb"]
+
+
+def test_a_frame_larger_than_the_read_chunk_is_read_into_one_buffer_of_its_size() -> None:
+    body = bytes(range(256)) * 1024  # 256 KiB
+    data = frame(body)
+    sock = FakeSocket(chunks=[data[i : i + 50_000] for i in range(0, len(data), 50_000)])
+    ch = channel(sock)
+    completed: list[NetworkReceive] = []
+    while sock.chunks:
+        ch.read(completed)
+    assert len(completed) == 1
+    assert completed[0].size == len(body)
+    assert bytes(completed[0].payload) == body
+
+
+def test_a_size_above_the_limit_is_rejected_before_allocating() -> None:
+    sock = FakeSocket(chunks=[b"HTTP/1.1 400 Bad Request\r\n"])
+    with pytest.raises(ProtocolDecodeError, match=r"1213486160 bytes.*Kafka listener"):
+        channel(sock, limit=100 * 1024 * 1024).read([])
+
+
+def test_a_negative_size_is_rejected() -> None:
+    sock = FakeSocket(chunks=[b"\xff\xff\xff\xfe"])
+    with pytest.raises(ProtocolDecodeError, match="-2 bytes"):
+        channel(sock).read([])
+
+
+def test_an_empty_read_means_the_peer_closed() -> None:
+    sock = FakeSocket(chunks=[b""])
+    with pytest.raises(PeerClosedError):
+        channel(sock).read([])

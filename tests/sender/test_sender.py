@@ -1,0 +1,237 @@
+import pytest
+
+from kclient import errors
+from kclient.errors import IllegalStateError, KafkaTimeoutError, RecordTooLargeError
+from kclient.protocol import ApiKey
+from tests.sender.sender_helpers import batches_in, body, make, ok, partitions_in, produce_response
+
+NOT_LEADER = errors.NotLeaderOrFollowerError.code
+TOO_LARGE = errors.MessageTooLargeError.code
+
+
+def test_nothing_is_sent_before_linger() -> None:
+    h = make(linger_ms=20)
+    h.send("t", 0)
+    h.run()
+    assert h.produce_requests() == []
+    h.clock.advance(20)
+    h.run()
+    assert len(h.produce_requests()) == 1
+
+
+def test_exactly_one_produce_request_per_node() -> None:
+    h = make(nodes=2, topics={"a": 2, "b": 2})  # partition p is led by node p % 2
+    for topic in ("a", "b"):
+        for partition in (0, 1):
+            h.send(topic, partition)
+    h.run()
+    requests = h.produce_requests()
+    assert sorted(r.destination for r in requests) == [0, 1]
+    by_node = {r.destination: partitions_in(r) for r in requests}
+    assert by_node == {0: [("a", 0), ("b", 0)], 1: [("a", 1), ("b", 1)]}
+    assert body(requests[0])["acks"] == -1
+    assert requests[0].max_version == 12  # v13 would need topic ids
+
+
+def test_response_completes_every_record_with_its_offset() -> None:
+    h = make()
+    futures = h.send("t", 0, n=3)
+    h.run()
+    (request,) = h.produce_requests()
+    h.client.respond(ok(request, base_offset=500))
+    h.run()
+    assert [f.result(0).offset for f in futures] == [500, 501, 502]
+    assert h.acc.pool.available_bytes == h.acc.pool.total_bytes
+    assert h.sender.metrics.records_sent_total == 3
+
+
+def test_acks_zero_completes_when_written() -> None:
+    h = make(acks=0)
+    (future,) = h.send("t", 0)
+    h.run(2)
+    assert future.result(0).offset == -1
+    assert not h.client.requests
+    assert h.client.sent[0].expect_response is False
+
+
+def test_retriable_error_retries_after_backoff_and_refreshes_metadata() -> None:
+    h = make(retry_backoff_ms=100, retry_backoff_max_ms=100)
+    (future,) = h.send("t", 0)
+    h.run()
+    (request,) = h.produce_requests()
+    version = h.client.metadata.update_version
+    h.client.respond(ok(request, code=NOT_LEADER))
+    h.run()
+    assert not future.done()
+    assert h.client.metadata.update_version > version or h.client.metadata.update_requested()
+    h.clock.advance(99)
+    h.run()
+    assert h.produce_requests() == []
+    h.clock.advance(1)
+    h.run()
+    (retry,) = h.produce_requests()
+    h.client.respond(ok(retry, base_offset=7))
+    h.run()
+    assert future.result(0).offset == 7
+    assert h.sender.metrics.record_retries.rate_per_s(h.clock.monotonic_ms()) > 0
+
+
+def test_fatal_broker_error_fails_the_records_naming_the_partition() -> None:
+    h = make()
+    (future,) = h.send("t", 0)
+    h.run()
+    (request,) = h.produce_requests()
+    h.client.respond(ok(request, code=errors.TopicAuthorizationFailedError.code))
+    h.run()
+    with pytest.raises(errors.TopicAuthorizationFailedError, match="t-0"):
+        future.result(0)
+
+
+def test_retries_stop_at_the_retries_setting() -> None:
+    h = make(retries=1, retry_backoff_ms=1, retry_backoff_max_ms=1)
+    (future,) = h.send("t", 0)
+    for _ in range(2):
+        h.run()
+        (request,) = h.produce_requests()
+        h.client.respond(ok(request, code=errors.NotEnoughReplicasError.code))
+        h.run()
+        h.clock.advance(10)
+    with pytest.raises(errors.NotEnoughReplicasError):
+        future.result(0)
+
+
+def test_disconnect_is_retried() -> None:
+    h = make(retry_backoff_ms=10, retry_backoff_max_ms=10)
+    (future,) = h.send("t", 0)
+    h.run()
+    h.client.disconnect(0)
+    h.run()
+    assert not future.done()
+    h.clock.advance(10)
+    h.run()
+    (request,) = h.produce_requests()
+    h.client.respond(ok(request, base_offset=1))
+    h.run()
+    assert future.result(0).offset == 1
+
+
+def test_queued_batches_expire_at_delivery_timeout_without_a_leader() -> None:
+    h = make(topics={"t": 1}, leaders={("t", 0): -1}, delivery_timeout_ms=3000)
+    (future,) = h.send("t", 0)
+    h.run()
+    assert h.client.metadata.update_requested()
+    h.clock.advance(3000)
+    h.run()
+    with pytest.raises(
+        KafkaTimeoutError, match=r"expiring 1 record\(s\) for t-0: 3000 ms.*'delivery.timeout.ms'"
+    ):
+        future.result(0)
+    assert h.acc.pool.available_bytes == h.acc.pool.total_bytes
+
+
+def test_in_flight_batches_expire_and_a_late_answer_is_ignored() -> None:
+    h = make(delivery_timeout_ms=1000, request_timeout_ms=5000)
+    (future,) = h.send("t", 0)
+    h.run()
+    (request,) = h.produce_requests()
+    h.clock.advance(1000)
+    h.run()
+    with pytest.raises(KafkaTimeoutError):
+        future.result(0)
+    h.client.respond(ok(request, base_offset=3))
+    h.run()
+    assert isinstance(future.exception(0), KafkaTimeoutError)
+
+
+def test_message_too_large_splits_the_batch() -> None:
+    h = make(batch_size=4096)
+    futures = h.send("t", 0, value=bytes(50), n=40)
+    h.run()
+    (request,) = h.produce_requests()
+    h.client.respond(ok(request, code=TOO_LARGE))
+    h.acc.batch_size = 1024
+    h.run(2)  # the response arrives, then the split batches go out (one per request)
+    offset = 0
+    sizes = []
+    while h.produce_requests():
+        (request,) = h.produce_requests()
+        ((_, batch),) = batches_in(request).items()
+        sizes.append(batch.record_count)
+        h.client.respond(ok(request, base_offset=offset))
+        offset += batch.record_count
+        h.run()
+    assert sizes == [16, 16, 8]
+    assert [f.result(0).offset for f in futures] == list(range(40))
+    assert h.sender.metrics.batch_splits == 1
+
+
+def test_a_single_record_too_large_for_the_broker_fails() -> None:
+    h = make()
+    (future,) = h.send("t", 0)
+    h.run()
+    (request,) = h.produce_requests()
+    h.client.respond(ok(request, code=TOO_LARGE))
+    h.run()
+    with pytest.raises(RecordTooLargeError, match="larger than the broker accepts"):
+        future.result(0)
+
+
+def test_max_in_flight_one_without_idempotence_sends_one_batch_per_partition_at_a_time() -> None:
+    h = make(max_in_flight=1, batch_size=200)
+    h.send("t", 0, value=bytes(100), n=3)  # three batches
+    h.run(3)
+    assert len(h.produce_requests()) == 1
+    h.client.respond(ok(h.produce_requests()[0]))
+    h.run(2)
+    assert len(h.produce_requests()) == 1
+
+
+def test_unknown_version_fails_the_batch_clearly() -> None:
+    h = make()
+    h.client.prepare_response(None, api_key=ApiKey.PRODUCE, version_mismatch=True)
+    (future,) = h.send("t", 0)
+    h.run(2)
+    assert isinstance(future.exception(0), errors.UnsupportedVersionError)
+
+
+def test_record_errors_fail_the_named_records() -> None:
+    h = make()
+    futures = h.send("t", 0, n=2)
+    h.run()
+    (_request,) = h.produce_requests()
+    h.client.respond(
+        produce_response(
+            {("t", 0): (errors.InvalidRecordError.code, -1)},
+            record_errors=[{"batch_index": 1, "batch_index_error_message": "bad"}],
+        )
+    )
+    h.run()
+    assert "t-0 record 1: bad" in str(futures[1].exception(0))
+    assert isinstance(futures[0].exception(0), errors.InvalidRecordError)
+
+
+def test_graceful_close_sends_what_is_queued() -> None:
+    h = make(linger_ms=60_000)
+    (future,) = h.send("t", 0)
+    h.sender.initiate_close()
+    assert h.sender.has_pending_work()
+    h.run()
+    (request,) = h.produce_requests()
+    h.client.respond(ok(request, base_offset=9))
+    h.run()
+    assert future.result(0).offset == 9
+    assert not h.sender.has_pending_work()
+    with pytest.raises(IllegalStateError):
+        h.send("t", 0)
+
+
+def test_abort_fails_queued_and_in_flight_records_clearly() -> None:
+    h = make(batch_size=200)
+    futures = h.send("t", 0, value=bytes(100), n=3)
+    h.run()
+    h.sender.abort_incomplete_batches(IllegalStateError("the producer was closed"))
+    for future in futures:
+        with pytest.raises(IllegalStateError, match="closed"):
+            future.result(0)
+    assert not h.acc.has_incomplete()
+    assert h.acc.pool.available_bytes == h.acc.pool.total_bytes
