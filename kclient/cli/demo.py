@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import select
+import subprocess
 import sys
 import threading
 import time
@@ -19,6 +21,7 @@ from typing import IO, Any
 
 from kclient.cli.admin import ClusterReader
 from kclient.cli.producer_perf import percentiles
+from kclient.errors import KafkaError
 
 LATENCY_SAMPLE_EVERY = 10
 
@@ -29,24 +32,26 @@ class _Tally:
 
     acked: int = 0
     errors: int = 0
-    checksum: int = 0
     first_error: str | None = None
     partitions: set[int] = field(default_factory=set)
     latencies_us: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def callback_for(self, crc: int, sent_ns: int | None) -> Any:
+    def ack(self, metadata: Any, exc: BaseException | None) -> None:
+        with self.lock:
+            if exc is not None:
+                self.errors += 1
+                if self.first_error is None:
+                    self.first_error = str(exc)
+                return
+            self.acked += 1
+            self.partitions.add(metadata.partition)
+
+    def timed(self, sent_ns: int) -> Any:
         def done(metadata: Any, exc: BaseException | None) -> None:
-            with self.lock:
-                if exc is not None:
-                    self.errors += 1
-                    if self.first_error is None:
-                        self.first_error = str(exc)
-                    return
-                self.acked += 1
-                self.checksum = (self.checksum + crc) & 0xFFFFFFFFFFFFFFFF
-                self.partitions.add(metadata.partition)
-                if sent_ns is not None:
+            self.ack(metadata, exc)
+            if exc is None:
+                with self.lock:
                     self.latencies_us.append((time.perf_counter_ns() - sent_ns) // 1000)
 
         return done
@@ -95,16 +100,53 @@ class _Progress:
 
 @contextlib.contextmanager
 def _cluster(args: argparse.Namespace, err: IO[str]) -> Iterator[str]:
+    """The bootstrap servers: the given ones, or an embedded cluster in a child process.
+
+    The cluster runs in its own process (``kclient-broker --brokers N``) so that the
+    producer measured here does not share its interpreter lock with the brokers.
+    """
     if args.bootstrap_server:
         yield args.bootstrap_server
         return
-    from kclient.broker import EmbeddedCluster
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            "--brokers",
+            str(args.brokers),
+            "--listen",
+            "127.0.0.1:0",
+            "--no-auto-create-topics",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        bootstrap = _await_bootstrap(proc, timeout_s=30.0)
+        print(f"embedded cluster of {args.brokers} brokers at {bootstrap}", file=err)
+        yield bootstrap
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
-    with EmbeddedCluster(brokers=args.brokers) as cluster:
-        print(
-            f"embedded cluster of {args.brokers} brokers at {cluster.bootstrap_servers}", file=err
+
+def _await_bootstrap(proc: subprocess.Popen[str], timeout_s: float) -> str:
+    """Read the broker's ``bootstrap.servers=...`` line (bounded by ``timeout_s``)."""
+    assert proc.stdout is not None
+    ready = select.select([proc.stdout], [], [], timeout_s)[0]
+    line = proc.stdout.readline() if ready else ""
+    marker = "bootstrap.servers="
+    if marker not in line:
+        raise KafkaError(
+            f"the embedded cluster did not start within {timeout_s:.0f} s "
+            f"(exit code {proc.poll()}, said {line.strip()!r})"
         )
-        yield cluster.bootstrap_servers
+    return line.split(marker, 1)[1].strip()
 
 
 def run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -134,17 +176,18 @@ def run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             )
             started = time.perf_counter()
             sent_bytes = 0
+            sent_sum = 0
             try:
                 for i in range(args.records):
                     key, value = record_for(i, args.value_size)
                     sent_bytes += len(key) + len(value)
-                    sampled = time.perf_counter_ns() if i % LATENCY_SAMPLE_EVERY == 0 else None
-                    producer.send(
-                        args.topic,
-                        value=value,
-                        key=key,
-                        callback=tally.callback_for(record_crc(key, value), sampled),
+                    sent_sum = (sent_sum + record_crc(key, value)) & 0xFFFFFFFFFFFFFFFF
+                    callback = (
+                        tally.timed(time.perf_counter_ns())
+                        if i % LATENCY_SAMPLE_EVERY == 0
+                        else tally.ack
                     )
+                    producer.send(args.topic, value=value, key=key, callback=callback)
                     if i & 0x3FF == 0:
                         progress.update(i)
                 producer.flush()
@@ -168,13 +211,13 @@ def run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         tally.errors == 0
         and tally.acked == args.records
         and read_count == tally.acked
-        and read_sum == tally.checksum
+        and read_sum == sent_sum
     )
     rows = [
         ("records sent", f"{args.records:,}"),
         ("records acknowledged", f"{tally.acked:,}"),
         ("records read back", f"{read_count:,}"),
-        ("checksum", "match" if read_sum == tally.checksum else "MISMATCH"),
+        ("checksum", "match" if read_sum == sent_sum else "MISMATCH"),
         ("records/s", f"{args.records / elapsed:,.0f}"),
         ("MB/s", f"{sent_bytes / elapsed / 1e6:,.1f}"),
         ("send→ack p50", f"{p50 / 1000:,.1f} ms"),
