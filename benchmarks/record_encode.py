@@ -1,16 +1,18 @@
-"""Record batch encode/decode throughput: kclient.record vs kafka-python, in one run.
+"""Record batch encode/decode throughput: kclient.record (C and pure Python) vs kafka-python.
 
 Builds and reads v2 record batches of 100-byte values with 10-byte keys, in 16 KiB and
 1 MiB batches, uncompressed and lz4, with kclient's ``RecordBatchBuilder`` /
-``iter_batches`` and kafka-python's ``DefaultRecordBatchBuilder`` / ``MemoryRecords``.
-Trials of the two libraries alternate and the best trial of each counts (the least
-disturbed by other work on the machine); time is the process's CPU time, so other busy
-processes slow a trial less than they would its wall-clock time. MB/s counts key + value
-bytes.
+``iter_batches`` — once with its C accelerator (``kclient.record._speedups``) and once
+with its pure-Python implementation (what ``KCLIENT_PURE_PYTHON=1`` runs) — and with
+kafka-python's ``DefaultRecordBatchBuilder`` / ``MemoryRecords``. Trials alternate and the
+best trial of each counts (the least disturbed by other work on the machine); time is the
+process's CPU time, so other busy processes slow a trial less than they would its
+wall-clock time. MB/s counts key + value bytes.
 
-    .venv/bin/python benchmarks/record_encode.py [--trials 7] [--mib 4] [--codecs none,lz4]
+    .venv/bin/python benchmarks/record_encode.py [--trials 7] [--mib 8] [--codecs none,lz4]
 
-Prints a Markdown table and the machine it ran on.
+Prints a Markdown table and the machine it ran on. Without the extension built, the C
+column is left out.
 """
 
 from __future__ import annotations
@@ -21,17 +23,34 @@ import platform
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib import metadata
+from typing import TypeVar
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from kclient.record import CompressionType, RecordBatchBuilder, iter_batches
+from kclient.record import CompressionType, RecordBatchBuilder, _accel, iter_batches
 
 KEY = b"k" * 10
 VALUE = b"v" * 100
 TIMESTAMP_MS = 1_700_000_000_000
+
+
+C_BUILT = _accel.ACCELERATED
+T = TypeVar("T")
+
+
+@contextmanager
+def implementation(accelerated: bool) -> Iterator[None]:
+    """Run kclient's C (True) or pure-Python (False) record code meanwhile."""
+    saved = _accel.ACCELERATED
+    _accel.ACCELERATED = accelerated
+    try:
+        yield
+    finally:
+        _accel.ACCELERATED = saved
 
 
 def kclient_build(codec: CompressionType, batch_size: int, total: int) -> tuple[int, list[bytes]]:
@@ -99,6 +118,19 @@ def best_of(trials: int, runs: list[Callable[[], int]]) -> list[float]:
     return best
 
 
+def kclient_runs(run: Callable[[], T]) -> list[Callable[[], T]]:
+    """``run`` with the C code (when built), then with the pure-Python code."""
+
+    def with_impl(accelerated: bool) -> Callable[[], T]:
+        def timed() -> T:
+            with implementation(accelerated):
+                return run()
+
+        return timed
+
+    return [with_impl(True), with_impl(False)] if C_BUILT else [with_impl(False)]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=7, help="best of N per cell")
@@ -116,37 +148,46 @@ def main(argv: list[str] | None = None) -> None:
             label = (
                 f"{batch_size // 1024} KiB" if batch_size < 1 << 20 else f"{batch_size >> 20} MiB"
             )
+            # kclient's implementations write the same bytes; all three read the same records.
+            built = [
+                run()
+                for run in kclient_runs(lambda: kclient_build(codec, batch_size, total)[1])  # noqa: B023
+            ]
+            assert all(batches == built[0] for batches in built)
+            data = b"".join(kafka_python_build(codec, batch_size, total)[1])
+            counts = [run() for run in kclient_runs(lambda: kclient_read(data))]  # noqa: B023
+            assert counts == [kafka_python_read(data)] * len(counts)
             build_rates = best_of(
                 args.trials,
                 [
-                    lambda: kclient_build(codec, batch_size, total)[0],  # noqa: B023
+                    *kclient_runs(lambda: kclient_build(codec, batch_size, total)[0]),  # noqa: B023
                     lambda: kafka_python_build(codec, batch_size, total)[0],  # noqa: B023
                 ],
             )
-            # Both libraries read the same bytes; check they agree before timing.
-            _, batches = kafka_python_build(codec, batch_size, total)
-            data = b"".join(batches)
-            assert kclient_read(data) == kafka_python_read(data) > 0
             read_rates = best_of(
                 args.trials,
-                [lambda: kclient_read(data), lambda: kafka_python_read(data)],  # noqa: B023
+                [*kclient_runs(lambda: kclient_read(data)), lambda: kafka_python_read(data)],  # noqa: B023
             )
-            for op, (ours, theirs) in (("build", build_rates), ("read", read_rates)):
-                rows.append((op, codec_name, label, ours, theirs))
+            for op, rates in (("build", build_rates), ("read", read_rates)):
+                rows.append((op, codec_name, label, rates))
 
     def mb(rate: float) -> str:
         return f"{rate * record_bytes / 1e6:,.1f}"
 
+    names = ["kclient C", "kclient Python"] if C_BUILT else ["kclient Python"]
+    names.append("kafka-python")
     print(
-        "| op | codec | batch | kclient rec/s | kclient MB/s | kafka-python rec/s "
-        "| kafka-python MB/s | kclient / kafka-python |"
+        "| op | codec | batch | "
+        + " | ".join(f"{name} rec/s | {name} MB/s" for name in names)
+        + " | "
+        + " | ".join(f"{name} / kafka-python" for name in names[:-1])
+        + " |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|")
-    for op, codec_name, label, ours, theirs in rows:
-        print(
-            f"| {op} | {codec_name} | {label} | {ours:,.0f} | {mb(ours)} | {theirs:,.0f} "
-            f"| {mb(theirs)} | {ours / theirs:.2f}x |"
-        )
+    print("|---|---|---|" + "---:|" * (3 * len(names) - 1))
+    for op, codec_name, label, rates in rows:
+        cells = [f"{rate:,.0f} | {mb(rate)}" for rate in rates]
+        ratios = [f"{rate / rates[-1]:.2f}x" for rate in rates[:-1]]
+        print(f"| {op} | {codec_name} | {label} | " + " | ".join(cells + ratios) + " |")
     print()
     print(
         f"{len(KEY)}-byte keys, {len(VALUE)}-byte values, no headers; {args.mib:g} MiB of "
@@ -156,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
         f"Python {platform.python_version()} ({platform.python_implementation()}), "
         f"{platform.machine()}, nproc={os.cpu_count()}, "
         f"kafka-python {metadata.version('kafka-python')}, lz4 {metadata.version('lz4')}, "
-        f"crc32c {metadata.version('crc32c')}"
+        f"crc32c {metadata.version('crc32c')}; C accelerator built: {C_BUILT}"
     )
     print(f"Command: {shlex.join([os.path.basename(sys.executable), *sys.argv])}")
 

@@ -94,8 +94,9 @@ class KafkaProducer:
         self._client = kafka_client
         self._metadata = kafka_client.metadata
         self._tm = TransactionManager(self._prefix) if cfg.enable_idempotence else None
-        if self._tm is not None:
-            self._tm.on_fatal_error = self._set_fatal_error
+        if self._tm is not None:  # a weak reference: the I/O thread must not keep us alive
+            self_ref = weakref.ref(self)
+            self._tm.on_fatal_error = lambda error: _set_fatal_error(self_ref, error)
         self._pool = BufferPool(cfg.buffer_memory, clock)
         codec = CompressionType.from_name(cfg.compression_type)
         level = cfg.compression_level()
@@ -131,9 +132,12 @@ class KafkaProducer:
         self._ignore_keys = cfg.partitioner_ignore_keys
         self._max_block_ms = cfg.max_block_ms
         self._max_record_bytes = min(cfg.max_request_size, cfg.buffer_memory)
-        # the system clock is read inline on the hot path; an injected clock through its API
-        self._time_ns = time.time_ns if clock is SYSTEM_CLOCK else None
-        self._hash_keys = cfg.partitioner is None and not cfg.partitioner_ignore_keys
+        # record timestamps: the system clock directly on the hot path, else the injected one
+        self._time_ns = (
+            time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
+        )
+        self._serializers = self._key_serializer is not None or self._value_serializer is not None
+        self._append = self._accumulator.append
         self._queues: dict[str, TopicQueues] = {}
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(
@@ -168,6 +172,44 @@ class KafkaProducer:
         """
         if self._unusable is not None:
             self._raise_unusable()
+        if self._serializers:
+            key, value = self._serialize(topic, key, value)
+        else:
+            if value is not None and value.__class__ is not bytes:
+                value = serialization.to_bytes("value", value)
+            if key is not None and key.__class__ is not bytes:
+                key = serialization.to_bytes("key", key)
+        queues = self._queues.get(topic)
+        if (
+            queues is None
+            or not queues.num_partitions
+            or (partition is not None and partition >= queues.num_partitions)
+        ):
+            queues, block_ms = self._wait_on_metadata(topic, partition)
+        else:
+            block_ms = self._max_block_ms
+        if partition is None:
+            if key is not None or self._partitioner is not None:
+                partition = self._choose_partition(topic, key, queues.num_partitions)
+            else:
+                partition = -1  # the topic's sticky partition, chosen by the accumulator
+        elif partition < 0:
+            raise ValueError(f"partition must be >= 0 or None, got {partition}")
+        if headers:
+            size = estimate_size_upper_bound(key, value, headers)
+        elif key is None:
+            size = 82 if value is None else 82 + len(value)
+        else:
+            size = 82 + len(key) + (0 if value is None else len(value))
+        if size > self._max_record_bytes:
+            self._record_too_large(size)
+        if timestamp_ms is None:
+            timestamp_ms = self._time_ns() // 1_000_000
+        return self._append(
+            queues, partition, timestamp_ms, key, value, headers, callback, block_ms, size
+        )
+
+    def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         if self._key_serializer is not None:
             key = serialization.apply(self._key_serializer, "key", topic, key)
         elif key is not None and key.__class__ is not bytes:
@@ -176,36 +218,15 @@ class KafkaProducer:
             value = serialization.apply(self._value_serializer, "value", topic, value)
         elif value is not None and value.__class__ is not bytes:
             value = serialization.to_bytes("value", value)
-        queues = self._queues.get(topic)
-        max_block_ms = self._max_block_ms
-        if (
-            queues is None
-            or not queues.num_partitions
-            or (partition is not None and partition >= queues.num_partitions)
-        ):
-            queues, max_block_ms = self._wait_on_metadata(topic, partition)
-        if partition is None:
-            if key is not None and self._hash_keys:
-                partition = keyed_partition(key, queues.num_partitions)
-            elif self._partitioner is not None:
-                partition = self._custom_partition(topic, key, queues.num_partitions)
-            else:
-                partition = -1
-        elif partition < 0:
-            raise ValueError(f"partition must be >= 0 or None, got {partition}")
-        if headers:
-            size = estimate_size_upper_bound(key, value, headers)
-        else:
-            size = (
-                82 + (len(value) if value is not None else 0) + (len(key) if key is not None else 0)
-            )
-        if size > self._max_record_bytes:
-            self._record_too_large(size)
-        if timestamp_ms is None:
-            timestamp_ms = self._time_ns() // 1_000_000 if self._time_ns else self._clock.time_ms()
-        return self._accumulator.append(
-            queues, partition, timestamp_ms, key, value, headers, callback, max_block_ms, size
-        )
+        return key, value
+
+    def _choose_partition(self, topic: str, key: bytes | None, num_partitions: int) -> int:
+        """A custom partitioner's choice, Java's murmur2 of the key, or -1 (sticky)."""
+        if self._partitioner is not None:
+            return self._custom_partition(topic, key, num_partitions)
+        if key is not None and not self._ignore_keys:
+            return keyed_partition(key, num_partitions)
+        return -1
 
     def _raise_unusable(self) -> None:
         unusable = self._unusable
@@ -337,6 +358,14 @@ class KafkaProducer:
         if self._unusable is None:
             self._unusable = error
 
+    def __del__(self) -> None:
+        # Dropped without close(): let the I/O thread deliver what it has, then stop.
+        try:
+            if self._unusable not in (_CLOSED, _FORKED) and self._thread.is_alive():
+                self._sender.initiate_close()
+        except Exception:  # interpreter shutdown, or __init__ failed half-way
+            pass
+
     def __enter__(self) -> KafkaProducer:
         return self
 
@@ -365,6 +394,12 @@ class KafkaProducer:
     def __repr__(self) -> str:
         state = str(self._unusable or "open")
         return f"<KafkaProducer client.id={self.config.client_id!r} {state}>"
+
+
+def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError) -> None:
+    producer = producer_ref()
+    if producer is not None:
+        producer._set_fatal_error(error)
 
 
 def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:

@@ -93,7 +93,8 @@ def resolve(spec: object, setting: str) -> SerializeFn | None:
         return lambda topic, data: plain(data)
     serialize = getattr(spec, "serialize", None)
     if callable(serialize):
-        return lambda topic, data: serialize(topic, data)
+        java_style: SerializeFn = serialize
+        return java_style
     if callable(spec):
         func: Callable[[Any], bytes | None] = spec
         return lambda topic, data: func(data)

@@ -1,40 +1,59 @@
 """PySpark sink: write a DataFrame's rows to Kafka with kclient.
 
-Three ways in:
+The counterpart of Spark's own Kafka sink (``KafkaWriter`` checks the schema on the
+driver, ``KafkaWriteTask`` sends one partition, ``InternalKafkaProducerPool`` shares
+producers between tasks). Three ways in:
 
 * ``write_dataframe(df, topic=None, **producer_config) -> SinkResult`` for batch DataFrames.
-  The schema is checked on the driver before any task runs; rows travel to the executors'
-  Python workers as Arrow batches (``mapInArrow``), so there is no per-row ``Row`` object.
+  Schema and settings are checked on the driver before any task runs; rows reach the
+  executors' Python workers as Arrow batches (``mapInArrow``), read column by column, so
+  there is no ``Row`` object per record.
 * ``df.foreachPartition(KafkaSink(topic=None, **producer_config))`` with ``Row`` iterators.
 * ``df.writeStream.foreachBatch(foreach_batch(topic=None, **producer_config))`` for
   Structured Streaming.
 
-Columns follow Spark's own Kafka sink: ``value`` (string or binary, required), ``key``
-(string or binary), ``topic`` (string; required unless the ``topic`` argument is given,
-and the argument wins), ``partition`` (int), ``headers``
-(array<struct<key: string, value: binary>>), ``timestamp`` (timestamp).
+Columns follow Spark's Kafka sink: ``value`` (string or binary, required), ``key`` (string
+or binary), ``topic`` (string; required unless the ``topic`` argument is given, and the
+argument wins), ``partition`` (int), ``headers`` (array<struct<key: string, value:
+binary>>), ``timestamp`` (timestamp). Strings are sent as UTF-8; other columns are ignored.
 
-Each Python worker keeps one producer per distinct configuration, reused across tasks and
-closed after ``sink.producer.idle.s`` seconds without use (default 60). Every task flushes
-its records before it ends and fails with the first delivery error, so Spark retries it.
-Delivery is therefore **at least once**: a retried task sends its partition again.
+Threads: ``write_dataframe`` and ``foreach_batch`` run on the driver. ``KafkaSink`` runs in
+a task of a Python worker process; that task's thread calls ``send`` and the producer's
+I/O thread runs the delivery callbacks. Each worker process keeps one producer per
+distinct configuration (``ProducerCache``), reused by its successive tasks and closed by
+a reaper thread after ``producer_idle_s`` seconds unused. Every task flushes before it
+ends and fails with the first delivery error, so Spark retries it; a producer that failed
+a task is closed and the retry gets a new one. Delivery is therefore **at least once**: a
+retried task sends its whole partition again.
 """
 
 from __future__ import annotations
 
 import atexit
 import datetime as _dt
+import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain, repeat
 from typing import Any
 
-from kclient.errors import KafkaError
+from kclient.config import ProducerConfig
+from kclient.errors import ConfigError, IllegalStateError, KafkaError
+from kclient.producer import KafkaProducer
+from kclient.sender.batch import Header
 
-IDLE_SETTING = "sink.producer.idle.s"
-DEFAULT_IDLE_S = 60.0
-COLUMNS = ("key", "value", "topic", "partition", "headers", "timestamp")
+log = logging.getLogger(__name__)
+
+DEFAULT_PRODUCER_IDLE_S = 60.0
+COLUMNS = ("topic", "key", "value", "partition", "headers", "timestamp")
+"""The columns the sink reads; any other column is ignored."""
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+_SERIALIZERS = frozenset(
+    {"key.serializer", "value.serializer", "key_serializer", "value_serializer"}
+)
 
 
 class SinkSchemaError(KafkaError, ValueError):
@@ -47,278 +66,500 @@ class SinkDeliveryError(KafkaError):
 
 @dataclass(frozen=True)
 class SinkResult:
-    """What ``write_dataframe`` wrote: total records and the number of tasks that ran."""
+    """What ``write_dataframe`` wrote: records acknowledged, and the number of tasks
+    (one per DataFrame partition) that wrote them."""
 
     records_written: int
     tasks: int
 
 
-def validate_schema(schema: Any, topic: str | None) -> None:
-    """Check a ``pyspark.sql.types.StructType`` against the sink's columns (on the driver)."""
+# ---- schema (driver) ----------------------------------------------------------------------
+
+
+def validate_schema(schema: Any, topic: str | None) -> list[str]:
+    """Check a ``pyspark.sql.types.StructType`` against the sink's column rules.
+
+    Returns the columns the sink will read (``topic`` is left out when the ``topic``
+    argument is given). Raises ``SinkSchemaError`` naming the column and the type it needs.
+    """
     from pyspark.sql import types as T
 
     fields = {f.name: f.dataType for f in schema.fields}
+    have = ", ".join(fields) or "none"
+    text_or_bytes = (T.StringType, T.BinaryType)
 
-    def expect(name: str, ok: bool, wanted: str) -> None:
+    def require(name: str, ok: bool, wanted: str, hint: str = "") -> None:
         if not ok:
             got = fields[name].simpleString()
-            raise SinkSchemaError(f"column '{name}' must be {wanted}, but it is {got}")
+            raise SinkSchemaError(f"column '{name}' must be {wanted}, but it is {got}{hint}")
 
     if "value" not in fields:
-        have = ", ".join(fields) or "none"
-        raise SinkSchemaError(f"column 'value' (string or binary) is required; columns: {have}")
-    text_or_bytes = (T.StringType, T.BinaryType)
-    expect("value", isinstance(fields["value"], text_or_bytes), "string or binary")
+        raise SinkSchemaError(
+            f"column 'value' (string or binary) is required; the DataFrame has columns: {have}"
+        )
+    convert = " (convert it first, e.g. to_json(struct(...)) or .cast('string'))"
+    require("value", isinstance(fields["value"], text_or_bytes), "string or binary", convert)
     if "key" in fields:
-        expect("key", isinstance(fields["key"], text_or_bytes), "string or binary")
-    if "topic" in fields:
-        expect("topic", isinstance(fields["topic"], T.StringType), "string")
-    elif topic is None:
-        raise SinkSchemaError("no topic: add a string column 'topic' or pass topic='name'")
+        require("key", isinstance(fields["key"], text_or_bytes), "string or binary", convert)
+    if topic is None:
+        if "topic" not in fields:
+            raise SinkSchemaError(
+                "column 'topic' (string) is required when no topic argument is given; "
+                f"the DataFrame has columns: {have}"
+            )
+        require("topic", isinstance(fields["topic"], T.StringType), "string")
     if "partition" in fields:
-        ints = (T.IntegerType, T.ShortType, T.ByteType, T.LongType)
-        expect("partition", isinstance(fields["partition"], ints), "int")
+        ints = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
+        require("partition", isinstance(fields["partition"], ints), "int")
     if "timestamp" in fields:
-        expect("timestamp", isinstance(fields["timestamp"], T.TimestampType), "timestamp")
+        require("timestamp", isinstance(fields["timestamp"], T.TimestampType), "timestamp")
     if "headers" in fields:
         h = fields["headers"]
+        element = h.elementType if isinstance(h, T.ArrayType) else None
         ok = (
-            isinstance(h, T.ArrayType)
-            and isinstance(h.elementType, T.StructType)
-            and [f.name for f in h.elementType.fields] == ["key", "value"]
-            and isinstance(h.elementType.fields[0].dataType, T.StringType)
-            and isinstance(h.elementType.fields[1].dataType, T.BinaryType)
+            isinstance(element, T.StructType)
+            and [f.name for f in element.fields] == ["key", "value"]
+            and isinstance(element.fields[0].dataType, T.StringType)
+            and isinstance(element.fields[1].dataType, T.BinaryType)
         )
-        expect("headers", ok, "array<struct<key:string,value:binary>>")
+        require("headers", ok, HEADERS_TYPE)
+    return [c for c in COLUMNS if c in fields and not (c == "topic" and topic is not None)]
 
 
-# ---- one producer per worker process per configuration -------------------------------
+# ---- one producer per worker process per configuration -------------------------------------
 
 
-class _ProducerCache:
-    """Producers shared by the tasks of one Python worker, closed when idle."""
+class _Entry:
+    __slots__ = ("idle_s", "key", "last_used_s", "producer", "retired", "users")
 
-    def __init__(self) -> None:
+    def __init__(self, key: tuple[tuple[str, str], ...], producer: Any, idle_s: float) -> None:
+        self.key = key
+        self.producer = producer
+        self.idle_s = idle_s
+        self.users = 0
+        self.last_used_s = 0.0
+        self.retired = False
+
+
+class ProducerCache:
+    """Producers shared by the successive tasks of one process (Spark's producer pool).
+
+    ``acquire`` leases the producer for a configuration, creating it on first use;
+    ``release`` returns it. A producer is closed once unused for its ``idle_s`` (by a
+    daemon reaper thread, or by ``close_idle(now_s)``), and at once when released with
+    ``retire=True`` by its last user: a task that failed does not hand its producer on.
+    ``monotonic`` (seconds) is the clock; ``reaper=False`` leaves closing to the caller.
+    """
+
+    def __init__(
+        self,
+        factory: Callable[[dict[str, Any]], Any],
+        monotonic: Callable[[], float] = time.monotonic,
+        reaper: bool = True,
+    ) -> None:
+        self._factory = factory
+        self._monotonic = monotonic
+        self._use_reaper = reaper
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every entry without closing (after ``fork``: they belong to the parent)."""
         self._lock = threading.Lock()
-        self._entries: dict[tuple[tuple[str, str], ...], list[Any]] = {}  # key -> [p, last]
+        self._wakeup = threading.Event()
+        self._entries: dict[tuple[tuple[str, str], ...], _Entry] = {}
         self._reaper: threading.Thread | None = None
-        atexit.register(self.close_all)
 
-    def get(self, config: Mapping[str, Any], idle_s: float) -> Any:
-        from kclient import KafkaProducer
+    def __len__(self) -> int:
+        return len(self._entries)
 
+    def acquire(self, config: Mapping[str, Any], idle_s: float) -> _Entry:
         key = tuple(sorted((k, repr(v)) for k, v in config.items()))
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
-                entry = [KafkaProducer(dict(config)), time.monotonic(), idle_s]
-                self._entries[key] = entry
-                self._start_reaper()
-            entry[1] = time.monotonic()
-            return entry[0]
+                entry = self._entries[key] = _Entry(key, self._factory(dict(config)), idle_s)
+                if self._use_reaper and self._reaper is None:
+                    self._reaper = threading.Thread(
+                        target=self._reap, name="kclient-spark-producer-reaper", daemon=True
+                    )
+                    self._reaper.start()
+                self._wakeup.set()  # a new, possibly shorter, idle time
+            entry.users += 1
+            entry.idle_s = idle_s
+            return entry
 
-    def touch(self, producer: Any) -> None:
+    def release(self, entry: _Entry, retire: bool = False) -> None:
+        closing = None
         with self._lock:
-            for entry in self._entries.values():
-                if entry[0] is producer:
-                    entry[1] = time.monotonic()
+            entry.users -= 1
+            entry.last_used_s = self._monotonic()
+            if retire and self._entries.get(entry.key) is entry:
+                del self._entries[entry.key]
+                entry.retired = True
+            if entry.retired and entry.users == 0:
+                closing = entry.producer
+        if closing is not None:
+            closing.close(0)  # fail what is left now: the task's retry sends it again
 
-    def _start_reaper(self) -> None:
-        if self._reaper is None or not self._reaper.is_alive():
-            self._reaper = threading.Thread(
-                target=self._reap, name="kclient-spark-idle-close", daemon=True
-            )
-            self._reaper.start()
+    def _expire(self, now_s: float) -> tuple[list[Any], float | None]:
+        """Under the lock: remove idle entries; also the wait until the next may expire."""
+        closing: list[Any] = []
+        wait_s: float | None = None
+        for key, entry in list(self._entries.items()):
+            left_s = entry.idle_s if entry.users else entry.last_used_s + entry.idle_s - now_s
+            if left_s <= 0:
+                del self._entries[key]
+                closing.append(entry.producer)
+            elif wait_s is None or left_s < wait_s:
+                wait_s = left_s
+        return closing, wait_s
+
+    def close_idle(self, now_s: float) -> int:
+        """Close the producers unused for their idle time; returns how many were closed."""
+        with self._lock:
+            closing, _ = self._expire(now_s)
+        for producer in closing:
+            producer.close()
+        return len(closing)
 
     def _reap(self) -> None:
         while True:
-            time.sleep(1.0)
-            now = time.monotonic()
+            now_s = self._monotonic()
             with self._lock:
-                idle = [k for k, e in self._entries.items() if now - e[1] >= e[2]]
-                closing = [self._entries.pop(k)[0] for k in idle]
-                empty = not self._entries
+                closing, wait_s = self._expire(now_s)
+                if wait_s is None:
+                    self._reaper = None  # under the lock: the next acquire starts another
+                self._wakeup.clear()
             for producer in closing:
                 producer.close()
-            if empty:
-                with self._lock:
-                    if not self._entries:
-                        self._reaper = None
-                        return
+            if wait_s is None:
+                return
+            self._wakeup.wait(wait_s)
 
     def close_all(self) -> None:
         with self._lock:
-            producers = [e[0] for e in self._entries.values()]
+            producers = [e.producer for e in self._entries.values()]
             self._entries.clear()
+            self._wakeup.set()
         for producer in producers:
             producer.close()
 
 
-_CACHE = _ProducerCache()
+_CACHE = ProducerCache(KafkaProducer)
+os.register_at_fork(after_in_child=_CACHE.forget)
+atexit.register(_CACHE.close_all)
 
 
-class _TaskErrors:
-    """Collects the first delivery error of one task (callbacks run on the sender thread)."""
+# ---- one task ------------------------------------------------------------------------------
 
-    def __init__(self) -> None:
-        self.first: BaseException | None = None
+
+class _Task:
+    """One task's writes: leases the producer at its first record, collects the first
+    delivery error (callbacks run on the producer's I/O thread), flushes at the end."""
+
+    def __init__(self, sink: KafkaSink) -> None:
+        self._sink = sink
+        self._entry: _Entry | None = None
+        self.sent = 0
         self.failed = 0
+        self.first_error: BaseException | None = None
 
-    def callback(self, _metadata: object, exc: BaseException | None) -> None:
+    def send_fn(self) -> Callable[..., Any]:
+        if self._entry is None:
+            self._entry = _CACHE.acquire(self._sink.producer_config, self._sink.producer_idle_s)
+        send: Callable[..., Any] = self._entry.producer.send
+        return send
+
+    def on_delivery(self, _metadata: object, exc: BaseException | None) -> None:
         if exc is not None:
             self.failed += 1
-            if self.first is None:
-                self.first = exc
+            if self.first_error is None:
+                self.first_error = exc
 
-    def raise_if_failed(self, sent: int) -> None:
-        if self.first is not None:
+    def finish(self) -> None:
+        """Flush; raise ``SinkDeliveryError`` with the first Kafka error if any record failed."""
+        if self._entry is not None:
+            self._entry.producer.flush()
+        if self.first_error is not None:
+            error = self.first_error
             raise SinkDeliveryError(
-                f"{self.failed} of {sent} records were not delivered; first error: {self.first}"
-            ) from self.first
+                f"{self.failed} of {self.sent} records of this task were not delivered; "
+                f"first error: {type(error).__name__}: {error}"
+            ) from error
+
+    def release(self, failed: bool) -> None:
+        if self._entry is not None:
+            entry, self._entry = self._entry, None
+            _CACHE.release(entry, retire=failed)
 
 
-def _to_bytes(value: Any) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    return bytes(value)
+# ---- column conversion (executors) -------------------------------------------------------
 
 
-def _epoch_ms(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            value = value.astimezone()
-        return int(value.timestamp() * 1000)
-    return int(value)
+def _bytes_column(col: Any) -> list[bytes | None]:
+    """A string or binary Arrow array as bytes (strings as UTF-8, cast without copying)."""
+    import pyarrow as pa
+
+    if col.null_count == len(col):
+        return [None] * len(col)
+    if pa.types.is_string(col.type):
+        col = col.cast(pa.binary())
+    elif pa.types.is_large_string(col.type):
+        col = col.cast(pa.large_binary())
+    values: list[bytes | None] = col.to_pylist()
+    return values
 
 
-def _headers(value: Any) -> list[tuple[str, bytes | None]] | None:
-    if not value:
-        return None
-    out: list[tuple[str, bytes | None]] = []
-    for item in value:
-        key, val = (item["key"], item["value"])
-        out.append((key, _to_bytes(val)))
+def _epoch_ms_column(col: Any) -> Iterable[int | None]:
+    import pyarrow as pa
+
+    if col.null_count == len(col):
+        return repeat(None)
+    millis = col.cast(pa.timestamp("ms", col.type.tz), safe=False).cast(pa.int64())
+    values: list[int | None] = millis.to_pylist()
+    return values
+
+
+def _headers_column(col: Any) -> Iterable[list[Header] | None]:
+    """``array<struct<key, value>>`` as one list of ``(key, value)`` tuples per row."""
+    import pyarrow.compute as pc
+
+    flat = col.flatten()  # the headers of every row, in order (null rows contribute none)
+    if len(flat) == 0:
+        return repeat(None)
+    keys, values = flat.flatten()  # nulls where a header itself is null
+    if keys.null_count:
+        raise SinkSchemaError("column 'headers' holds a header with a null key or a null header")
+    pairs: list[Header] = list(zip(keys.to_pylist(), values.to_pylist(), strict=True))
+    out: list[list[Header] | None] = []
+    append = out.append
+    start = 0
+    for count in pc.list_value_length(col).to_pylist():
+        if count:
+            end = start + count
+            append(pairs[start:end])
+            start = end
+        else:
+            append(None)
     return out
 
 
-class KafkaSink:
-    """A picklable writer; ``df.foreachPartition(KafkaSink(topic="t", bootstrap_servers=...))``."""
+def _to_bytes(value: Any) -> Any:
+    return value.encode() if value.__class__ is str else value
 
-    def __init__(self, topic: str | None = None, **producer_config: Any) -> None:
+
+def _epoch_ms(value: _dt.datetime | None) -> int | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.astimezone()  # PySpark gives naive local times
+    return int(value.timestamp() * 1000)
+
+
+# ---- the sink ------------------------------------------------------------------------------
+
+
+class KafkaSink:
+    """Writes the rows of one partition; picklable, so Spark ships it to the executors.
+
+    ``df.foreachPartition(KafkaSink(topic="t", bootstrap_servers="host:9092"))``. The
+    producer settings are checked here, on the driver; ``producer_idle_s`` is how long a
+    worker keeps an unused producer open. Column rules: see the module docstring.
+    """
+
+    def __init__(
+        self,
+        topic: str | None = None,
+        *,
+        producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
+        **producer_config: Any,
+    ) -> None:
+        if topic is not None and (not isinstance(topic, str) or not topic):
+            raise ConfigError(f"topic must be a non-empty string or None, got {topic!r}")
+        if producer_idle_s <= 0:
+            raise ConfigError(f"producer_idle_s must be positive, got {producer_idle_s!r}")
+        serializers = sorted(_SERIALIZERS & producer_config.keys())
+        if serializers:
+            raise ConfigError(
+                f"{serializers[0]!r} cannot be set for the Spark sink: it sends the 'key' and "
+                "'value' columns as they are (binary, or strings as UTF-8); convert the "
+                "columns in the DataFrame instead"
+            )
+        ProducerConfig(producer_config)  # a bad setting fails here, before any task runs
         self.topic = topic
-        self.idle_s = float(producer_config.pop(IDLE_SETTING, DEFAULT_IDLE_S))
+        self.producer_idle_s = float(producer_idle_s)
         self.producer_config = producer_config
 
-    def _producer(self) -> Any:
-        return _CACHE.get(self.producer_config, self.idle_s)
+    def _run(self, send_all: Callable[[_Task], None]) -> int:
+        task = _Task(self)
+        failed = True
+        try:
+            send_all(task)
+            task.finish()
+            failed = False
+        finally:
+            task.release(failed)
+        return task.sent
 
-    def _finish(self, producer: Any, errors: _TaskErrors, sent: int) -> None:
-        producer.flush()
-        _CACHE.touch(producer)
-        errors.raise_if_failed(sent)
+    # ---- foreachPartition: Row objects ---------------------------------------------------
 
     def __call__(self, rows: Iterable[Any]) -> None:
-        """foreachPartition entry point: ``rows`` are ``pyspark.sql.Row`` objects."""
-        producer = self._producer()
-        errors = _TaskErrors()
-        send = producer.send
-        sent = 0
-        for row in rows:
-            fields = row.asDict()
-            topic = self.topic or fields.get("topic")
+        """``foreachPartition`` entry point: ``rows`` are ``pyspark.sql.Row`` objects."""
+        it = iter(rows)
+        first = next(it, None)
+        if first is None:
+            return  # an empty partition needs no producer
+
+        def send_all(task: _Task) -> None:
+            task.sent = self.send_rows(task.send_fn(), chain((first,), it), task.on_delivery)
+
+        self._run(send_all)
+
+    def send_rows(
+        self, send: Callable[..., Any], rows: Iterable[Any], callback: Callable[[Any, Any], None]
+    ) -> int:
+        """Call ``send`` (``KafkaProducer.send``) for each ``Row``; returns the count."""
+        n = 0
+        send_row: Callable[[Any], Any] | None = None
+        for n, row in enumerate(rows, 1):  # noqa: B007
+            if send_row is None:
+                send_row = self._row_sender(list(row.__fields__), send, callback)
+            send_row(row)
+        return n
+
+    def _row_sender(
+        self, names: list[str], send: Callable[..., Any], callback: Callable[[Any, Any], None]
+    ) -> Callable[[Any], Any]:
+        if "value" not in names:
+            raise SinkSchemaError(f"column 'value' is required; the rows have: {names}")
+        if self.topic is None and "topic" not in names:
+            raise SinkSchemaError(
+                f"column 'topic' is required when no topic argument is given; the rows have: "
+                f"{names}"
+            )
+        at = {name: names.index(name) for name in COLUMNS if name in names}
+        i_value = at["value"]
+        i_key = at.get("key")
+        i_topic = at.get("topic") if self.topic is None else None
+        i_part = at.get("partition")
+        i_headers = at.get("headers")
+        i_ts = at.get("timestamp")
+        fixed_topic = self.topic
+
+        def send_row(row: Any) -> Any:
+            topic = fixed_topic if i_topic is None else row[i_topic]
             if topic is None:
                 raise SinkSchemaError("a row has a null 'topic' and no topic argument was given")
-            send(
+            hdrs = None if i_headers is None else row[i_headers]
+            return send(
                 topic,
-                value=_to_bytes(fields.get("value")),
-                key=_to_bytes(fields.get("key")),
-                headers=_headers(fields.get("headers")),
-                partition=fields.get("partition"),
-                timestamp_ms=_epoch_ms(fields.get("timestamp")),
-                callback=errors.callback,
-            )
-            sent += 1
-        self._finish(producer, errors, sent)
-
-    def write_arrow(self, batches: Iterator[Any]) -> Iterator[Any]:
-        """mapInArrow entry point: sends every row, yields one row with the count."""
-        import pyarrow as pa
-
-        producer = self._producer()
-        errors = _TaskErrors()
-        sent = 0
-        for batch in batches:
-            sent += self._send_arrow_batch(producer, batch, errors.callback)
-        self._finish(producer, errors, sent)
-        yield pa.RecordBatch.from_pydict({"records": [sent]})
-
-    def _send_arrow_batch(
-        self, producer: Any, batch: Any, callback: Callable[[Any, Any], None]
-    ) -> int:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        n = batch.num_rows
-        names = batch.schema.names
-
-        def column(name: str, binary: bool = False) -> list[Any]:
-            if name not in names:
-                return [None] * n
-            col = batch.column(names.index(name))
-            if binary and pa.types.is_string(col.type):
-                col = pc.cast(col, pa.binary())
-            return list(col.to_pylist())
-
-        values = column("value", binary=True)
-        keys = column("key", binary=True)
-        partitions = column("partition")
-        headers = column("headers")
-        if "timestamp" in names:
-            ts_col = batch.column(names.index("timestamp"))
-            divisor = {"s": 1 / 1000, "ms": 1, "us": 1000, "ns": 1_000_000}[ts_col.type.unit]
-            raw = pc.cast(ts_col, pa.int64()).to_pylist()
-            stamps = [None if t is None else int(t // divisor) for t in raw]
-        else:
-            stamps = [None] * n
-        if self.topic is not None:
-            topics = [self.topic] * n
-        else:
-            topics = column("topic")
-            if None in topics:
-                raise SinkSchemaError("a row has a null 'topic' and no topic argument was given")
-        send = producer.send
-        for topic, value, key, part, hdrs, ts in zip(
-            topics, values, keys, partitions, headers, stamps, strict=True
-        ):
-            send(
-                topic,
-                value=value,
-                key=key,
-                headers=[(h["key"], h["value"]) for h in hdrs] if hdrs else None,
-                partition=part,
-                timestamp_ms=ts,
+                _to_bytes(row[i_value]),
+                None if i_key is None else _to_bytes(row[i_key]),
+                headers=[(h[0], None if h[1] is None else bytes(h[1])) for h in hdrs]
+                if hdrs
+                else None,
+                partition=None if i_part is None else row[i_part],
+                timestamp_ms=None if i_ts is None else _epoch_ms(row[i_ts]),
                 callback=callback,
             )
-        return int(n)
+
+        return send_row
+
+    # ---- write_dataframe: Arrow batches ------------------------------------------------
+
+    def write_arrow(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """``mapInArrow`` entry point: sends every row, then yields one row with the count."""
+        import pyarrow as pa
+
+        def send_all(task: _Task) -> None:
+            for batch in batches:
+                if batch.num_rows:
+                    task.sent += self.send_batch(task.send_fn(), batch, task.on_delivery)
+
+        sent = self._run(send_all)
+        yield pa.RecordBatch.from_pydict({"records": [sent]})
+
+    def send_batch(
+        self, send: Callable[..., Any], batch: Any, callback: Callable[[Any, Any], None]
+    ) -> int:
+        """Call ``send`` (``KafkaProducer.send``) for each row of a ``pyarrow.RecordBatch``;
+        returns the count. Each column becomes a Python list once, then one call per row."""
+        cols = dict(zip(batch.schema.names, batch.columns, strict=True))
+        values = _bytes_column(cols["value"])
+        col = cols.get("key")
+        keys = repeat(None) if col is None else _bytes_column(col)
+        col = cols.get("partition")
+        partitions = repeat(None) if col is None or col.null_count == len(col) else col.to_pylist()
+        col = cols.get("headers")
+        headers = repeat(None) if col is None else _headers_column(col)
+        col = cols.get("timestamp")
+        stamps = repeat(None) if col is None else _epoch_ms_column(col)
+        if self.topic is not None:
+            topics: Iterable[str] = repeat(self.topic)
+        else:
+            col = cols["topic"]
+            if col.null_count:
+                raise SinkSchemaError("a row has a null 'topic' and no topic argument was given")
+            topics = col.to_pylist()
+        for topic, value, key, part, hdrs, ts in zip(
+            topics,
+            values,
+            keys,
+            partitions,
+            headers,
+            stamps,
+            strict=False,  # absent columns are repeat(None); values is a list of every row
+        ):
+            send(
+                topic, value, key, headers=hdrs, partition=part, timestamp_ms=ts, callback=callback
+            )
+        return int(batch.num_rows)
 
 
-def write_dataframe(df: Any, topic: str | None = None, **producer_config: Any) -> SinkResult:
-    """Write a batch DataFrame to Kafka; returns how many records and tasks there were."""
-    validate_schema(df.schema, topic)
-    sink = KafkaSink(topic, **producer_config)
-    present = [c for c in COLUMNS if c in df.columns]
-    counts = df.select(*present).mapInArrow(sink.write_arrow, "records long").collect()
-    return SinkResult(records_written=sum(int(r["records"]) for r in counts), tasks=len(counts))
+# ---- driver entry points -------------------------------------------------------------------
 
 
-def foreach_batch(topic: str | None = None, **producer_config: Any) -> Callable[[Any, int], None]:
-    """A ``foreachBatch`` function for Structured Streaming that writes each micro-batch."""
+def _write(sink: KafkaSink, df: Any) -> SinkResult:
+    if df.isStreaming:
+        raise IllegalStateError(
+            "write_dataframe takes a batch DataFrame; write a streaming one with "
+            "df.writeStream.foreachBatch(foreach_batch(...)).start()"
+        )
+    columns = validate_schema(df.schema, sink.topic)
+    counts = df.select(*columns).mapInArrow(sink.write_arrow, "records long").collect()
+    result = SinkResult(sum(int(r["records"]) for r in counts), len(counts))
+    log.info("wrote %d records to Kafka in %d tasks", result.records_written, result.tasks)
+    return result
+
+
+def write_dataframe(
+    df: Any,
+    topic: str | None = None,
+    *,
+    producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
+    **producer_config: Any,
+) -> SinkResult:
+    """Write a batch DataFrame to Kafka; returns how many records and tasks there were.
+
+    Raises ``SinkSchemaError`` or ``ConfigError`` before any task runs; a failed task
+    fails the job with the Kafka error in the message. At least once: see the module doc.
+    """
+    return _write(KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config), df)
+
+
+def foreach_batch(
+    topic: str | None = None,
+    *,
+    producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
+    **producer_config: Any,
+) -> Callable[[Any, int], None]:
+    """A ``writeStream.foreachBatch`` function that writes each micro-batch to Kafka.
+
+    Settings are checked now; the schema at every micro-batch, before its tasks run.
+    """
+    sink = KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config)
 
     def write(batch_df: Any, _batch_id: int) -> None:
-        write_dataframe(batch_df, topic, **producer_config)
+        _write(sink, batch_df)
 
     return write

@@ -7,6 +7,7 @@ blocks until woken (like a selector) and which answers every request like a brok
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import threading
@@ -335,3 +336,16 @@ def test_fatal_error_makes_send_raise() -> None:
             future.result(10)
         with pytest.raises(errors.ClusterAuthorizationFailedError):
             p.send("t", b"v")
+
+
+def test_a_dropped_producer_delivers_then_stops_its_thread(client: LiveMockClient) -> None:
+    producer = KafkaProducer(bootstrap_servers="h:1", linger_ms=60_000, kafka_client=client)
+    future = producer.send("t", b"v", partition=0)
+    name = producer._thread.name
+    del producer
+    gc.collect()
+    (thread,) = [t for t in threading.enumerate() if t.name == name] or [None]
+    if thread is not None:
+        thread.join(10)
+    assert future.result(0).offset == 0
+    assert not any(t.name == name for t in threading.enumerate())

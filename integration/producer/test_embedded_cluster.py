@@ -127,3 +127,14 @@ def test_every_broker_down_fails_every_record_within_the_delivery_timeout(
     assert elapsed_s < delivery_timeout_ms / 1000 + 2
     for index, exc in enumerate(failures):
         assert f"{topic}-{index % 3}" in str(exc)
+
+
+def test_acks_zero_completes_on_send_and_delivers(cluster: EmbeddedCluster) -> None:
+    topic = _topic(cluster, 1)
+    with KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers, acks=0, linger_ms=0
+    ) as producer:
+        results = [producer.send(topic, value=b"%d" % i).result(30) for i in range(50)]
+    assert all(md.offset == -1 for md in results)
+    consumed = consume_all(cluster.bootstrap_servers, topic, 1, 50)
+    assert [c.value for c in consumed] == [b"%d" % i for i in range(50)]

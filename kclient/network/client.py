@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -95,6 +96,9 @@ class NetworkClient:
         self.metadata_updater = DefaultMetadataUpdater(self, metadata, self._prefix)
         self._api_versions = ApiVersions()
         self._aborted: list[ClientResponse] = []
+        # Correlation ids of recent requests that expected no response (acks=0), per node:
+        # some Kafka-compatible brokers answer them anyway; such answers are dropped.
+        self._unanswered: dict[int, deque[int]] = {}
         self._correlation_id = 0
         self._addresses: dict[int, str] = {}  # node → "host:port (ip)" of the current attempt
         self.failures = ConnectionFailures()
@@ -367,6 +371,10 @@ class NetworkClient:
             request = self.in_flight_requests.last_sent(send.destination)
             if not request.expect_response:
                 self.in_flight_requests.complete_last_sent(send.destination)
+                unanswered = self._unanswered.get(send.destination)
+                if unanswered is None:
+                    unanswered = self._unanswered[send.destination] = deque(maxlen=256)
+                unanswered.append(request.correlation_id)
                 responses.append(request.completed(None, now_ms))
 
     def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
@@ -374,6 +382,8 @@ class NetworkClient:
         for receive in self._selector.completed_receives:
             node_id = receive.source
             if node_id in closed:
+                continue
+            if self._is_answer_to_unanswered(node_id, receive.payload):
                 continue
             if self.in_flight_requests.is_empty(node_id):
                 error = errors.ProtocolDecodeError(
@@ -406,6 +416,30 @@ class NetworkClient:
                 self._handle_api_versions_response(responses, request, body, now_ms)
             else:
                 responses.append(request.completed(body, now_ms))
+
+    def _is_answer_to_unanswered(self, node_id: int, payload: Any) -> bool:
+        """True for a response to a request sent as expecting none (e.g. acks=0 Produce).
+
+        Kafka never answers those, but some Kafka-compatible brokers do; the answer carries
+        nothing the caller waits for, so it is dropped instead of closing the connection.
+        """
+        unanswered = self._unanswered.get(node_id)
+        if not unanswered:
+            return False
+        try:
+            correlation_id = peek_correlation_id(payload)
+        except errors.ProtocolDecodeError:
+            return False
+        if correlation_id not in unanswered:
+            return False
+        unanswered.remove(correlation_id)
+        log.debug(
+            "%snode %d answered request %d, which expected no response; ignored",
+            self._prefix,
+            node_id,
+            correlation_id,
+        )
+        return True
 
     def _close_on_error(
         self,
@@ -502,6 +536,7 @@ class NetworkClient:
         *,
         timed_out: bool = False,
     ) -> None:
+        self._unanswered.pop(node_id, None)
         state = self.connection_states.state(node_id)
         if state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS):
             self._record_failure(node_id, short_reason(str(error)))

@@ -5,8 +5,14 @@ Build a batch with :class:`RecordBatchBuilder` (the producer's hot path), read b
 place with :func:`assign_offsets`, :func:`set_log_append_time` and
 :func:`set_partition_leader_epoch`. Codecs live in :mod:`kclient.record.compression`.
 No sockets, no threads, no clock.
+
+The per-record hot paths (``RecordBatchBuilder.append``, decoding a batch's records) run in
+C when the optional extension :mod:`kclient.record._speedups` is built; ``ACCELERATED``
+says whether it is. Set ``KCLIENT_PURE_PYTHON=1`` to run the pure-Python code instead
+(same bytes, same errors).
 """
 
+from kclient.record._accel import ACCELERATED
 from kclient.record.batch import (
     Record,
     RecordBatch,
@@ -19,6 +25,7 @@ from kclient.record.builder import RecordBatchBuilder
 from kclient.record.compression import CompressionType
 
 __all__ = [
+    "ACCELERATED",
     "CompressionType",
     "Record",
     "RecordBatch",

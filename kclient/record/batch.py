@@ -2,9 +2,17 @@
 
 :func:`iter_batches` walks a buffer of concatenated v2 batches (a Produce request's or a
 Fetch response's records) without copying it: every :class:`RecordBatch` is a memoryview
-slice. :meth:`RecordBatch.records` decodes all records of a batch at once from one
-``bytes`` copy of its records section, with the one-byte varints inlined, and only hands
-out records once the whole batch has decoded and its record count matches.
+slice. :meth:`RecordBatch.records` checks all records of a batch at once, and only hands
+out records once the whole batch has decoded and its record count matches. Two decoders
+do it, with the same records and the same errors:
+
+* in C, :func:`kclient.record._speedups.decode_records` (when
+  ``kclient.record.ACCELERATED``): it checks the whole batch when ``records()`` is called,
+  then makes each record as it is iterated, so that records die young one by one;
+* in Python, :func:`_py_decode_records`: one ``bytes`` copy of the records section, the
+  one- and two-byte varints inlined, every record made at once.
+
+Offsets and timestamps are signed 64-bit and wrap around, as Java's ``long`` does.
 
 Bad bytes from a peer raise :class:`CorruptRecordError` naming what is wrong and the byte
 offset of the batch; nothing else (no ``struct.error``, ``IndexError``, or unbounded
@@ -20,12 +28,13 @@ mutate the buffer they are given and need the caller to own it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from crc32c import crc32c
 
 from kclient.errors import CorruptRecordError
+from kclient.record import _accel
 from kclient.record import compression as _compression
 from kclient.record.compression import NONE, CompressionType
 from kclient.record.layout import (
@@ -54,6 +63,9 @@ from kclient.record.layout import (
 )
 from kclient.record.varint import ZIGZAG, decode_varint
 
+if _accel.ACCELERATED:
+    from kclient.record._speedups import decode_records as _c_decode_records
+
 Buffer = bytes | bytearray | memoryview
 
 
@@ -68,6 +80,16 @@ class Record(NamedTuple):
 
 
 _CODECS = {member.value: member for member in CompressionType}
+# (data, count, base offset, base timestamp, log append time, Record) -> the checked records
+_Decoder = Callable[
+    ["bytes | memoryview", int, int, int, "int | None", "type[Record]"], Iterable[Record]
+]
+_INT64_MIN = -(2**63)
+_UINT64 = 2**64
+# A base offset or timestamp this far inside the 64-bit range stays inside it whatever
+# delta a one- or two-byte varint adds (zig-zag values -8192..8191).
+_SAFE_BASE_MIN = _INT64_MIN + 8192
+_SAFE_BASE_MAX = 2**63 - 1 - 8192
 _new_record: Any = tuple.__new__  # Record(...) without the Python-level __new__
 
 
@@ -234,11 +256,12 @@ class RecordBatch:
         """Decompress (if needed) and decode every record; raises CorruptRecordError."""
         codec = self._check_shape()
         body = self.raw[HEADER_SIZE:]
-        data = bytes(body) if codec is NONE else _compression.decompress(codec, body, self.position)
+        data = body if codec is NONE else _compression.decompress(codec, body, self.position)
         header = self._header
         log_append_time = header[8] if header[5] & TIMESTAMP_TYPE_MASK else None
+        decode: _Decoder = _c_decode_records if _accel.ACCELERATED else _py_decode_records
         try:
-            records = _decode_records(data, header[12], header[0], header[7], log_append_time)
+            records = decode(data, header[12], header[0], header[7], log_append_time, Record)
         except CorruptRecordError as exc:
             raise CorruptRecordError(f"record batch at byte {self.position}: {exc}") from None
         except IndexError:
@@ -249,20 +272,32 @@ class RecordBatch:
         return iter(records)
 
 
-def _decode_records(
-    data: bytes, count: int, base_offset: int, base_ts: int, log_append_time: int | None
+def _py_decode_records(  # noqa: PLR0917 -- the C decoder's signature
+    data: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    log_append_time: int | None,
+    record_class: type[Record],
 ) -> list[Record]:
     """Decode ``count`` records filling ``data`` exactly. ``IndexError`` = ran off the end.
 
     Varints of one and two bytes (every length below 8 KiB) are decoded inline, through
-    the ``ZIGZAG`` table.
+    the ``ZIGZAG`` table; their values, within +-8192, cannot take an offset or timestamp
+    out of the 64-bit range unless its base is at the edge. Longer deltas set ``wide``,
+    and then offsets and timestamps are wrapped into the range afterwards.
     """
+    if type(data) is not bytes:
+        data = bytes(data)
     out: list[Record] = []
     append = out.append
     new = _new_record
     zigzag = ZIGZAG
     end = len(data)
     pos = 0
+    wide = not (_SAFE_BASE_MIN <= base_offset <= _SAFE_BASE_MAX) or not (
+        _SAFE_BASE_MIN <= base_ts <= _SAFE_BASE_MAX
+    )
     for index in range(count):
         b = data[pos]
         if b < 0x80:
@@ -288,6 +323,7 @@ def _decode_records(
             pos += 2
         else:
             ts_delta, pos = decode_varint(data, pos)
+            wide = True
         b = data[pos]
         if b < 0x80:
             offset_delta = zigzag[b]
@@ -297,6 +333,7 @@ def _decode_records(
             pos += 2
         else:
             offset_delta, pos = decode_varint(data, pos)
+            wide = True
         b = data[pos]
         if b < 0x80:
             size = zigzag[b]
@@ -341,7 +378,7 @@ def _decode_records(
             )
         append(
             new(
-                Record,
+                record_class,
                 (
                     base_offset + offset_delta,
                     base_ts + ts_delta if log_append_time is None else log_append_time,
@@ -355,7 +392,14 @@ def _decode_records(
         raise CorruptRecordError(
             f"{end - pos} bytes are left after the {count} records the header announces"
         )
+    if wide:
+        out = [new(record_class, (_wrap64(r[0]), _wrap64(r[1]), r[2], r[3], r[4])) for r in out]
     return out
+
+
+def _wrap64(value: int) -> int:
+    """``value`` as Java's ``long`` arithmetic leaves it: wrapped into the signed 64-bit range."""
+    return (value - _INT64_MIN) % _UINT64 + _INT64_MIN
 
 
 def _decode_headers(

@@ -1,15 +1,27 @@
 """RecordBatchBuilder: writes one v2 record batch, like Kafka's ``MemoryRecordsBuilder``.
 
-The producer appends every record it sends here, so :meth:`RecordBatchBuilder.append` is
-the hottest code in kclient. It does no per-record function calls on the common path:
-each varint comes from a precomputed table (:mod:`kclient.record.varint`), each record is
-eight references added to one list with a single ``+=``, and the bytes are joined once in
-:meth:`~RecordBatchBuilder.build`. Records with headers, or with lengths or timestamp
-deltas beyond the tables, take a slower general path that writes the same bytes.
+The producer appends every record it sends here, so ``append`` is the hottest code in
+kclient. :class:`RecordBatchBuilder` is the typed interface, and holds what runs once per
+batch (the configuration, and :meth:`~RecordBatchBuilder.build`: compression, header,
+CRC). ``RecordBatchBuilder(...)`` makes one of two implementations of the per-record part,
+which write the same bytes and raise the same errors:
 
-Keys and values must be ``bytes`` (the producer's serializers guarantee it). The builder
-keeps references to them until :meth:`~RecordBatchBuilder.build`, so a ``bytearray``
-changed in between changes the batch.
+* :class:`CRecordBatchBuilder` — ``append`` in C (:mod:`kclient.record._speedups`),
+  encoding each record straight into one growing buffer. Used when the extension is built
+  and ``KCLIENT_PURE_PYTHON`` is not set (``kclient.record.ACCELERATED``).
+* :class:`PyRecordBatchBuilder` — pure Python, the reference and the fallback. It does no
+  per-record function calls on the common path: each varint comes from a precomputed table
+  (:mod:`kclient.record.varint`), each record is eight references added to one list with a
+  single ``+=``, and the bytes are joined once in ``build``. The first record of a batch,
+  records with headers, and records with lengths or timestamp deltas beyond the tables take
+  a slower general path that writes the same bytes.
+
+Keys and values must be ``bytes`` (the producer's serializers guarantee it). Another type
+is reported by ``build`` (``TypeError`` naming the record); the pure builder keeps
+references to keys and values until ``build``, so a ``bytearray`` changed in between
+changes its batch (the C builder copies them at ``append``).
+
+Timestamps are signed 64-bit; a timestamp delta wraps around as Java's ``long`` does.
 
 Threads: not thread-safe. The producer's ``RecordAccumulator`` appends under its
 per-partition lock; ``build`` runs on the Sender thread when the batch is drained.
@@ -22,10 +34,12 @@ ratio, so with compression a Java batch may hold more records).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from crc32c import crc32c
 
 from kclient.errors import ConfigError, IllegalStateError
+from kclient.record import _accel
 from kclient.record import compression as _compression
 from kclient.record.compression import NONE, CompressionType
 from kclient.record.layout import (
@@ -43,6 +57,24 @@ Header = tuple[str, "bytes | None"]
 _NULL = b"\x01"  # the varint -1: a null key or value
 _NO_HEADERS = b"\x00"  # the varint 0: header count
 _EMPTY = b""
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_UINT64 = 2**64
+
+# What every implementation keeps per batch; each adds its own per-record state.
+_BATCH_SLOTS = (
+    "_base_offset",
+    "_base_sequence",
+    "_built",
+    "_codec",
+    "_is_transactional",
+    "_level",
+    "_partition_leader_epoch",
+    "_producer_epoch",
+    "_producer_id",
+)
+
+_B = TypeVar("_B", bound="RecordBatchBuilder")
 
 
 class RecordBatchBuilder:
@@ -51,25 +83,32 @@ class RecordBatchBuilder:
     ``append`` returns the record's offset delta, or ``-1`` when the record would take the
     batch past ``batch_size`` (the first record is always accepted, whatever its size).
     ``build`` compresses, writes the header and CRC-32C, and returns the batch's bytes.
+
+    ``RecordBatchBuilder(...)`` returns a :class:`CRecordBatchBuilder` or a
+    :class:`PyRecordBatchBuilder` (see the module docstring); both are instances of this
+    class, which declares the per-record methods they implement.
     """
 
-    __slots__ = (
-        "_base_offset",
-        "_base_sequence",
-        "_base_ts",
-        "_built",
-        "_codec",
-        "_count",
-        "_is_transactional",
-        "_level",
-        "_limit",
-        "_max_ts",
-        "_partition_leader_epoch",
-        "_parts",
-        "_producer_epoch",
-        "_producer_id",
-        "_size",
-    )
+    # Empty: the implementations declare the slots (a C base type cannot share its layout).
+    # Hidden from mypy, which would reject assigning them here.
+    if not TYPE_CHECKING:
+        __slots__ = ()
+
+    _base_offset: int
+    _base_sequence: int
+    _built: bytes | None
+    _codec: CompressionType
+    _is_transactional: bool
+    _level: int | None
+    _partition_leader_epoch: int
+    _producer_epoch: int
+    _producer_id: int
+
+    def __new__(cls: type[_B], *args: Any, **kwargs: Any) -> _B:
+        if cls is RecordBatchBuilder:  # the active implementation (a subclass)
+            impl: Any = CRecordBatchBuilder if _accel.ACCELERATED else PyRecordBatchBuilder
+            return cast(_B, impl.__new__(impl))
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -96,22 +135,16 @@ class RecordBatchBuilder:
             raise ConfigError(f"batch.size must be an int >= 0, got {batch_size!r}")
         self._level = compression_level
         self._codec = codec
-        self._limit = batch_size
         self._base_offset = base_offset
         self._producer_id = producer_id
         self._producer_epoch = producer_epoch
         self._base_sequence = base_sequence
         self._is_transactional = bool(is_transactional)
         self._partition_leader_epoch = partition_leader_epoch
-        # parts[0] is kept for the header; every record adds exactly eight parts.
-        self._parts: list[bytes] | None = [_EMPTY]
-        self._count = 0
-        self._size = HEADER_SIZE
-        self._base_ts = 0
-        self._max_ts = -1
-        self._built: bytes | None = None
+        self._built = None
+        self._start(batch_size)
 
-    # ---- the hot path ------------------------------------------------------------------
+    # ---- per record: each implementation's ---------------------------------------------
 
     def append(
         self,
@@ -122,12 +155,176 @@ class RecordBatchBuilder:
     ) -> int:
         """Add a record; returns its offset delta, or ``-1`` if it does not fit.
 
-        Raises :class:`IllegalStateError` after :meth:`build`.
+        Raises :class:`IllegalStateError` after :meth:`build`, ``OverflowError`` for a
+        timestamp outside the signed 64-bit range.
         """
-        count = self._count
+        raise NotImplementedError
+
+    @property
+    def record_count(self) -> int:
+        """Records appended so far."""
+        raise NotImplementedError
+
+    @property
+    def batch_size(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def base_timestamp(self) -> int:
+        """Timestamp of the first record (0 while empty)."""
+        raise NotImplementedError
+
+    @property
+    def max_timestamp(self) -> int:
+        """Greatest record timestamp so far (-1 while empty, or while every one is below)."""
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`build` has run."""
+        raise NotImplementedError
+
+    def is_full(self) -> bool:
+        """True when built, or when the batch has reached ``batch_size``."""
+        raise NotImplementedError
+
+    @property
+    def _open_size(self) -> int:
+        """Uncompressed size of the batch so far, header included."""
+        raise NotImplementedError
+
+    def _start(self, batch_size: int) -> None:
+        """Start empty and open, to hold up to ``batch_size`` bytes."""
+        raise NotImplementedError
+
+    def _close(self) -> bytes:
+        """Close; return the records section (raises TypeError for a non-bytes key/value)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _encode_headers(headers: Sequence[Header]) -> bytes:
+        """The header count and headers of one record (the C builder calls this for any
+        headers that are not a list or tuple of ``(str, bytes | None)`` tuples)."""
+        return _encode_headers(headers)
+
+    # ---- state -------------------------------------------------------------------------
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Uncompressed size of the batch so far (header included); after ``build``, the
+        size of the built batch."""
+        return self._open_size if self._built is None else len(self._built)
+
+    @property
+    def compression(self) -> CompressionType:
+        return self._codec
+
+    @property
+    def producer_id(self) -> int:
+        return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self._base_sequence
+
+    @property
+    def is_transactional(self) -> bool:
+        return self._is_transactional
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Set the idempotence fields (assigned when the batch is drained); before ``build``."""
+        if self.closed:
+            raise IllegalStateError(
+                "cannot set the producer state of a built record batch: its bytes are final"
+            )
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+
+    # ---- build -------------------------------------------------------------------------
+
+    def build(self) -> bytes:
+        """Close the builder and return the batch (``b""`` if no record was appended).
+
+        Calling it again returns the same bytes.
+        """
+        built = self._built
+        if built is not None:
+            return built
+        if self.closed:
+            raise IllegalStateError(
+                "record batch failed to build (see the first error); start a new RecordBatchBuilder"
+            )
+        if self._is_transactional and self._producer_id < 0:
+            raise IllegalStateError(
+                "a transactional record batch needs a producer id: "
+                "call set_producer_state() before build()"
+            )
+        count = self.record_count
+        records = self._close()
         if not count:
-            self._base_ts = timestamp_ms
-        if headers:
+            self._built = _EMPTY
+            return _EMPTY
+        codec = self._codec
+        if codec is not NONE:
+            records = _compression.compress(codec, records, self._level)
+        tail = HEADER_TAIL.pack(
+            codec | (TRANSACTIONAL_MASK if self._is_transactional else 0),
+            count - 1,
+            self.base_timestamp,
+            self.max_timestamp,
+            self._producer_id,
+            self._producer_epoch,
+            self._base_sequence,
+            count,
+        )
+        prefix = HEADER_PREFIX.pack(
+            self._base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(records),
+            self._partition_leader_epoch,
+            MAGIC,
+            crc32c(records, crc32c(tail)),
+        )
+        self._built = built = _EMPTY.join((prefix, tail, records))
+        return built
+
+
+class PyRecordBatchBuilder(RecordBatchBuilder):
+    """The pure-Python :class:`RecordBatchBuilder`: records are lists of byte strings."""
+
+    __slots__ = (*_BATCH_SLOTS, "_base_ts", "_count", "_limit", "_max_ts", "_parts", "_size")
+
+    _parts: list[bytes] | None
+    _count: int
+    _size: int
+    _limit: int
+    _base_ts: int
+    _max_ts: int
+
+    def _start(self, batch_size: int) -> None:
+        self._limit = batch_size
+        # parts[0] is kept for the header; every record adds exactly eight parts.
+        self._parts = [_EMPTY]
+        self._count = 0
+        self._size = HEADER_SIZE
+        self._base_ts = 0
+        self._max_ts = -1
+
+    # ---- the hot path ------------------------------------------------------------------
+
+    def append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] = (),
+    ) -> int:
+        count = self._count
+        if headers or not count:
             return self._append_general(timestamp_ms, key, value, headers)
         delta = timestamp_ms - self._base_ts
         if delta < 0:  # out of order: a negative index would wrap around the table
@@ -150,7 +347,7 @@ class RecordBatchBuilder:
         except IndexError:  # a length or delta beyond the tables
             return self._append_general(timestamp_ms, key, value, headers)
         total += self._size
-        if total > self._limit and count:
+        if total > self._limit:
             self._check_open()
             return -1
         try:
@@ -180,11 +377,11 @@ class RecordBatchBuilder:
         value: bytes | None,
         headers: Sequence[Header],
     ) -> int:
-        """Any record: headers, large lengths, large timestamp deltas. Same bytes as above."""
+        """Any record: the first, headers, large lengths, large timestamp deltas. Same
+        bytes as above."""
         self._check_open()
-        count = self._count
-        attr_ts = b"\x00" + encode_varint(timestamp_ms - self._base_ts)
-        offset_delta = encode_varint(count)
+        if not _INT64_MIN <= timestamp_ms <= _INT64_MAX:
+            raise OverflowError(f"timestamp_ms {timestamp_ms!r} does not fit in 64 bits")
         if key is None:
             key_len, key = _NULL, _EMPTY
         else:
@@ -194,6 +391,15 @@ class RecordBatchBuilder:
         else:
             value_len = encode_varint(len(value))
         header_blob = _encode_headers(headers) if headers else _NO_HEADERS
+        # Read the state only now: len() and the headers may have run the caller's code.
+        parts = self._check_open()
+        count = self._count
+        base_ts = self._base_ts if count else timestamp_ms
+        delta = timestamp_ms - base_ts
+        if not _INT64_MIN <= delta <= _INT64_MAX:  # wraps around, as Java's long does
+            delta = (delta - _INT64_MIN) % _UINT64 + _INT64_MIN
+        attr_ts = b"\x00" + encode_varint(delta)
+        offset_delta = encode_varint(count)
         size = (
             len(attr_ts)
             + len(offset_delta)
@@ -207,46 +413,28 @@ class RecordBatchBuilder:
         total = self._size + size + len(record_len)
         if total > self._limit and count:
             return -1
-        parts = self._parts
-        assert parts is not None
         parts += (record_len, attr_ts, offset_delta, key_len, key, value_len, value, header_blob)
         self._size = total
+        self._base_ts = base_ts
         if timestamp_ms > self._max_ts:  # noqa: PLR1730 -- max() is a call
             self._max_ts = timestamp_ms
         self._count = count + 1
         return count
 
-    def _check_open(self) -> None:
-        if self._parts is None:
+    def _check_open(self) -> list[bytes]:
+        """The open batch's parts; IllegalStateError once built."""
+        parts = self._parts
+        if parts is None:
             raise IllegalStateError(
                 "record batch is already built; start a new RecordBatchBuilder for more records"
             )
+        return parts
 
     # ---- state -------------------------------------------------------------------------
 
     @property
     def record_count(self) -> int:
-        """Records appended so far."""
         return self._count
-
-    @property
-    def size_in_bytes(self) -> int:
-        """Uncompressed size of the batch so far (header included); after ``build``, the
-        size of the built batch."""
-        return self._size if self._built is None else len(self._built)
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`build` has run."""
-        return self._parts is None
-
-    def is_full(self) -> bool:
-        """True when built, or when the batch has reached ``batch_size``."""
-        return self._parts is None or (self._count > 0 and self._size >= self._limit)
-
-    @property
-    def compression(self) -> CompressionType:
-        return self._codec
 
     @property
     def batch_size(self) -> int:
@@ -254,87 +442,42 @@ class RecordBatchBuilder:
 
     @property
     def base_timestamp(self) -> int:
-        """Timestamp of the first record (0 while empty)."""
         return self._base_ts
 
     @property
     def max_timestamp(self) -> int:
-        """Greatest record timestamp so far (-1 while empty)."""
         return self._max_ts
 
     @property
-    def producer_id(self) -> int:
-        return self._producer_id
+    def closed(self) -> bool:
+        return self._parts is None
+
+    def is_full(self) -> bool:
+        return self._parts is None or (self._count > 0 and self._size >= self._limit)
 
     @property
-    def producer_epoch(self) -> int:
-        return self._producer_epoch
+    def _open_size(self) -> int:
+        return self._size
 
-    @property
-    def base_sequence(self) -> int:
-        return self._base_sequence
-
-    @property
-    def is_transactional(self) -> bool:
-        return self._is_transactional
-
-    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
-        """Set the idempotence fields (assigned when the batch is drained); before ``build``."""
-        if self._parts is None:
-            raise IllegalStateError(
-                "cannot set the producer state of a built record batch: its bytes are final"
-            )
-        self._producer_id = producer_id
-        self._producer_epoch = producer_epoch
-        self._base_sequence = base_sequence
-
-    # ---- build -------------------------------------------------------------------------
-
-    def build(self) -> bytes:
-        """Close the builder and return the batch (``b""`` if no record was appended).
-
-        Calling it again returns the same bytes.
-        """
-        if self._built is not None:
-            return self._built
+    def _close(self) -> bytes:
         parts = self._parts
-        assert parts is not None
-        if self._is_transactional and self._producer_id < 0:
-            raise IllegalStateError(
-                "a transactional record batch needs a producer id: "
-                "call set_producer_state() before build()"
-            )
-        count = self._count
+        if parts is None:
+            raise IllegalStateError("record batch is already built")
         self._parts = None
-        if not count:
-            self._built = _EMPTY
-            return _EMPTY
-        codec = self._codec
         try:
-            records = _EMPTY.join(parts)
+            return _EMPTY.join(parts)
         except TypeError:
             raise TypeError(_describe_bad_part(parts)) from None
-        if codec is not NONE:
-            records = _compression.compress(codec, records, self._level)
-        tail = HEADER_TAIL.pack(
-            codec | (TRANSACTIONAL_MASK if self._is_transactional else 0),
-            count - 1,
-            self._base_ts,
-            self._max_ts,
-            self._producer_id,
-            self._producer_epoch,
-            self._base_sequence,
-            count,
-        )
-        prefix = HEADER_PREFIX.pack(
-            self._base_offset,
-            HEADER_SIZE - LOG_OVERHEAD + len(records),
-            self._partition_leader_epoch,
-            MAGIC,
-            crc32c(records, crc32c(tail)),
-        )
-        self._built = built = _EMPTY.join((prefix, tail, records))
-        return built
+
+
+if _accel.ACCELERATED:
+    from kclient.record._speedups import RecordsWriter
+
+    class CRecordBatchBuilder(RecordsWriter, RecordBatchBuilder):
+        """The C-accelerated :class:`RecordBatchBuilder`: ``append`` and the per-record state
+        are :class:`kclient.record._speedups.RecordsWriter`'s."""
+
+        __slots__ = _BATCH_SLOTS
 
 
 def _describe_bad_part(parts: list[bytes]) -> str:

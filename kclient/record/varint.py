@@ -29,6 +29,7 @@ TABLE_SIZE = 16384
 """Values below this (lengths up to 16 KiB, deltas up to ~16 s) are encoded by lookup."""
 
 _MAX_VARLONG_BYTES = 10
+_UINT64_MASK = (1 << 64) - 1
 
 
 def encode_varint(value: int) -> bytes:
@@ -57,8 +58,9 @@ def size_of_varint(value: int) -> int:
 def decode_unsigned(data: bytes, pos: int) -> tuple[int, int]:
     """Read the base-128 varint at ``data[pos]`` *without* zig-zag decoding it.
 
-    Returns ``(raw value, position after it)``. Raises :class:`CorruptRecordError` when the
-    varint runs past the end of ``data`` or is longer than a varlong (10 bytes) can be.
+    Returns ``(raw value, position after it)``, kept to 64 bits as Java's ``readVarlong``
+    keeps it. Raises :class:`CorruptRecordError` when the varint runs past the end of
+    ``data`` or is longer than a varlong (10 bytes) can be.
     """
     result = 0
     shift = 0
@@ -70,7 +72,7 @@ def decode_unsigned(data: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
-            return result, pos
+            return result & _UINT64_MASK, pos
         shift += 7
     raise CorruptRecordError(f"varint ending at byte {pos} is longer than 10 bytes")
 

@@ -19,7 +19,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from kclient.errors import IllegalStateError
@@ -35,6 +35,7 @@ from kclient.sender.batch import (
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.idempotence import TransactionManager
+from kclient.sender.incomplete import IncompleteBatches
 from kclient.sender.partitioner import StickyPartitioner
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,13 @@ def estimate_size_upper_bound(
     return size
 
 
+def split_target_bytes(batch: ProducerBatch, batch_size: int) -> int:
+    """The size of the batches a refused (MESSAGE_TOO_LARGE) batch is split into: at most
+    ``batch.size`` and at most half the refused batch, so that every split shrinks."""
+    size = batch.uncompressed_bytes or batch.estimated_size_bytes
+    return max(1, min(batch_size, size // 2))
+
+
 @dataclass
 class ReadyCheckResult:
     """Java's ``ReadyCheckResult``.
@@ -74,7 +82,16 @@ class ReadyCheckResult:
 class TopicQueues:
     """The deques of one topic, indexed by partition, and its sticky partitioner."""
 
-    __slots__ = ("deques", "last_batch_ms", "lock", "num_partitions", "sticky", "topic", "tps")
+    __slots__ = (
+        "deques",
+        "last_batch_ms",
+        "lock",
+        "num_partitions",
+        "queued",
+        "sticky",
+        "topic",
+        "tps",
+    )
 
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None) -> None:
         self.topic = topic
@@ -84,6 +101,8 @@ class TopicQueues:
         self.tps: list[TopicPartition] = []
         self.sticky = StickyPartitioner(sticky_batch_size, rng)
         self.last_batch_ms = -1
+        self.queued = 0
+        """Batches in this topic's deques (changed under ``lock``; read without it)."""
 
     def resize(self, num_partitions: int) -> None:
         """Partitions only grow in Kafka; call with the lock held."""
@@ -122,15 +141,16 @@ class RecordAccumulator:
         self._rng = rng or random.Random()
         self._topics: dict[str, TopicQueues] = {}
         self._topics_lock = threading.Lock()
-        self._incomplete: set[ProducerBatch] = set()
-        self._incomplete_lock = threading.Lock()
+        self.incomplete = IncompleteBatches()
         self._batch_ids = itertools.count(1)
-        self._last_batch_id = 0
         self._flushes_in_progress = 0
         self._flush_lock = threading.Lock()
         self._drain_index: dict[int, int] = {}
+        self._next_expiry_ms = 0  # by ready(): when the oldest queued batch expires
         self._muted: set[TopicPartition] = set()
         self.closed = False
+        self.more_ready = False
+        """Set by ``drain`` when it left batches behind (request full, or more per partition)."""
         self.wakeup: Callable[[], object] = lambda: None
         """Called (outside locks) when a new batch was created: the Sender may need to run."""
 
@@ -198,7 +218,6 @@ class RecordAccumulator:
                 delta = batch._append(timestamp_ms, key, value, headers)
                 if delta >= 0:
                     future = FutureRecordMetadata(batch.result, delta, timestamp_ms)
-                    batch.futures.append(future)
                     if callback is not None:
                         batch.add_callback(future, callback)
                     if sticky is not None:
@@ -261,11 +280,10 @@ class RecordAccumulator:
                     if future is None:
                         raise IllegalStateError(f"an empty batch for {batch.tp} refused a record")
                     dq.append(batch)
+                    queues.queued += 1
                     reserved = 0
                     queues.last_batch_ms = batch.created_ms
-                    with self._incomplete_lock:
-                        self._incomplete.add(batch)
-                        self._last_batch_id = batch_id
+                    self.incomplete.add(batch)
                 if sticky is not None:
                     sticky.produced_bytes += size_estimate - BATCH_OVERHEAD
                     if sticky.produced_bytes >= sticky.sticky_bytes:
@@ -283,17 +301,20 @@ class RecordAccumulator:
         """Which nodes have something to send now, and when to check again."""
         ready_nodes: set[Node] = set()
         unknown: set[str] = set()
-        next_delay_ms = self.delivery_timeout_ms
+        next_delay_ms = next_expiry_ms = self.delivery_timeout_ms
         exhausted = self.pool.queued > 0
         flushing = self._flushes_in_progress > 0 or self.closed
         for queues in self._topics.values():
+            if not queues.queued:
+                continue
             with queues.lock:
                 for tp, dq in zip(queues.tps, queues.deques, strict=True):
                     if not dq:
                         continue
                     batch = dq[0]
                     expiry_ms = batch.created_ms + self.delivery_timeout_ms - now_ms
-                    next_delay_ms = min(next_delay_ms, max(expiry_ms, 0))
+                    if expiry_ms < next_expiry_ms:  # noqa: PLR1730 -- min() is a call
+                        next_expiry_ms = expiry_ms
                     leader = cluster.leader_for(tp)
                     if leader is None:
                         unknown.add(tp.topic)
@@ -315,7 +336,8 @@ class RecordAccumulator:
                         ready_nodes.add(leader)
                     else:
                         next_delay_ms = min(next_delay_ms, self.linger_ms - waited_ms)
-        return ReadyCheckResult(ready_nodes, max(next_delay_ms, 0), unknown)
+        self._next_expiry_ms = now_ms + next_expiry_ms
+        return ReadyCheckResult(ready_nodes, max(min(next_delay_ms, next_expiry_ms), 0), unknown)
 
     def drain(
         self, cluster: Cluster, nodes: Sequence[Node], max_request_size: int, now_ms: int
@@ -325,6 +347,7 @@ class RecordAccumulator:
         Each node starts where its previous drain stopped, so no partition starves.
         """
         drained: dict[int, list[ProducerBatch]] = {}
+        self.more_ready = False
         for node in nodes:
             batches = self._drain_node(cluster, node, max_request_size, now_ms)
             if batches:
@@ -357,11 +380,15 @@ class RecordAccumulator:
                 if first.in_retry and first.retry_at_ms > now_ms:
                     continue
                 if ready and size + first.estimated_size_bytes > max_request_size:
+                    self.more_ready = True
                     self._drain_index[node.id] = (start + step) % len(parts)
                     return self._close_all(ready)
                 if tm is not None and not tm.can_send(tp, first):
                     continue
                 batch = dq.popleft()
+                queues.queued -= 1
+                if dq:
+                    self.more_ready = True
                 if tm is not None:
                     tm.assign_sequence(batch)
             size += batch.estimated_size_bytes
@@ -404,21 +431,26 @@ class RecordAccumulator:
                     index = position
                     break
             dq.insert(index, batch)
+            queues.queued += 1
 
     def split_and_reenqueue(self, batch: ProducerBatch, now_ms: int) -> list[ProducerBatch]:
-        """MESSAGE_TOO_LARGE: re-batch into ``batch.size`` pieces, first in line again."""
-        records = [
-            (r.timestamp, r.key, r.value, r.headers) for r in RecordBatch(batch.close()).records()
-        ]
-        children = batch.split(lambda: self._new_builder(self.batch_size), records)
+        """MESSAGE_TOO_LARGE: re-batch into smaller pieces, first in line again.
+
+        The pieces hold at most ``batch.size`` and at most half the failed batch's
+        (uncompressed) size, so each split makes strictly smaller batches: a batch the
+        broker refuses although it is under ``batch.size`` is not rebuilt as is, and
+        repeated refusals end with one record per batch (which then fails).
+        """
+        data = batch.close()
+        records = [(r.timestamp, r.key, r.value, r.headers) for r in RecordBatch(data).records()]
+        target = split_target_bytes(batch, self.batch_size)
+        children = batch.split(lambda: self._new_builder(target), records)
         if children:
             children[0].reserved_bytes = batch.reserved_bytes
         batch.reserved_bytes = 0
         if self._tm is not None:
             self._tm.on_split(batch, children)
-        with self._incomplete_lock:
-            self._incomplete.discard(batch)
-            self._incomplete.update(children)
+        self.incomplete.replace(batch, children)
         for child in children:
             child.in_retry = True
             child.last_attempt_ms = now_ms
@@ -426,22 +458,29 @@ class RecordAccumulator:
         return children
 
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
-        """Remove and return queued batches older than ``delivery.timeout.ms``."""
+        """Remove and return queued batches older than ``delivery.timeout.ms``.
+
+        Only looks when ``ready`` (called first in each Sender iteration) saw one due.
+        """
         expired: list[ProducerBatch] = []
+        if now_ms < self._next_expiry_ms:
+            return expired
         limit_ms = self.delivery_timeout_ms
         for queues in self._topics.values():
+            if not queues.queued:
+                continue
             with queues.lock:
                 for dq in queues.deques:
                     while dq and dq[0].has_reached_delivery_timeout(limit_ms, now_ms):
                         expired.append(dq.popleft())
+                        queues.queued -= 1
         return expired
 
     # ---- completion, flush, close ------------------------------------------------------------
 
     def deallocate(self, batch: ProducerBatch) -> None:
         """A batch is done: forget it and give its memory back (Sender thread)."""
-        with self._incomplete_lock:
-            self._incomplete.discard(batch)
+        self.incomplete.remove(batch)
         if batch.reserved_bytes:
             reserved, batch.reserved_bytes = batch.reserved_bytes, 0
             self.pool.deallocate(reserved)
@@ -450,48 +489,26 @@ class RecordAccumulator:
         """Make every batch ready now; returns the id of the newest batch to wait for."""
         with self._flush_lock:
             self._flushes_in_progress += 1
-        with self._incomplete_lock:
-            return self._last_batch_id
+        return self.incomplete.last_batch_id
 
     def end_flush(self) -> None:
         with self._flush_lock:
             self._flushes_in_progress -= 1
 
-    @property
-    def flush_in_progress(self) -> bool:
-        return self._flushes_in_progress > 0
-
     def await_flush_completion(self, up_to_batch_id: int, timeout_s: float | None) -> bool:
-        """Wait until every batch created up to ``up_to_batch_id`` completed.
-
-        Split batches count as their original. Returns False on timeout.
-        """
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        while True:
-            with self._incomplete_lock:
-                pending = [b for b in self._incomplete if b.flush_id <= up_to_batch_id]
-            if not pending:
-                return True
-            for batch in pending:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                batch.result.wait(remaining)
+        """Wait until every batch created up to ``up_to_batch_id`` completed (False on
+        timeout); split batches count as their original."""
+        return self.incomplete.await_completion(up_to_batch_id, timeout_s)
 
     def has_undrained(self) -> bool:
-        for queues in self._topics.values():
-            with queues.lock:
-                if any(queues.deques):
-                    return True
-        return False
+        """Whether any batch is queued (a lock-free read of per-topic counters)."""
+        return any(queues.queued for queues in self._topics.values())
 
     def has_incomplete(self) -> bool:
-        with self._incomplete_lock:
-            return bool(self._incomplete)
+        return bool(self.incomplete)
 
     def incomplete_batches(self) -> list[ProducerBatch]:
-        with self._incomplete_lock:
-            return list(self._incomplete)
+        return self.incomplete.copy()
 
     def topics_in_use(self, since_ms: int) -> list[str]:
         """Topics that got a new batch since ``since_ms`` (kept alive in the metadata)."""
@@ -505,10 +522,5 @@ class RecordAccumulator:
                 for dq in queues.deques:
                     aborted.extend(dq)
                     dq.clear()
+                queues.queued = 0
         return aborted
-
-    def iter_queued(self) -> Iterator[ProducerBatch]:
-        for queues in list(self._topics.values()):
-            with queues.lock:
-                batches = [b for dq in queues.deques for b in dq]
-            yield from batches

@@ -91,7 +91,7 @@ def rewrite_producer_state(
 
 
 class ProducerBatch:
-    """Records for one topic-partition, their futures, and the batch's delivery state.
+    """Records for one topic-partition, their callbacks, and the batch's delivery state.
 
     Times are monotonic milliseconds: ``created_ms`` starts linger and delivery timeout,
     ``last_attempt_ms`` is the last (re)enqueue, ``retry_at_ms`` ends the retry backoff.
@@ -106,7 +106,6 @@ class ProducerBatch:
         "drained_ms",
         "final_state",
         "flush_id",
-        "futures",
         "in_retry",
         "last_attempt_ms",
         "order",
@@ -133,7 +132,6 @@ class ProducerBatch:
         self.builder = builder
         self._append = builder.append
         self.result = ProduceResult(tp)
-        self.futures: list[FutureRecordMetadata] = []
         self.thunks: list[tuple[FutureRecordMetadata, Callback]] | None = None
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
@@ -167,7 +165,6 @@ class ProducerBatch:
         if delta < 0:
             return None
         future = FutureRecordMetadata(self.result, delta, timestamp_ms)
-        self.futures.append(future)
         if callback is not None:
             self.add_callback(future, callback)
         return future
@@ -179,7 +176,7 @@ class ProducerBatch:
 
     @property
     def record_count(self) -> int:
-        return len(self.futures)
+        return self.builder.record_count
 
     def is_full(self) -> bool:
         return self.builder.is_full()
@@ -215,7 +212,7 @@ class ProducerBatch:
 
     @property
     def last_sequence(self) -> int:
-        return self.base_sequence + len(self.futures) - 1
+        return self.base_sequence + self.builder.record_count - 1
 
     def close(self) -> bytes:
         """Build the wire bytes once; retries resend the same bytes."""
@@ -270,16 +267,19 @@ class ProducerBatch:
             )
         self.final_state = state
         result = self.result
-        watchers = result.set(base_offset, log_append_time_ms, error, record_errors)
-        if self.thunks:
-            for future, callback in self.thunks:
+        thunks = self.thunks
+        watchers = result.set(
+            base_offset, log_append_time_ms, error, record_errors, finish=not thunks
+        )
+        if thunks:
+            for future, callback in thunks:
                 metadata = future.metadata()
                 exc = None if metadata is not None else future.exception(0)
                 try:
                     callback(metadata, exc)
                 except Exception:
                     log.exception("exception in a send callback for %s (ignored)", self.tp)
-        result.finish()
+            result.finish()
         for future in watchers:
             future._notify()
 
@@ -290,17 +290,19 @@ class ProducerBatch:
     ) -> list[ProducerBatch]:
         """Re-batch this batch's records (decoded by the caller) into smaller batches.
 
-        Futures and callbacks move to the new batches; this batch is superseded, never
-        completed. The new batches keep this one's creation time and flush id.
+        Records (their futures follow lazily, through the old result's ``split_map``) and
+        callbacks move to the new batches; this batch is superseded, never completed. The
+        new batches keep this one's creation time and flush id.
         """
-        if len(records) != len(self.futures):
+        if len(records) != self.record_count:
             raise IllegalStateError(
-                f"split of {self.tp}: {len(records)} records for {len(self.futures)} futures"
+                f"split of {self.tp}: {len(records)} records decoded, {self.record_count} sent"
             )
-        callbacks = {id(f): cb for f, cb in self.thunks or ()}
+        callbacks = {f._offset_delta: (f, cb) for f, cb in self.thunks or ()}
         batches: list[ProducerBatch] = []
+        split_map: list[tuple[ProduceResult, int]] = []
         current: ProducerBatch | None = None
-        for (timestamp_ms, key, value, headers), future in zip(records, self.futures, strict=True):
+        for index, (timestamp_ms, key, value, headers) in enumerate(records):
             delta = -1
             if current is not None:
                 delta = current._append(timestamp_ms, key, value, headers)
@@ -310,20 +312,17 @@ class ProducerBatch:
                 current.order = (*self.order, len(batches))
                 batches.append(current)
                 delta = current._append(timestamp_ms, key, value, headers)
-            future._rebind(current.result, delta)
-            current.futures.append(future)
-            callback = callbacks.get(id(future))
-            if callback is not None:
-                if current.thunks is None:
-                    current.thunks = []
-                current.thunks.append((future, callback))
+            split_map.append((current.result, delta))
+            thunk = callbacks.get(index)
+            if thunk is not None:
+                current.add_callback(*thunk)
         self.final_state = FinalState.ABORTED
-        for future in self.result.supersede():
+        for future in self.result.supersede(split_map):
             future._watch()
         return batches
 
     def __repr__(self) -> str:
         return (
-            f"ProducerBatch({self.tp}, records={len(self.futures)}, "
+            f"ProducerBatch({self.tp}, records={self.record_count}, "
             f"attempts={self.attempts}, seq={self.base_sequence})"
         )

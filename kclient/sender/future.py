@@ -52,7 +52,8 @@ class ProduceResult:
     """
 
     __slots__ = (
-        "_event",
+        "_finished",
+        "_gate",
         "_lock",
         "_watchers",
         "base_offset",
@@ -60,6 +61,7 @@ class ProduceResult:
         "error",
         "log_append_time_ms",
         "record_errors",
+        "split_map",
         "superseded",
         "tp",
     )
@@ -72,7 +74,12 @@ class ProduceResult:
         self.record_errors: dict[int, BaseException] | None = None
         self.done = False
         self.superseded = False
-        self._event = threading.Event()
+        self.split_map: list[tuple[ProduceResult, int]] = []
+        """After a split: ``split_map[offset_delta]`` is the record's new (result, delta)."""
+        self._gate: threading.Lock | None = None
+        """Created, held, by the first waiter; released when finished (a turnstile: every
+        waiter that gets through releases it for the next). Cheaper than an Event."""
+        self._finished = False
         self._lock = threading.Lock()
         self._watchers: list[FutureRecordMetadata] | None = []
 
@@ -82,11 +89,14 @@ class ProduceResult:
         log_append_time_ms: int,
         error: BaseException | None,
         record_errors: dict[int, BaseException] | None = None,
+        *,
+        finish: bool = False,
     ) -> list[FutureRecordMetadata]:
         """Record the outcome and mark it done; returns the watchers to notify.
 
-        Waiters blocked in ``wait`` wake only at ``finish``, after the batch's send
-        callbacks ran (as in Java, where ``get()`` returns after the callbacks).
+        Waiters blocked in ``wait`` wake only at ``finish`` (here, with ``finish=True``),
+        after the batch's send callbacks ran — as in Java, where ``get()`` returns after
+        the callbacks.
         """
         with self._lock:
             if self.done:
@@ -97,18 +107,31 @@ class ProduceResult:
             self.record_errors = record_errors
             self.done = True
             watchers, self._watchers = self._watchers, None
+            gate = self._gate
+            if finish:
+                self._finished = True
+        if finish and gate is not None:
+            gate.release()
         return watchers or []
 
     def finish(self) -> None:
         """Wake the threads blocked in ``wait`` (after callbacks ran)."""
-        self._event.set()
-
-    def supersede(self) -> list[FutureRecordMetadata]:
-        """The batch was split; wake waiters so they follow their future to its new result."""
         with self._lock:
+            self._finished = True
+            gate = self._gate
+        if gate is not None:
+            gate.release()
+
+    def supersede(self, split_map: list[tuple[ProduceResult, int]]) -> list[FutureRecordMetadata]:
+        """The batch was split; wake waiters so they follow their record to its new result."""
+        with self._lock:
+            self.split_map = split_map
             self.superseded = True
+            self._finished = True
             watchers, self._watchers = self._watchers, None
-        self._event.set()
+            gate = self._gate
+        if gate is not None:
+            gate.release()
         return watchers or []
 
     def watch(self, future: FutureRecordMetadata) -> bool:
@@ -121,7 +144,17 @@ class ProduceResult:
 
     def wait(self, timeout_s: float | None) -> bool:
         """Block until finished or superseded; False on timeout."""
-        return self._event.wait(timeout_s)
+        with self._lock:
+            if self._finished:
+                return True
+            gate = self._gate
+            if gate is None:
+                gate = self._gate = threading.Lock()
+                gate.acquire()
+        if gate.acquire(True, -1 if timeout_s is None else timeout_s):
+            gate.release()  # let the next waiter through
+            return True
+        return False
 
 
 class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
@@ -161,24 +194,25 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
 
     @property
     def _state(self) -> str:  # type: ignore[override]
-        return _FINISHED if self._produce_result.done else _PENDING
+        return _FINISHED if self.done() else _PENDING
+
+    def _follow(self) -> ProduceResult:
+        """The current result of this record: after splits, the batch it moved to."""
+        result = self._produce_result
+        while result.superseded:
+            result, self._offset_delta = result.split_map[self._offset_delta]
+            self._produce_result = result
+        return result
 
     def _watch(self) -> None:
         """Register with the current batch result once (followed across splits)."""
         while True:
-            result = self._produce_result
+            result = self._follow()
             if self.__dict__.get("_watched") is result:
                 return
             self.__dict__["_watched"] = result
             if result.watch(self) or not result.superseded:
                 return
-
-    def _rebind(self, produce_result: ProduceResult, offset_delta: int) -> None:
-        """Move to a new batch after a split (Sender thread)."""
-        self._produce_result = produce_result
-        self._offset_delta = offset_delta
-        if "_watched" in self.__dict__:
-            self._watch()
 
     def _notify(self) -> None:
         """The batch completed: wake concurrent.futures waiters, run done callbacks."""
@@ -221,12 +255,14 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         return False
 
     def done(self) -> bool:
-        return self._produce_result.done
+        result = self._produce_result
+        return result.done or (result.superseded and self._follow().done)
 
     def _await(self, timeout: float | None) -> ProduceResult:
         result = self._produce_result
         if result.done:
             return result
+        result = self._follow()
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
@@ -237,7 +273,7 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
                 )
             if result.done:
                 return result
-            result = self._produce_result  # superseded by a split: follow the record
+            result = self._follow()  # superseded by a split: follow the record
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         result = self._await(timeout)
@@ -267,7 +303,7 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def metadata(self) -> RecordMetadata | None:
         """The metadata if the record was delivered, else None (does not wait)."""
-        result = self._produce_result
+        result = self._follow()
         if not result.done or self._error(result) is not None:
             return None
         return self._metadata(result)
@@ -289,7 +325,7 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         raise IllegalStateError("produce futures are completed by the producer")
 
     def __repr__(self) -> str:
-        result = self._produce_result
+        result = self._follow()
         tp = f"{result.tp.topic}-{result.tp.partition}"
         if not result.done:
             return f"<FutureRecordMetadata {tp} pending>"

@@ -24,8 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kclient import errors
 from kclient.errors import KafkaError
 from kclient.network.cluster import TopicPartition
+from kclient.network.kafka_client import ClientResponse
 from kclient.sender.batch import NO_SEQUENCE, ProducerBatch
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,8 @@ class TransactionManager:
         self.fatal_error: KafkaError | None = None
         self.on_fatal_error: Callable[[KafkaError], object] = lambda error: None
         self.epoch_bumps = 0
+        self._init_in_flight = False
+        self._init_retry_at_ms = 0
         self._partitions: dict[TopicPartition, PartitionSequences] = {}
         self._prefix = log_prefix
 
@@ -90,6 +94,61 @@ class TransactionManager:
         """A new producer id from InitProducerId: every partition starts again at 0."""
         self.producer_id_and_epoch = ProducerIdAndEpoch(producer_id, epoch)
         log.info("%sproducer id %d, epoch %d", self._prefix, producer_id, epoch)
+
+    # ---- InitProducerId (Java's InitProducerIdHandler; the Sender sends the request) -------
+
+    def should_request_producer_id(self, now_ms: int) -> bool:
+        return (
+            not self.has_producer_id
+            and not self._init_in_flight
+            and now_ms >= self._init_retry_at_ms
+        )
+
+    def producer_id_poll_delay_ms(self, now_ms: int) -> int:
+        """How long the Sender may block while it still needs a producer id."""
+        if self._init_in_flight:
+            return 2**31  # the response wakes the poll
+        return max(self._init_retry_at_ms - now_ms, 0) or 10  # connecting: check again soon
+
+    def init_producer_id_request(self, now_ms: int) -> dict[str, object]:
+        self._init_in_flight = True
+        return {
+            "transactional_id": None,
+            "transaction_timeout_ms": 60_000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+
+    def handle_init_producer_id_response(
+        self, retry_backoff_ms: int, response: ClientResponse
+    ) -> None:
+        self._init_in_flight = False
+        now_ms = response.received_time_ms
+        if response.version_mismatch is not None:
+            self.set_fatal_error(
+                errors.UnsupportedVersionError(
+                    "the broker does not support idempotent producing "
+                    f"({response.version_mismatch}); set 'enable.idempotence' to false"
+                )
+            )
+            return
+        if response.body is None:  # disconnected or timed out: try again
+            self._init_retry_at_ms = now_ms + retry_backoff_ms
+            return
+        code = response.body.get("error_code", 0)
+        if code == 0:
+            self.set_producer_id_and_epoch(
+                response.body["producer_id"], response.body["producer_epoch"]
+            )
+            return
+        error = errors.for_code(code)("InitProducerId")
+        if error.retriable:
+            log.warning(
+                "%sInitProducerId failed (%s); retrying", self._prefix, type(error).__name__
+            )
+            self._init_retry_at_ms = now_ms + retry_backoff_ms
+            return
+        self.set_fatal_error(error)
 
     def set_fatal_error(self, error: KafkaError) -> None:
         self.fatal_error = error

@@ -82,8 +82,6 @@ class Sender:
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
         self._last_cluster: Cluster | None = None
         self._last_topic_refresh_ms = -TOPIC_REFRESH_INTERVAL_MS
-        self._init_pid_in_flight = False
-        self._init_pid_retry_at_ms = 0
         self.running = True
         self.force_close_requested = False
 
@@ -149,10 +147,8 @@ class Sender:
             if not tm.has_producer_id:
                 self._maybe_init_producer_id(now_ms)
         poll_timeout_ms = self._send_producer_data(now_ms)
-        if tm is not None and not tm.has_producer_id and not self._init_pid_in_flight:
-            poll_timeout_ms = min(
-                poll_timeout_ms, max(self._init_pid_retry_at_ms - now_ms, 0) or 10
-            )
+        if tm is not None and not tm.has_producer_id:
+            poll_timeout_ms = min(poll_timeout_ms, tm.producer_id_poll_delay_ms(now_ms))
         self._client.poll(poll_timeout_ms, now_ms)
 
     def _send_producer_data(self, now_ms: int) -> int:
@@ -166,6 +162,11 @@ class Sender:
             since_ms, self._last_topic_refresh_ms = self._last_topic_refresh_ms, now_ms
             for topic in accumulator.topics_in_use(since_ms):
                 metadata.add(topic, now_ms)  # keeps it from expiring (metadata.max.idle.ms)
+        if not accumulator.has_undrained():  # idle: only in-flight batches can expire
+            self._expire_batches(now_ms)
+            return max(
+                min(accumulator.delivery_timeout_ms, self._next_in_flight_expiry_ms(now_ms)), 0
+            )
         result = accumulator.ready(cluster, now_ms)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
@@ -185,11 +186,9 @@ class Sender:
                 not_ready_timeout_ms = min(
                     not_ready_timeout_ms, self._client.poll_delay_ms(node, now_ms)
                 )
-        batches = (
-            accumulator.drain(cluster, ready_nodes, self._max_request_size, now_ms)
-            if ready_nodes
-            else {}
-        )
+        batches = {}
+        if ready_nodes:
+            batches = accumulator.drain(cluster, ready_nodes, self._max_request_size, now_ms)
         for node_batches in batches.values():
             for batch in node_batches:
                 self._in_flight_batches.setdefault(batch.tp, []).append(batch)
@@ -203,8 +202,8 @@ class Sender:
         )
         for node_id, node_batches in batches.items():
             self._send_produce_request(node_id, node_batches, now_ms)
-        if batches:
-            poll_timeout_ms = 0  # there may be more to drain once these are written
+        if batches and accumulator.more_ready:
+            poll_timeout_ms = 0  # more to drain once these are written
         return max(poll_timeout_ms, 0)
 
     # ---- delivery timeout ----------------------------------------------------------------
@@ -349,14 +348,17 @@ class Sender:
             self._remove_in_flight(batch)
             return
         if code == _MESSAGE_TOO_LARGE and batch.record_count > 1:
+            self._remove_in_flight(batch)
+            children = self._accumulator.split_and_reenqueue(batch, now_ms)
             log.warning(
-                "%sbatch of %d records for %s too large for the broker; splitting",
+                "%sbatch of %d records (%d bytes) for %s too large for the broker; "
+                "split into %d batches",
                 self._prefix,
                 batch.record_count,
+                len(batch.records or b""),
                 tp,
+                len(children),
             )
-            self._remove_in_flight(batch)
-            self._accumulator.split_and_reenqueue(batch, now_ms)
             self._accumulator.deallocate(batch)
             self.metrics.batch_splits += 1
             return
@@ -364,8 +366,9 @@ class Sender:
         error: KafkaError = errors.for_code(code)(f"{tp}: {message}" if message else str(tp))
         if code == _MESSAGE_TOO_LARGE:
             error = RecordTooLargeError(
-                f"the record for {tp} ({len(batch.records or b'')} bytes as a batch) is larger "
-                "than the broker accepts (its message.max.bytes / the topic's max.message.bytes)"
+                f"the record for {tp} ({len(batch.records or b'')} bytes as a one-record batch)"
+                " is larger than the broker accepts (its 'message.max.bytes' / the topic's "
+                f"'max.message.bytes'){f': {message}' if message else ''}"
             )
         if self._can_retry(batch, code, error, now_ms):
             log.warning(
@@ -450,55 +453,18 @@ class Sender:
     # ---- InitProducerId ----------------------------------------------------------------------
 
     def _maybe_init_producer_id(self, now_ms: int) -> None:
-        if self._init_pid_in_flight or now_ms < self._init_pid_retry_at_ms:
+        tm = self._tm
+        assert tm is not None
+        if not tm.should_request_producer_id(now_ms):
             return
         node = self._client.least_loaded_node(now_ms)
         if node is None or not self._client.ready(node, now_ms):
             return
-        body = {
-            "transactional_id": None,
-            "transaction_timeout_ms": 60_000,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
-        request = ClientRequest(
-            node.id, ApiKey.INIT_PRODUCER_ID, body, now_ms, callback=self._handle_init_producer_id
-        )
         log.debug("%srequesting a producer id from node %d", self._prefix, node.id)
-        self._init_pid_in_flight = True
+        body = tm.init_producer_id_request(now_ms)
+        handler = functools.partial(tm.handle_init_producer_id_response, self._retry_backoff_ms)
+        request = ClientRequest(node.id, ApiKey.INIT_PRODUCER_ID, body, now_ms, callback=handler)
         self._client.send(request, now_ms)
-
-    def _handle_init_producer_id(self, response: ClientResponse) -> None:
-        self._init_pid_in_flight = False
-        tm = self._tm
-        assert tm is not None
-        now_ms = response.received_time_ms
-        if response.version_mismatch is not None:
-            tm.set_fatal_error(
-                errors.UnsupportedVersionError(
-                    "the broker does not support idempotent producing "
-                    f"({response.version_mismatch}); set 'enable.idempotence' to false"
-                )
-            )
-            return
-        if response.body is None:
-            self._init_pid_retry_at_ms = now_ms + self._retry_backoff_ms
-            return
-        code = response.body.get("error_code", 0)
-        if code == 0:
-            tm.set_producer_id_and_epoch(
-                response.body["producer_id"], response.body["producer_epoch"]
-            )
-            return
-        error = errors.for_code(code)("InitProducerId")
-        if error.retriable or code in (errors.CoordinatorLoadInProgressError.code,):
-            log.warning(
-                "%sInitProducerId failed (%s); retrying", self._prefix, type(error).__name__
-            )
-            self._init_pid_retry_at_ms = now_ms + self._retry_backoff_ms
-            return
-        log.error("%sInitProducerId failed for good: %s", self._prefix, error)
-        tm.set_fatal_error(error)
 
     # ---- abort ------------------------------------------------------------------------------
 

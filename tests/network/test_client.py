@@ -235,6 +235,28 @@ def test_a_request_that_expects_no_response_completes_when_written(env: Env) -> 
     assert env.client.in_flight_request_count() == 0
 
 
+def test_a_broker_answering_a_request_that_expects_none_keeps_the_connection(env: Env) -> None:
+    # Kafka never answers acks=0 Produce requests, but some compatible brokers (tansu) do.
+    env.connect(0)
+    quiet = env.send(0, expect_response=False)
+    [written] = env.poll()
+    assert written.request is quiet
+    env.send(0)
+    assert env.poll() == []
+    sent_quiet, sent_normal = env.selector.requests(0)[-2:]
+    assert sent_quiet.header.correlation_id == written.correlation_id
+    env.selector.receive(0, response_payload(sent_quiet, {"brokers": [], "topics": []}))
+    env.selector.receive(0, response_payload(sent_normal, {"brokers": [], "topics": []}))
+    [answered] = env.poll()
+    assert not answered.disconnected and answered.body is not None
+    assert env.selector.is_connected(0)
+    assert env.client.in_flight_request_count() == 0
+    # a response nobody asked for is still a protocol error
+    env.selector.receive(0, response_payload(sent_normal, {"brokers": [], "topics": []}))
+    env.poll()
+    assert not env.selector.is_connected(0)
+
+
 def test_send_to_a_node_that_is_not_ready_is_refused(env: Env) -> None:
     with pytest.raises(IllegalStateError, match="node 2 is not ready"):
         env.send(2)

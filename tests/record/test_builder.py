@@ -235,3 +235,122 @@ def test_codec_and_level_checks() -> None:
         RecordBatchBuilder(CompressionType.GZIP, compression_level=10)
     with pytest.raises(ConfigError, match="batch.size"):
         RecordBatchBuilder(CompressionType.NONE, batch_size=-1)
+
+
+def test_the_active_implementation_is_built(implementation: str) -> None:
+    from kclient.record import builder as builder_module
+
+    builder = RecordBatchBuilder()
+    assert isinstance(builder, RecordBatchBuilder)
+    expected = {"c": "CRecordBatchBuilder", "python": "PyRecordBatchBuilder"}[implementation]
+    assert type(builder) is getattr(builder_module, expected)
+
+
+def test_keyword_arguments() -> None:
+    builder = RecordBatchBuilder(CompressionType.NONE, 16384)
+    assert builder.append(timestamp_ms=TS, key=b"key", value=b"value") == 0
+    assert builder.append(TS + 5, None, b"v2", headers=[("trace", b"\x01\x02"), ("empty", None)])
+    assert builder.build() == GOLDEN
+    with pytest.raises(TypeError):
+        RecordBatchBuilder().append(TS, b"k")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        RecordBatchBuilder().append(TS, b"k", b"v", (), "extra")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        RecordBatchBuilder().append(TS, b"k", b"v", header=())  # type: ignore[call-arg]
+
+
+def test_timestamps_span_the_whole_64_bit_range() -> None:
+    """Deltas wrap around as Java's longs do, and the reader wraps them back."""
+    extremes = [2**63 - 1, -(2**63), 0, -1, 2**63 - 1, TS]
+    builder = RecordBatchBuilder(CompressionType.NONE)
+    for index, ts in enumerate(extremes):
+        assert builder.append(ts, None, b"v") == index
+    assert (builder.base_timestamp, builder.max_timestamp) == (2**63 - 1, 2**63 - 1)
+    (batch,) = iter_batches(builder.build())
+    assert [r.timestamp for r in batch.records()] == extremes
+
+
+@pytest.mark.parametrize("ts", [2**63, -(2**63) - 1, 10**30])
+def test_a_timestamp_beyond_64_bits_is_refused(ts: int) -> None:
+    builder = RecordBatchBuilder()
+    for first in (True, False):
+        with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+            builder.append(ts, b"k", b"v")
+        assert (builder.record_count, builder.base_timestamp) == (
+            0 if first else 1,
+            0 if first else TS,
+        )
+        builder.append(TS, b"k", b"v")
+
+
+def test_a_failed_append_changes_nothing() -> None:
+    builder = RecordBatchBuilder()
+    with pytest.raises(TypeError):
+        builder.append(TS, b"k", b"v", [("h", 1)])  # type: ignore[list-item]
+    assert (builder.record_count, builder.base_timestamp, builder.max_timestamp) == (0, 0, -1)
+    assert builder.size_in_bytes == 61
+    assert builder.append(TS + 1, b"k", b"v") == 0
+    assert builder.base_timestamp == TS + 1
+
+
+def test_a_non_bytes_first_value_fails_the_build_then_the_builder_stays_closed() -> None:
+    builder = RecordBatchBuilder()
+    assert builder.append(TS, b"k", "text") == 0  # type: ignore[arg-type]
+    assert builder.append(TS, b"k", b"v") == 1
+    assert builder.size_in_bytes == 61 + 12 + 9  # "text" counted as 4 bytes, by len()
+    with pytest.raises(TypeError, match="record 0: value must be bytes or None, got str"):
+        builder.build()
+    assert builder.closed and builder.is_full()
+    with pytest.raises(IllegalStateError, match="failed to build"):
+        builder.build()
+    with pytest.raises(IllegalStateError, match="already built"):
+        builder.append(TS, b"k", b"v")
+    with pytest.raises(TypeError):  # no len(): refused at once
+        RecordBatchBuilder().append(TS, 5, b"v")  # type: ignore[arg-type]
+
+
+def test_bytes_like_keys_values_and_headers() -> None:
+    expected = RecordBatchBuilder()
+    expected.append(TS, b"key", b"value", [("h", b"hv")])
+    expected.append(TS, b"k2", b"v2", [("a", b""), ("b", None)])
+    builder = RecordBatchBuilder()
+    builder.append(TS, bytearray(b"key"), memoryview(b"value"), [("h", bytearray(b"hv"))])
+    builder.append(TS, b"k2", b"v2", (["a", memoryview(b"")], ("b", None)))  # type: ignore[arg-type]
+    assert builder.build() == expected.build()
+
+
+def test_headers_may_be_any_sequence_and_falsy_means_none() -> None:
+    expected = RecordBatchBuilder()
+    expected.append(TS, b"k", b"v", [("h", b"1"), ("i", None)])
+    expected.append(TS, b"k", b"v")
+    expected.append(TS, b"k", b"v")
+    builder = RecordBatchBuilder()
+    builder.append(TS, b"k", b"v", (("h", b"1"), ("i", None)))
+    builder.append(TS, b"k", b"v", None)  # type: ignore[arg-type]
+    builder.append(TS, b"k", b"v", [])
+    assert builder.build() == expected.build()
+    with pytest.raises(UnicodeEncodeError):
+        RecordBatchBuilder().append(TS, b"k", b"v", [("\ud800", b"")])
+
+
+def test_headers_that_build_the_batch_meanwhile() -> None:
+    """Caller code run while encoding headers (len()) closes the builder: a clean error."""
+    builder = RecordBatchBuilder()
+    builder.append(TS, b"k", b"v")
+
+    class Sneaky:
+        def __bool__(self) -> bool:
+            return True
+
+        def __len__(self) -> int:
+            builder.build()
+            return 1
+
+        def __iter__(self) -> object:
+            return iter([("h", b"v")])
+
+    with pytest.raises(IllegalStateError, match="already built"):
+        builder.append(TS, b"k", b"v", Sneaky())  # type: ignore[arg-type]
+    assert builder.record_count == 1
+    (batch,) = iter_batches(builder.build())
+    assert batch.record_count == 1

@@ -194,3 +194,30 @@ def test_rewrites_refuse_what_is_not_a_batch(rewrite: object) -> None:
         bad[16] = 2 if len(bad) > 16 else 0
         with pytest.raises(CorruptRecordError, match="cannot"):
             rewrite(bad)  # type: ignore[operator]
+
+
+def test_records_raises_before_handing_out_any_record() -> None:
+    data = bytearray(build([b"a" * 50, b"b" * 50]))
+    struct.pack_into(">i", data, 57, 3)  # one record more than there are
+    (batch,) = iter_batches(with_crc(data))
+    with pytest.raises(CorruptRecordError, match="records end before 3 records were read"):
+        batch.records()  # not iterated: the whole batch is checked first
+
+
+def test_records_iterate_once_each_and_can_stop_early() -> None:
+    batch = RecordBatch(build([b"a", b"b", b"c"]))
+    records = batch.records()
+    assert next(records).value == b"a"
+    assert [r.value for r in records] == [b"b", b"c"]
+    assert list(records) == []
+    assert list(batch.records()) == list(batch.records())  # each call starts over
+    assert list(RecordBatch(build([b"x"] * 5000)).records())[-1].offset == 4999
+
+
+def test_offsets_and_timestamps_wrap_around_64_bits_as_in_java() -> None:
+    builder = RecordBatchBuilder(CompressionType.NONE, base_offset=2**63 - 2)
+    for ts in (-(2**63), 2**63 - 1, -(2**63) + 5):  # deltas 0, 2**64 - 1 (-1), 5
+        builder.append(ts, None, b"v")
+    records = list(RecordBatch(builder.build()).records())
+    assert [r.offset for r in records] == [2**63 - 2, 2**63 - 1, -(2**63)]
+    assert [r.timestamp for r in records] == [-(2**63), 2**63 - 1, -(2**63) + 5]

@@ -66,3 +66,10 @@ def test_decode_errors_name_the_position() -> None:
         decode_varint(b"\x00\x80", 1)
     with pytest.raises(CorruptRecordError, match="longer than 10 bytes"):
         decode_unsigned(b"\xff" * 11, 0)
+
+
+def test_bits_past_64_are_dropped_as_java_does() -> None:
+    # The tenth byte carries bit 63 only; Java's readVarlong shifts the rest out.
+    assert decode_unsigned(b"\xff" * 9 + b"\x7f", 0) == (2**64 - 1, 10)
+    assert decode_varint(b"\xff" * 9 + b"\x7f", 0) == (-(2**63), 10)
+    assert decode_varint(b"\x80" * 9 + b"\x02", 0) == (0, 10)

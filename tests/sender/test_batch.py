@@ -171,6 +171,8 @@ def test_split_moves_futures_and_callbacks_to_the_new_batches() -> None:
         batch.try_append(i, None, bytes(40), (), lambda md, exc: seen.append(md.offset))  # type: ignore[union-attr]
         for i in range(6)
     ]
+    done_calls: list[int] = []
+    futures[4].add_done_callback(lambda f: done_calls.append(f.result().offset))  # type: ignore[union-attr]
     waiter_results: list[RecordMetadata] = []
     waiter = threading.Thread(target=lambda: waiter_results.append(futures[5].result(timeout=10)))  # type: ignore[union-attr]
     waiter.start()
@@ -187,6 +189,7 @@ def test_split_moves_futures_and_callbacks_to_the_new_batches() -> None:
     assert [f.result().offset for f in futures] == [0, 1, 100, 101, 200, 201]  # type: ignore[union-attr]
     assert waiter_results[0].offset == 201
     assert seen == [0, 1, 100, 101, 200, 201]
+    assert done_calls == [200]
 
 
 def test_rewritten_producer_state_keeps_a_valid_crc() -> None:

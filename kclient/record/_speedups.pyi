@@ -1,0 +1,41 @@
+"""Type stub of the C accelerator (``_speedups.c``); see kclient.record.builder and .batch."""
+
+from collections.abc import Iterator, Sequence
+
+from kclient.record.batch import Record
+
+class RecordsWriter:
+    """The per-record state and ``append`` of a RecordBatchBuilder (CRecordBatchBuilder)."""
+
+    def append(
+        self,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+    ) -> int: ...
+    def is_full(self) -> bool: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def base_timestamp(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def _open_size(self) -> int: ...
+    def _start(self, batch_size: int) -> None: ...
+    def _close(self) -> bytes: ...
+
+def decode_records(
+    data: bytes | memoryview,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    log_append_time: int | None,
+    record_class: type[Record],
+    /,
+) -> Iterator[Record]: ...

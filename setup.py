@@ -1,0 +1,19 @@
+"""Builds kclient's optional C accelerator; everything else is in pyproject.toml.
+
+``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` next to it. It is
+``optional``: without a C compiler or the Python headers the build prints a warning and
+kclient installs without it, running its pure-Python record code instead. After editing
+the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "kclient.record._speedups",
+            ["kclient/record/_speedups.c"],
+            optional=True,
+        )
+    ]
+)
