@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from kclient.testing.broker_process import broker_process
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -34,7 +33,7 @@ import confluent_kafka  # noqa: E402
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from integration.peers import run_tansu, stop_process  # noqa: E402
+from integration.peers import run_tansu  # noqa: E402
 
 TOPIC = "ingest"
 
@@ -57,25 +56,6 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-@contextmanager
-def run_embedded() -> Iterator[tuple[str, int]]:
-    """``python -m kclient.broker`` on a free port; yields (bootstrap servers, pid)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
-        if "bootstrap.servers=" not in line:
-            raise RuntimeError(f"embedded broker did not start: {line!r}")
-        yield line.strip().split("bootstrap.servers=", 1)[1], proc.pid
-    finally:
-        stop_process(proc)  # type: ignore[arg-type]
 
 
 def create_topic(bootstrap: str) -> None:
@@ -168,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results: dict[str, list[Result]] = {"kclient embedded broker": [], "tansu": []}
     for _ in range(args.rounds):
-        with run_embedded() as (bootstrap, pid):
+        with broker_process() as broker:
+            bootstrap, pid = broker.bootstrap_servers, broker.pid
             results["kclient embedded broker"].append(
                 run_one("kclient embedded broker", bootstrap, pid, args.messages, args.size)
             )

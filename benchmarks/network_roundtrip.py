@@ -24,7 +24,6 @@ import os
 import platform
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -32,11 +31,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kclient.testing.broker_process import broker_process
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from integration.peers import run_tansu, stop_process  # noqa: E402
+from integration.peers import run_tansu  # noqa: E402
 from kclient.clock import SYSTEM_CLOCK as CLOCK  # noqa: E402
 from kclient.network import ClientRequest, ClientResponse, NetworkClient, Node  # noqa: E402
 from kclient.network.utils import await_metadata, await_ready  # noqa: E402
@@ -61,25 +62,6 @@ class Result:
     def percentile_us(self, q: float) -> float:
         ordered = sorted(self.latencies_ns)
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000
-
-
-@contextmanager
-def run_embedded() -> Iterator[str]:
-    """``python -m kclient.broker`` on a free port; yields its bootstrap servers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
-        if "bootstrap.servers=" not in line:
-            raise RuntimeError(f"embedded broker did not start: {line!r}")
-        yield line.strip().split("bootstrap.servers=", 1)[1]
-    finally:
-        stop_process(proc)  # type: ignore[arg-type]
 
 
 @contextmanager
@@ -185,13 +167,19 @@ def bench(name: str, bootstrap: str, count: int, warmup: int) -> list[Result]:
         client.close()
 
 
+@contextmanager
+def run_embedded_broker() -> Iterator[str]:
+    with broker_process() as broker:
+        yield broker.bootstrap_servers
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--warmup", type=int, default=2_000)
     args = parser.parse_args()
     results: list[Result] = []
-    for name, runner in (("tansu", run_tansu_broker), ("kclient embedded", run_embedded)):
+    for name, runner in (("tansu", run_tansu_broker), ("kclient embedded", run_embedded_broker)):
         with runner() as bootstrap:
             results += bench(name, bootstrap, args.requests, args.warmup)
     print(

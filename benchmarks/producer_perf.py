@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import statistics
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -316,6 +317,84 @@ def run_worker(
     return result
 
 
+class _EmbeddedBroker:
+    """``python -m kclient.broker`` in a child process (topics auto-created)."""
+
+    def __init__(self) -> None:
+        command = [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("bootstrap.servers="):
+                self.bootstrap_servers = line.strip().split("=", 1)[1]
+                return
+        raise RuntimeError("the embedded broker did not start")
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        from kclient import KafkaProducer
+
+        with KafkaProducer(bootstrap_servers=self.bootstrap_servers) as producer:
+            producer.partitions_for(name)  # auto-created (one partition by default)
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@contextlib.contextmanager
+def _broker(kind: str) -> Iterator[Any]:
+    if kind == "tansu":
+        from integration.peers import run_tansu
+
+        with run_tansu() as tansu:
+            yield tansu
+        return
+    embedded = _EmbeddedBroker()
+    try:
+        yield embedded
+    finally:
+        embedded.close()
+
+
+class _EmbeddedBroker:
+    """``python -m kclient.broker`` in a child process (topics auto-created)."""
+
+    def __init__(self) -> None:
+        command = [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith("bootstrap.servers="):
+                self.bootstrap_servers = line.strip().split("=", 1)[1]
+                return
+        raise RuntimeError("the embedded broker did not start")
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        from kclient import KafkaProducer
+
+        with KafkaProducer(bootstrap_servers=self.bootstrap_servers) as producer:
+            producer.partitions_for(name)  # auto-created (one partition by default)
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+@contextlib.contextmanager
+def _broker(kind: str) -> Iterator[Any]:
+    if kind == "tansu":
+        from integration.peers import run_tansu
+
+        with run_tansu() as tansu:
+            yield tansu
+        return
+    embedded = _EmbeddedBroker()
+    try:
+        yield embedded
+    finally:
+        embedded.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -324,6 +403,16 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--latency-sends", type=int, default=1000)
     parser.add_argument("--clients", nargs="+", default=CLIENTS, choices=CLIENTS)
+    parser.add_argument(
+        "--broker",
+        choices=["tansu", "embedded"],
+        default="tansu",
+        help="tansu, or kclient's embedded broker in a child process (default: tansu)",
+    )
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--latency-only", action="store_true", help="skip the throughput part")
+    only.add_argument("--throughput-only", action="store_true", help="skip the latency part")
+    parser.add_argument("--codecs", nargs="+", default=CODECS, choices=CODECS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
@@ -335,12 +424,10 @@ def main() -> None:
         worker(args)
         return
 
-    from integration.peers import run_tansu
-
     rows = []
     latency_rows = []
-    with run_tansu() as tansu:
-        for codec in CODECS:
+    with _broker(args.broker) as tansu:
+        for codec in [] if args.latency_only else args.codecs:
             for client in args.clients:
                 topic = f"perf-{client}-{codec}-{uuid.uuid4().hex[:8]}"
                 tansu.create_topic(topic, 1)
@@ -368,7 +455,7 @@ def main() -> None:
                 print(
                     f"# {client} {codec}: {rate:,.0f} msgs/s, verified: {checked}", file=sys.stderr
                 )
-        for client in args.clients:
+        for client in [] if args.throughput_only else args.clients:
             topic = f"lat-{client}-{uuid.uuid4().hex[:8]}"
             tansu.create_topic(topic, 1)
             lat = sorted(
@@ -381,6 +468,7 @@ def main() -> None:
             latency_rows.append((client, p50, p99))
             print(f"# {client} latency p50 {p50:.0f} us", file=sys.stderr)
 
+    print(f"\nbroker: {args.broker}")
     print(f"\n{args.messages:,} records x {args.size} B, one partition, acks=1, linger 5 ms,")
     print("1 MiB batches, idempotence off, one send per record; tansu on 127.0.0.1;")
     print("every record read back.\n")

@@ -26,10 +26,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from kclient.testing.broker_process import broker_process
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -41,7 +41,7 @@ import pyspark  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 
-from integration.peers import run_tansu, stop_process  # noqa: E402
+from integration.peers import run_tansu  # noqa: E402
 from kclient.spark import write_dataframe  # noqa: E402
 
 ID_DIGITS = 10
@@ -59,25 +59,6 @@ class Result:
     @property
     def rate(self) -> float:
         return self.rows / self.seconds
-
-
-@contextmanager
-def run_embedded() -> Iterator[str]:
-    """``python -m kclient.broker`` on a free port; yields its bootstrap servers."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
-        if "bootstrap.servers=" not in line:
-            raise RuntimeError(f"embedded broker did not start: {line!r}")
-        yield line.strip().split("bootstrap.servers=", 1)[1]
-    finally:
-        stop_process(proc)
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
@@ -222,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         df = rows(spark, args.rows, args.size, args.df_partitions).cache()
         df.count()
         for _ in range(args.rounds):
-            with run_embedded() as bootstrap:
+            with broker_process() as broker:
+                bootstrap = broker.bootstrap_servers
                 results["kclient embedded broker"].append(
                     run_one(
                         spark,

@@ -93,10 +93,8 @@ class Tansu:
         self.topics.append(name)
 
 
-@contextlib.contextmanager
-def run_tansu() -> Iterator[Tansu]:
-    """Start tansu on a free loopback port; stop it (by handle) on exit."""
-    port = free_port()
+def start_tansu_process(port: int) -> subprocess.Popen[bytes]:
+    """Start tansu (in-memory storage) on 127.0.0.1:port and wait until it listens."""
     url = f"tcp://{LOOPBACK}:{port}"
     proc = subprocess.Popen(
         [
@@ -114,6 +112,18 @@ def run_tansu() -> Iterator[Tansu]:
     )
     try:
         wait_for_port(port, proc=proc)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return proc
+
+
+@contextlib.contextmanager
+def run_tansu() -> Iterator[Tansu]:
+    """Start tansu on a free loopback port; stop it (by handle) on exit."""
+    port = free_port()
+    proc = start_tansu_process(port)
+    try:
         yield Tansu(port=port, proc=proc)
     finally:
         stop_process(proc)

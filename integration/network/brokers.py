@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Protocol
 
-from integration.peers import LOOPBACK, tansu_binary, wait_for_port
+from integration.peers import LOOPBACK, start_tansu_process
 
 
 class Broker(Protocol):
@@ -32,22 +32,7 @@ class RestartableTansu:
         return f"{LOOPBACK}:{self.port}"
 
     def start(self) -> None:
-        url = f"tcp://{LOOPBACK}:{self.port}"
-        self.proc = subprocess.Popen(
-            [
-                tansu_binary(),
-                "broker",
-                "--listener-url",
-                url,
-                "--advertised-listener-url",
-                url,
-                "--storage-engine",
-                "memory://tansu/",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        wait_for_port(self.port, proc=self.proc)
+        self.proc = start_tansu_process(self.port)
 
     def stop(self) -> None:
         if self.proc is not None:

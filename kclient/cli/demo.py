@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import select
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +19,6 @@ from typing import IO, Any
 
 from kclient.cli.admin import ClusterReader
 from kclient.cli.producer_perf import percentiles
-from kclient.errors import KafkaError
 
 LATENCY_SAMPLE_EVERY = 10
 
@@ -102,51 +99,19 @@ class _Progress:
 def _cluster(args: argparse.Namespace, err: IO[str]) -> Iterator[str]:
     """The bootstrap servers: the given ones, or an embedded cluster in a child process.
 
-    The cluster runs in its own process (``kclient-broker --brokers N``) so that the
-    producer measured here does not share its interpreter lock with the brokers.
+    The cluster runs in its own process so that the producer measured here does not share
+    its interpreter lock with the brokers.
     """
     if args.bootstrap_server:
         yield args.bootstrap_server
         return
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kclient.broker",
-            "--brokers",
-            str(args.brokers),
-            "--listen",
-            "127.0.0.1:0",
-            "--no-auto-create-topics",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        bootstrap = _await_bootstrap(proc, timeout_s=30.0)
-        print(f"embedded cluster of {args.brokers} brokers at {bootstrap}", file=err)
-        yield bootstrap
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    from kclient.testing.broker_process import broker_process
 
-
-def _await_bootstrap(proc: subprocess.Popen[str], timeout_s: float) -> str:
-    """Read the broker's ``bootstrap.servers=...`` line (bounded by ``timeout_s``)."""
-    assert proc.stdout is not None
-    ready = select.select([proc.stdout], [], [], timeout_s)[0]
-    line = proc.stdout.readline() if ready else ""
-    marker = "bootstrap.servers="
-    if marker not in line:
-        raise KafkaError(
-            f"the embedded cluster did not start within {timeout_s:.0f} s "
-            f"(exit code {proc.poll()}, said {line.strip()!r})"
+    with broker_process("--brokers", str(args.brokers), "--no-auto-create-topics") as cluster:
+        print(
+            f"embedded cluster of {args.brokers} brokers at {cluster.bootstrap_servers}", file=err
         )
-    return line.split(marker, 1)[1].strip()
+        yield cluster.bootstrap_servers
 
 
 def run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

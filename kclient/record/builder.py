@@ -50,7 +50,14 @@ from kclient.record.layout import (
     MAGIC,
     TRANSACTIONAL_MASK,
 )
-from kclient.record.varint import ATTR_TIMESTAMP, LENGTH_PREFIX, SIZED, encode_varint
+from kclient.record.varint import (
+    ATTR_TIMESTAMP,
+    LENGTH_PREFIX,
+    SIZED,
+    TABLE_SIZE,
+    VARINT,
+    encode_varint,
+)
 
 Header = tuple[str, "bytes | None"]
 
@@ -385,21 +392,24 @@ class PyRecordBatchBuilder(RecordBatchBuilder):
         if key is None:
             key_len, key = _NULL, _EMPTY
         else:
-            key_len = encode_varint(len(key))
+            key_len = VARINT[n] if (n := len(key)) < TABLE_SIZE else encode_varint(n)
         if value is None:
             value_len, value = _NULL, _EMPTY
         else:
-            value_len = encode_varint(len(value))
+            value_len = VARINT[n] if (n := len(value)) < TABLE_SIZE else encode_varint(n)
         header_blob = _encode_headers(headers) if headers else _NO_HEADERS
         # Read the state only now: len() and the headers may have run the caller's code.
         parts = self._check_open()
         count = self._count
         base_ts = self._base_ts if count else timestamp_ms
         delta = timestamp_ms - base_ts
-        if not _INT64_MIN <= delta <= _INT64_MAX:  # wraps around, as Java's long does
-            delta = (delta - _INT64_MIN) % _UINT64 + _INT64_MIN
-        attr_ts = b"\x00" + encode_varint(delta)
-        offset_delta = encode_varint(count)
+        if 0 <= delta < TABLE_SIZE:
+            attr_ts = ATTR_TIMESTAMP[delta][0]
+        else:
+            if not _INT64_MIN <= delta <= _INT64_MAX:  # wraps around, as Java's long does
+                delta = (delta - _INT64_MIN) % _UINT64 + _INT64_MIN
+            attr_ts = b"\x00" + encode_varint(delta)
+        offset_delta = VARINT[count] if count < TABLE_SIZE else encode_varint(count)
         size = (
             len(attr_ts)
             + len(offset_delta)
@@ -409,7 +419,7 @@ class PyRecordBatchBuilder(RecordBatchBuilder):
             + len(value)
             + len(header_blob)
         )
-        record_len = encode_varint(size)
+        record_len = VARINT[size] if size < TABLE_SIZE else encode_varint(size)
         total = self._size + size + len(record_len)
         if total > self._limit and count:
             return -1
@@ -492,8 +502,14 @@ def _describe_bad_part(parts: list[bytes]) -> str:
     return "a record's key or value is not bytes"
 
 
+def _varint(n: int) -> bytes:
+    """The varint of a length ``n >= 0``, from the table when it is there."""
+    return VARINT[n] if n < TABLE_SIZE else encode_varint(n)
+
+
 def _encode_headers(headers: Sequence[Header]) -> bytes:
-    out = [encode_varint(len(headers))]
+    """The header count and headers of one record, as ``DefaultRecord.writeTo`` writes them."""
+    out = [_varint(len(headers))]
     for header in headers:
         try:
             name, data = header
@@ -504,13 +520,13 @@ def _encode_headers(headers: Sequence[Header]) -> bytes:
         if not isinstance(name, str):
             raise TypeError(f"header key must be str, got {type(name).__name__}")
         encoded = name.encode("utf-8")
-        out.append(encode_varint(len(encoded)))
+        out.append(_varint(len(encoded)))
         out.append(encoded)
         if data is None:
             out.append(_NULL)
         elif isinstance(data, (bytes, bytearray, memoryview)):
             data = bytes(data)
-            out.append(encode_varint(len(data)))
+            out.append(_varint(len(data)))
             out.append(data)
         else:
             raise TypeError(

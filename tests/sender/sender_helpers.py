@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kclient import errors
 from kclient.network.kafka_client import ClientRequest
 from kclient.protocol import ApiKey
 from kclient.record import RecordBatch
@@ -134,3 +135,31 @@ def init_pid_response(producer_id: int = 1000, epoch: int = 0, code: int = 0) ->
         "producer_epoch": epoch,
         "throttle_time_ms": 0,
     }
+
+
+def answer_like_a_broker(h: Harness, message_max_bytes: int) -> list[tuple[int, int, int]]:
+    """Answer every produce request as a broker with ``message.max.bytes`` would (one
+    partition per request), without moving the clock; returns the accepted batches'
+    ``(base_sequence, record_count, size)``."""
+    offset = 0
+    accepted = []
+    for _ in range(50):
+        h.run(2)  # the answer arrives, then what it leads to goes out
+        if not h.produce_requests():
+            return accepted
+        request = h.produce_requests()[0]
+        ((tp, batch),) = batches_in(request).items()
+        if batch.size_in_bytes > message_max_bytes:
+            message = (
+                f"record batch of {batch.size_in_bytes} bytes is larger than {message_max_bytes}"
+            )
+            h.client.respond(
+                produce_response(
+                    {tp: (errors.MessageTooLargeError.code, -1)}, error_message=message
+                )
+            )
+        else:
+            accepted.append((batch.base_sequence, batch.record_count, batch.size_in_bytes))
+            h.client.respond(ok(request, base_offset=offset))
+            offset += batch.record_count
+    raise AssertionError("the producer kept sending")

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 
 from kclient import errors
@@ -5,6 +7,7 @@ from kclient.protocol import ApiKey
 from kclient.sender.idempotence import increment_sequence
 from tests.sender.sender_helpers import (
     Harness,
+    answer_like_a_broker,
     batches_in,
     init_pid_response,
     make,
@@ -211,3 +214,14 @@ def test_split_batches_take_over_the_sequence_range() -> None:
         h.run(2)
     assert sequences == [(0, 0, 16), (0, 16, 16), (0, 32, 8)]
     assert futures[-1].result(0).offset == 39
+
+
+def test_repeated_splits_under_batch_size_keep_the_sequence_range() -> None:
+    h = _ready(batch_size=16_384)
+    futures = h.send("t", 0, value=bytes(300), n=8)
+    accepted = answer_like_a_broker(h, message_max_bytes=700)
+    sequences = [(seq, count) for seq, count, _ in accepted]
+    assert [seq for seq, _ in sequences] == [0, *itertools.accumulate(c for _, c in sequences)][:-1]
+    assert sum(count for _, count in sequences) == 8
+    assert [f.result(0).offset for f in futures] == list(range(8))
+    assert h.sender.metrics.batch_splits >= 2

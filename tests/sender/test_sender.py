@@ -3,7 +3,15 @@ import pytest
 from kclient import errors
 from kclient.errors import IllegalStateError, KafkaTimeoutError, RecordTooLargeError
 from kclient.protocol import ApiKey
-from tests.sender.sender_helpers import batches_in, body, make, ok, partitions_in, produce_response
+from tests.sender.sender_helpers import (
+    answer_like_a_broker,
+    batches_in,
+    body,
+    make,
+    ok,
+    partitions_in,
+    produce_response,
+)
 
 NOT_LEADER = errors.NotLeaderOrFollowerError.code
 TOO_LARGE = errors.MessageTooLargeError.code
@@ -174,6 +182,45 @@ def test_a_single_record_too_large_for_the_broker_fails() -> None:
     h.run()
     with pytest.raises(RecordTooLargeError, match="larger than the broker accepts"):
         future.result(0)
+
+
+def test_a_batch_under_batch_size_but_too_large_for_the_broker_splits_until_it_fits() -> None:
+    h = make(batch_size=16_384)
+    small_1 = h.send("t", 0, value=bytes(800))
+    big = h.send("t", 0, value=bytes(5_000))
+    small_2 = h.send("t", 0, value=bytes(800))
+    accepted = answer_like_a_broker(h, message_max_bytes=2_000)
+    assert [count for _, count, _ in accepted] == [1, 1]
+    assert [f.result(0).offset for f in small_1 + small_2] == [0, 1]
+    with pytest.raises(
+        RecordTooLargeError, match=r"\(50\d\d bytes .*'message.max.bytes'.* than 2000"
+    ):
+        big[0].result(0)
+    assert len(h.client.sent) == 4  # the batch once, then its three pieces: no loop
+    assert h.clock.monotonic_ms() == 0  # failed at once, not after delivery.timeout.ms
+    assert h.sender.metrics.batch_splits == 1
+    assert h.acc.pool.available_bytes == h.acc.pool.total_bytes
+    assert not h.sender.has_pending_work()
+
+
+def test_records_each_too_large_for_the_broker_all_fail_at_once() -> None:
+    h = make(batch_size=16_384)
+    futures = h.send("t", 0, value=bytes(5_000), n=3)
+    assert answer_like_a_broker(h, message_max_bytes=2_000) == []
+    for future in futures:
+        assert isinstance(future.exception(0), RecordTooLargeError)
+    assert len(h.client.sent) == 4
+    assert h.clock.monotonic_ms() == 0
+
+
+def test_repeated_splits_keep_shrinking_and_deliver_in_order() -> None:
+    h = make(batch_size=16_384)
+    futures = h.send("t", 0, value=bytes(300), n=8)
+    accepted = answer_like_a_broker(h, message_max_bytes=700)
+    assert all(size <= 700 for _, _, size in accepted)
+    assert sum(count for _, count, _ in accepted) == 8
+    assert [f.result(0).offset for f in futures] == list(range(8))
+    assert h.sender.metrics.batch_splits >= 2
 
 
 def test_max_in_flight_one_without_idempotence_sends_one_batch_per_partition_at_a_time() -> None:
