@@ -317,28 +317,20 @@ def run_worker(
     return result
 
 
-class _EmbeddedBroker:
-    """``python -m kclient.broker`` in a child process (topics auto-created)."""
+class _Embedded:
+    """The embedded broker running in a child process (see kclient.testing.broker_process)."""
 
-    def __init__(self) -> None:
-        command = [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("bootstrap.servers="):
-                self.bootstrap_servers = line.strip().split("=", 1)[1]
-                return
-        raise RuntimeError("the embedded broker did not start")
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
 
     def create_topic(self, name: str, partitions: int) -> None:
-        from kclient import KafkaProducer
+        from kclient.cli.admin import ClusterReader
 
-        with KafkaProducer(bootstrap_servers=self.bootstrap_servers) as producer:
-            producer.partitions_for(name)  # auto-created (one partition by default)
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
+        reader = ClusterReader(self.bootstrap_servers)
+        try:
+            reader.create_topic(name, partitions)
+        finally:
+            reader.close()
 
 
 @contextlib.contextmanager
@@ -349,50 +341,10 @@ def _broker(kind: str) -> Iterator[Any]:
         with run_tansu() as tansu:
             yield tansu
         return
-    embedded = _EmbeddedBroker()
-    try:
-        yield embedded
-    finally:
-        embedded.close()
+    from kclient.testing.broker_process import broker_process
 
-
-class _EmbeddedBroker:
-    """``python -m kclient.broker`` in a child process (topics auto-created)."""
-
-    def __init__(self) -> None:
-        command = [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"]
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("bootstrap.servers="):
-                self.bootstrap_servers = line.strip().split("=", 1)[1]
-                return
-        raise RuntimeError("the embedded broker did not start")
-
-    def create_topic(self, name: str, partitions: int) -> None:
-        from kclient import KafkaProducer
-
-        with KafkaProducer(bootstrap_servers=self.bootstrap_servers) as producer:
-            producer.partitions_for(name)  # auto-created (one partition by default)
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(10)
-
-
-@contextlib.contextmanager
-def _broker(kind: str) -> Iterator[Any]:
-    if kind == "tansu":
-        from integration.peers import run_tansu
-
-        with run_tansu() as tansu:
-            yield tansu
-        return
-    embedded = _EmbeddedBroker()
-    try:
-        yield embedded
-    finally:
-        embedded.close()
+    with broker_process() as broker:
+        yield _Embedded(broker.bootstrap_servers)
 
 
 def main() -> None:

@@ -102,7 +102,7 @@ typedef struct {
     PyObject *bad_type;    /* the name (str) of its type */
 } RecordsWriter;
 
-/* A key, value or header value being appended: its bytes, or null, or a "bad" object that is
+/* A key or value being appended: its bytes, or null, or a "bad" object that is
  * not bytes-like. The pure-Python builder takes such an object (counting len() bytes) and
  * only fails in build(); so does this one. */
 typedef struct {

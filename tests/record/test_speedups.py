@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable
@@ -54,6 +55,20 @@ def c_decode(*args: Any) -> list[Record]:
 
 
 py_decode = batch._py_decode_records
+
+
+@pytest.mark.parametrize(("setting", "accelerated"), [("1", False), ("0", True)])
+def test_kclient_pure_python_turns_the_extension_off(setting: str, accelerated: bool) -> None:
+    script = (
+        "import sys, kclient.record as r; "
+        "print(r.ACCELERATED, 'kclient.record._speedups' in sys.modules)"
+    )
+    env = {**os.environ, "KCLIENT_PURE_PYTHON": setting}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert out == [str(accelerated), str(accelerated)]
+
 
 # ---- builders -----------------------------------------------------------------------------
 
