@@ -1,6 +1,7 @@
 """Builds kclient's optional C accelerator; everything else is in pyproject.toml.
 
-``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` next to it. It is
+``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` and
+``kclient/sender/_murmur2.c`` next to them. It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
 kclient installs without it, running its pure-Python record code instead. After editing
 the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
@@ -14,6 +15,11 @@ setup(
             "kclient.record._speedups",
             ["kclient/record/_speedups.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "kclient.sender._murmur2",
+            ["kclient/sender/_murmur2.c"],
+            optional=True,
+        ),
     ]
 )

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
+
+from kclient.record import ACCELERATED
 
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
@@ -59,7 +61,7 @@ def to_positive(number: int) -> int:
     return number & 0x7FFFFFFF
 
 
-def keyed_partition(key: bytes, num_partitions: int) -> int:
+def _keyed_partition_python(key: bytes, num_partitions: int) -> int:
     """The partition Java's default partitioner picks for a serialized key.
 
     Hashes are memoized for recently seen keys (keys repeat in most workloads).
@@ -70,6 +72,17 @@ def keyed_partition(key: bytes, num_partitions: int) -> int:
             _cache.clear()
         hashed = _cache[key] = murmur2(key) & 0x7FFFFFFF
     return hashed % num_partitions
+
+
+keyed_partition: Callable[[bytes, int], int] = _keyed_partition_python
+"""``toPositive(murmur2(key)) % num_partitions``: in C when the accelerator is built."""
+if ACCELERATED:
+    try:
+        from kclient.sender._murmur2 import keyed_partition as _keyed_partition_c
+    except ImportError:  # built without the partitioner module
+        pass
+    else:
+        keyed_partition = _keyed_partition_c
 
 
 class _Batch(Protocol):

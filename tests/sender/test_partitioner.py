@@ -1,5 +1,7 @@
+import importlib
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -128,3 +130,32 @@ def test_sticky_without_available_partitions_uses_all() -> None:
     sticky = StickyPartitioner(100, random.Random(2))
     sticky.update_partitions(3, [])
     assert 0 <= sticky.partition < 3
+
+
+def test_the_c_partitioner_is_used_when_built_and_matches_java() -> None:
+    from kclient.record import ACCELERATED
+    from kclient.sender import partitioner
+
+    c = importlib.import_module("kclient.sender._murmur2")
+    # pip install builds the accelerator; KCLIENT_PURE_PYTHON=1 switches it off
+    expected_impl = c.keyed_partition if ACCELERATED else partitioner._keyed_partition_python
+    assert partitioner.keyed_partition is expected_impl
+    for data, expected in JAVA_VECTORS.items():
+        assert c.murmur2(data) == expected, data
+        assert c.murmur2(bytearray(data)) == expected
+        assert c.keyed_partition(data, 13) == (expected & 0x7FFFFFFF) % 13
+    with pytest.raises(ValueError, match="num_partitions must be positive"):
+        c.keyed_partition(b"k", 0)
+    with pytest.raises(TypeError):
+        c.murmur2("text")
+
+
+@given(st.binary(max_size=300), st.integers(min_value=1, max_value=10_000))
+def test_c_and_python_partitioners_agree(data: bytes, partitions: int) -> None:
+    from kclient.sender import partitioner
+
+    c = importlib.import_module("kclient.sender._murmur2")
+    assert c.murmur2(data) == _reference_murmur2(data)
+    assert c.keyed_partition(data, partitions) == partitioner._keyed_partition_python(
+        data, partitions
+    )
