@@ -769,7 +769,7 @@ read_headers(Reader *r, Py_ssize_t record_end, Py_ssize_t index, PyObject **out)
         if (read_varint(r, &size) < 0) {
             goto error;
         }
-        if (size < -1 || size > record_end - r->pos) {
+        if (size < -1 || (size >= 0 && size > record_end - r->pos)) {
             PyErr_Format(CorruptRecordError, "record %zd has header value length %lld", index,
                          (long long)size);
             goto error;

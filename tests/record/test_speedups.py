@@ -224,6 +224,10 @@ def test_decoders_agree_on_valid_records(
     assert all(INT64_MIN <= r.timestamp <= INT64_MAX for r in records)
 
 
+# Bytes that mean something in a varint: 0, +-1, the one-byte limits, continuation bits.
+EDGE_BYTES = st.one_of(
+    st.sampled_from([0x00, 0x01, 0x02, 0x7E, 0x7F, 0x80, 0x81, 0xFF]), st.integers(0, 255)
+)
 SMALL_ROWS = st.lists(
     st.tuples(
         st.integers(0, 2**20),
@@ -239,14 +243,14 @@ SMALL_ROWS = st.lists(
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     SMALL_ROWS,
-    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    st.lists(st.tuples(st.integers(0, 10_000), EDGE_BYTES, st.booleans()), max_size=4),
     st.integers(0, 10_000),
     st.integers(-1, 2),
     st.tuples(bases, bases),
 )
 def test_decoders_agree_on_damaged_records(
     rows: list[Row],
-    flips: list[tuple[int, int]],
+    flips: list[tuple[int, int, bool]],
     cut: int,
     count_change: int,
     base_offset_and_timestamp: tuple[int, int],
@@ -254,8 +258,8 @@ def test_decoders_agree_on_damaged_records(
     base_offset, base_ts = base_offset_and_timestamp
     clean, count = records_section(rows)
     data = bytearray(clean)
-    for position, byte in flips:
-        data[position % len(data)] = byte
+    for position, byte, insert in flips:  # overwrite a byte, or insert one
+        data[position % len(data) : position % len(data) + (not insert)] = bytes([byte])
     if cut % 3 == 0:  # and a third of the time, cut short
         del data[len(data) - cut % (len(data) + 1) :]
     assert_decoders_agree(bytes(data), count + count_change, base_offset, base_ts, None)
@@ -268,10 +272,26 @@ def test_decoders_agree_on_damaged_records(
 @example(b"\x80", 1, 0, 0, None)  # a two-byte varint cut short
 @example(b"\x10\x00\x00\x00\x00\x00\x02\x01\xff", 1, 0, 0, None)  # headers run off
 @example(b"\x12\x00\x00\x00\x00\x00\x02\x02\xff\x00", 1, 0, 0, None)  # header key not UTF-8
+@example(b"\x10\x00\x00\x00\x01\x01\x02\x02a\x81\x00", 1, 0, 0, None)  # null value past the end
 def test_decoders_agree_on_random_bytes(
     data: bytes, count: int, base_offset: int, base_ts: int, log_append_time: int | None
 ) -> None:
     assert_decoders_agree(data, count, base_offset, base_ts, log_append_time)
+
+
+def test_decoders_agree_on_every_single_byte_change() -> None:
+    """Each byte of a records section with every kind of field, set to each of 256 values."""
+    data, count = records_section(
+        [
+            (5, b"key", b"v" * 70, [("h", b"x"), ("null", None), ("", b"")]),
+            (3, None, b"", [("\u00e9", None)]),
+            (9000, b"", None, []),
+        ]
+    )
+    for position in range(len(data)):
+        for byte in range(256):
+            damaged = data[:position] + bytes([byte]) + data[position + 1 :]
+            assert_decoders_agree(damaged, count, 0, 0, None)
 
 
 def test_decoder_argument_checks() -> None:
