@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from kclient import errors
 from kclient.broker.local_apis import LOCAL_APIS, decode_local_request, local_versions
@@ -276,26 +277,16 @@ class Processor:
             return None
         min_version, max_version = versions
         name = _api_name(api_key)
-        if api_key == ApiKey.API_VERSIONS and header.api_version > max_version:
-            # answered with UNSUPPORTED_VERSION in the v0 format, so any client can negotiate
-            return Request(
-                processor=self.id,
-                connection_id=connection_id,
-                header=header,
-                body=None,
-                frame=frame,
-                start_time_ns=start_ns,
-                metrics=self._metrics,
-                api_name=name,
-                client_address=peer,
-                unsupported_version=True,
-            )
+        # an ApiVersions request newer than ours is answered with UNSUPPORTED_VERSION in the
+        # v0 format, so any client can negotiate
+        unsupported = api_key == ApiKey.API_VERSIONS and header.api_version > max_version
+        body: dict[str, Any] | None = None
         try:
             if api_key in LOCAL_APIS:
                 if not min_version <= header.api_version <= max_version:
                     raise errors.UnsupportedVersionError()
                 body = decode_local_request(api_key, header.api_version, frame, body_offset)
-            else:
+            elif not unsupported:
                 header, body = decode_request(frame)
         except errors.UnsupportedVersionError:
             self._reject(
@@ -320,6 +311,7 @@ class Processor:
             metrics=self._metrics,
             api_name=name,
             client_address=peer,
+            unsupported_version=unsupported,
         )
 
     def _reject(self, connection_id: str, peer: str, why: str) -> None:
