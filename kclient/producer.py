@@ -415,6 +415,7 @@ def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
         send_buffer_bytes=cfg.send_buffer_bytes,
         receive_buffer_bytes=cfg.receive_buffer_bytes,
         retry_backoff_ms=cfg.retry_backoff_ms,
+        retry_backoff_max_ms=cfg.retry_backoff_max_ms,
         metadata_max_age_ms=cfg.metadata_max_age_ms,
         metadata_max_idle_ms=cfg.metadata_max_idle_ms,
     )

@@ -134,7 +134,7 @@ class ApiVersions:
 
     def __init__(self) -> None:
         self._nodes: dict[int, NodeApiVersions] = {}
-        self._to_send: dict[int, int] = {}  # node → ApiVersions version to send next
+        self.to_send: dict[int, int] = {}  # node → ApiVersions version to send next
 
     def get(self, node_id: int) -> NodeApiVersions | None:
         return self._nodes.get(node_id)
@@ -142,22 +142,22 @@ class ApiVersions:
     def remove(self, node_id: int) -> None:
         """The node disconnected: forget what it said."""
         self._nodes.pop(node_id, None)
-        self._to_send.pop(node_id, None)
+        self.to_send.pop(node_id, None)
 
     def connected(self, node_id: int) -> None:
         """A new connection: ask it for its versions, at our highest ApiVersions version."""
         self._nodes.pop(node_id, None)
-        self._to_send[node_id] = API_VERSIONS_MAX
+        self.to_send[node_id] = API_VERSIONS_MAX
 
     def has_pending(self) -> bool:
-        return bool(self._to_send)
+        return bool(self.to_send)
 
     def pending(self) -> list[tuple[int, int]]:
         """(node, ApiVersions version) for every connection still waiting to ask."""
-        return list(self._to_send.items()) if self._to_send else []
+        return list(self.to_send.items()) if self.to_send else []
 
     def sent(self, node_id: int) -> None:
-        self._to_send.pop(node_id, None)
+        self.to_send.pop(node_id, None)
 
     @staticmethod
     def request_body() -> dict[str, Any]:
@@ -179,7 +179,7 @@ class ApiVersions:
             for key in body.get("api_keys") or ():
                 if key["api_key"] == ApiKey.API_VERSIONS:
                     broker_max = key["max_version"]
-            self._to_send[node_id] = max(0, min(broker_max, sent_version - 1))
+            self.to_send[node_id] = max(0, min(broker_max, sent_version - 1))
             return None
         if code != 0:
             raise errors.for_code(code)(f"ApiVersions v{sent_version} to node {node_id}")

@@ -60,11 +60,20 @@ class NetworkSend:
         self.destination = destination
         self.awaits_response = awaits_response
         """False when writing it completes something (acks=0): poll then returns at once."""
-        views = [memoryview(b) for b in buffers]
-        self._buffers = [v if v.format == "B" else v.cast("B") for v in views if v.nbytes]
+        parts: list[Buffer] = []
+        size = 0
+        for buffer in buffers:
+            if buffer.__class__ is not bytes and buffer.__class__ is not bytearray:
+                view = memoryview(buffer)
+                buffer = view if view.format == "B" and view.ndim == 1 else view.cast("B")
+            n = len(buffer)
+            if n:
+                parts.append(buffer)
+                size += n
+        self._buffers = parts
         self._index = 0
-        self.size = sum(v.nbytes for v in self._buffers)
-        self.remaining = self.size
+        self.size = size
+        self.remaining = size
 
     @property
     def completed(self) -> bool:
@@ -78,23 +87,29 @@ class NetworkSend:
         """Write as much as the socket takes; returns the bytes written (0 if it would block)."""
         if self.remaining == 0:
             return 0
+        buffers = self._buffers
+        index = self._index
         try:
-            if len(self._buffers) - self._index == 1:
-                written = sock.send(self._buffers[self._index])
+            if len(buffers) - index == 1:
+                written = sock.send(buffers[index])
             else:
-                written = sock.sendmsg(self._buffers[self._index : self._index + _IOV_MAX])
+                written = sock.sendmsg(buffers[index : index + _IOV_MAX])
         except (BlockingIOError, InterruptedError):
             return 0
         self.remaining -= written
+        if self.remaining == 0:
+            self._index = len(buffers)
+            return written
         left = written
         while left:
-            head = self._buffers[self._index]
-            if left >= head.nbytes:
-                left -= head.nbytes
-                self._index += 1
+            head = buffers[index]
+            if left >= len(head):
+                left -= len(head)
+                index += 1
             else:
-                self._buffers[self._index] = head[left:]
+                buffers[index] = memoryview(head)[left:]  # no copy of the rest
                 left = 0
+        self._index = index
         return written
 
     def __repr__(self) -> str:

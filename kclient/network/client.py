@@ -123,6 +123,7 @@ class NetworkClient:
         if metadata is None:
             metadata = Metadata(
                 refresh_backoff_ms=config.retry_backoff_ms,
+                refresh_backoff_max_ms=config.retry_backoff_max_ms,
                 metadata_max_age_ms=config.metadata_max_age_ms,
                 metadata_max_idle_ms=config.metadata_max_idle_ms,
                 log_prefix=f"[kclient clientId={config.client_id}] ",
@@ -333,16 +334,18 @@ class NetworkClient:
             self._complete(aborted)
             return aborted
         metadata_timeout_ms = self.metadata_updater.maybe_update(now_ms)
+        timeout_ms = min(timeout_ms, metadata_timeout_ms)
+        in_flight = self.in_flight_requests
+        if in_flight.count:
+            request_timeout_ms = in_flight.next_timeout_ms(now_ms)
+            timeout_ms = min(timeout_ms, request_timeout_ms)
+        elif self.request_timeout_ms < timeout_ms:
+            timeout_ms = self.request_timeout_ms
+        states = self.connection_states
+        if states.connecting_nodes:
+            timeout_ms = min(timeout_ms, states.next_setup_timeout_ms(now_ms))
         selector = self._selector
-        selector.poll(
-            min(
-                timeout_ms,
-                metadata_timeout_ms,
-                self.request_timeout_ms,
-                self.in_flight_requests.next_timeout_ms(now_ms),
-                self.connection_states.next_setup_timeout_ms(now_ms),
-            )
-        )
+        selector.poll(timeout_ms)
         now_ms = self._clock.monotonic_ms()
         responses: list[ClientResponse] = []
         # Each step runs only when the selector reported something for it (hot path).
@@ -354,11 +357,11 @@ class NetworkClient:
             self._handle_disconnections(responses, now_ms)
         if selector.connected:
             self._handle_connections()
-        if self._api_versions.has_pending():
+        if self._api_versions.to_send:
             self._handle_initiate_api_version_requests(now_ms)
-        if self.connection_states.is_any_node_connecting():
+        if states.connecting_nodes:
             self._handle_timed_out_connections(responses, now_ms)
-        if self.in_flight_requests.in_flight_request_count():
+        if in_flight.count and now_ms >= in_flight.earliest_deadline_ms:
             self._handle_timed_out_requests(responses, now_ms)
         if responses:
             self._complete(responses)
@@ -378,41 +381,46 @@ class NetworkClient:
                 responses.append(request.completed(None, now_ms))
 
     def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
-        closed: set[int] = set()
+        closed: set[int] | None = None
+        in_flight = self.in_flight_requests
         for receive in self._selector.completed_receives:
             node_id = receive.source
-            if node_id in closed:
+            if closed is not None and node_id in closed:
                 continue
-            if self._is_answer_to_unanswered(node_id, receive.payload):
+            payload = receive.payload
+            if self._unanswered and self._is_answer_to_unanswered(node_id, payload):
                 continue
-            if self.in_flight_requests.is_empty(node_id):
-                error = errors.ProtocolDecodeError(
-                    f"node {node_id} sent a response while no request was in flight; "
-                    "closing the connection"
-                )
-                self._close_on_error(responses, node_id, now_ms, error, None)
-                closed.add(node_id)
-                continue
-            request = self.in_flight_requests.complete_next(node_id)
+            request = in_flight.complete_next_or_none(node_id)
             try:
-                correlation_id = peek_correlation_id(receive.payload)
+                if request is None:
+                    raise errors.ProtocolDecodeError(
+                        f"node {node_id} sent a response while no request was in flight; "
+                        "closing the connection"
+                    )
+                correlation_id = peek_correlation_id(payload)
                 if correlation_id != request.correlation_id:
                     raise errors.ProtocolDecodeError(
                         f"node {node_id} answered correlation id {correlation_id} but "
                         f"{request.correlation_id} ({api_name(request.api_key)}) was next; "
                         "closing the connection"
                     )
-                _, body = decode_response(request.api_key, request.api_version, receive.payload)
+                _, body = decode_response(request.api_key, request.api_version, payload)
             except (errors.ProtocolDecodeError, errors.UnsupportedVersionError) as exc:
                 self._close_on_error(responses, node_id, now_ms, exc, request)
+                if closed is None:
+                    closed = set()
                 closed.add(node_id)
                 continue
-            throttle_ms = client_throttle_ms(request.api_key, request.api_version, body)
-            if throttle_ms > 0:
-                self.connection_states.throttle(node_id, now_ms + throttle_ms)
-            if request.is_internal and request.api_key == ApiKey.METADATA:
+            api_key = request.api_key
+            if body.get("throttle_time_ms"):  # usually absent or 0: skip the version check
+                throttle_ms = client_throttle_ms(api_key, request.api_version, body)
+                if throttle_ms > 0:
+                    self.connection_states.throttle(node_id, now_ms + throttle_ms)
+            if not request.is_internal:
+                responses.append(request.completed(body, now_ms))
+            elif api_key == ApiKey.METADATA:
                 self.metadata_updater.handle_success_response(correlation_id, body, now_ms)
-            elif request.is_internal and request.api_key == ApiKey.API_VERSIONS:
+            elif api_key == ApiKey.API_VERSIONS:
                 self._handle_api_versions_response(responses, request, body, now_ms)
             else:
                 responses.append(request.completed(body, now_ms))

@@ -95,6 +95,9 @@ class Cluster:
             for topic, infos in self._by_topic.items()
         }
         self._by_node = {node_id: tuple(infos) for node_id, infos in by_node.items()}
+        self._leaders: dict[TopicPartition, Node] = {
+            tp: info.leader for tp, info in self._by_tp.items() if info.leader is not None
+        }
 
     @classmethod
     def empty(cls) -> Cluster:
@@ -115,6 +118,10 @@ class Cluster:
     def leader_for(self, tp: TopicPartition) -> Node | None:
         info = self._by_tp.get(tp)
         return info.leader if info is not None else None
+
+    def leaders_by_partition(self) -> Mapping[TopicPartition, Node]:
+        """Each partition that has a leader, and the leader (read-only)."""
+        return self._leaders
 
     def partitions_for_topic(self, topic: str) -> tuple[PartitionInfo, ...]:
         return self._by_topic.get(topic, ())

@@ -30,6 +30,7 @@ class NetworkClientConfig:
     receive_buffer_bytes: int = 32_768  # receive.buffer.bytes (-1: OS default)
     max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES  # no Java equivalent: response limit
     retry_backoff_ms: int = 100  # retry.backoff.ms (metadata refresh backoff)
+    retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (… after failures in a row)
     metadata_max_age_ms: int = 300_000  # metadata.max.age.ms
     metadata_max_idle_ms: int = 300_000  # metadata.max.idle.ms
 
@@ -48,6 +49,7 @@ class NetworkClientConfig:
         # As in Java (KIP-580): a base above its maximum backs off at the maximum.
         for low, high in (
             ("reconnect_backoff_ms", "reconnect_backoff_max_ms"),
+            ("retry_backoff_ms", "retry_backoff_max_ms"),
             ("socket_connection_setup_timeout_ms", "socket_connection_setup_timeout_max_ms"),
         ):
             object.__setattr__(self, low, min(getattr(self, low), getattr(self, high)))
@@ -67,6 +69,7 @@ _KAFKA_NAMES = {
     "max_receive_bytes": "max_receive_bytes",
     "reconnect_backoff_ms": "reconnect.backoff.ms",
     "retry_backoff_ms": "retry.backoff.ms",
+    "retry_backoff_max_ms": "retry.backoff.max.ms",
     "metadata_max_age_ms": "metadata.max.age.ms",
 }
 

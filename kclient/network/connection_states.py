@@ -165,7 +165,7 @@ class ClusterConnectionStates:
         )
         self._resolver = resolver
         self._states: dict[int, NodeConnectionState] = {}
-        self._connecting: set[int] = set()
+        self.connecting_nodes: set[int] = set()
 
     # ---- queries -------------------------------------------------------------------
 
@@ -258,7 +258,7 @@ class ClusterConnectionStates:
         return any(self.is_ready(node_id, now_ms) for node_id in self._states)
 
     def is_any_node_connecting(self) -> bool:
-        return bool(self._connecting)
+        return bool(self.connecting_nodes)
 
     def last_connect_attempt_ms(self, node_id: int) -> int:
         state = self._states.get(node_id)
@@ -275,14 +275,14 @@ class ClusterConnectionStates:
 
     def next_setup_timeout_ms(self, now_ms: int) -> int:
         """Ms until the earliest connection-setup timeout (``NO_DELAY_LIMIT_MS`` if none)."""
-        if not self._connecting:
+        if not self.connecting_nodes:
             return NO_DELAY_LIMIT_MS
         deadline_ms = min(
             (
                 self._states[n].last_connect_attempt_ms
                 + self._states[n].connection_setup_timeout_ms
                 + 1
-                for n in self._connecting
+                for n in self.connecting_nodes
             ),
             default=now_ms + NO_DELAY_LIMIT_MS,
         )
@@ -290,9 +290,9 @@ class ClusterConnectionStates:
 
     def nodes_with_connection_setup_timeout(self, now_ms: int) -> list[int]:
         """Nodes whose connection attempt has lasted longer than their setup timeout."""
-        if not self._connecting:
+        if not self.connecting_nodes:
             return []
-        return [n for n in self._connecting if self.is_connection_setup_timeout(n, now_ms)]
+        return [n for n in self.connecting_nodes if self.is_connection_setup_timeout(n, now_ms)]
 
     # ---- addresses -----------------------------------------------------------------
 
@@ -327,13 +327,13 @@ class ClusterConnectionStates:
                 host=host,
                 port=port,
             )
-        self._connecting.add(node_id)
+        self.connecting_nodes.add(node_id)
 
     def checking_api_versions(self, node_id: int) -> None:
         """The TCP connection is up; the ApiVersions exchange begins."""
         state = self.node_state(node_id)
         self._transition(node_id, state, ConnectionState.CHECKING_API_VERSIONS)
-        self._connecting.discard(node_id)
+        self.connecting_nodes.discard(node_id)
 
     def ready(self, node_id: int) -> None:
         """API versions are known: requests may be sent. Resets the backoff."""
@@ -343,7 +343,7 @@ class ClusterConnectionStates:
         state.failed_connect_attempts = 0
         state.reconnect_backoff_ms = self.reconnect_backoff.backoff_ms(0)
         state.connection_setup_timeout_ms = self.connection_setup_timeout.backoff_ms(0)
-        self._connecting.discard(node_id)
+        self.connecting_nodes.discard(node_id)
 
     def disconnected(self, node_id: int, now_ms: int) -> None:
         """The connection failed or was closed; the reconnect backoff grows."""
@@ -355,8 +355,8 @@ class ClusterConnectionStates:
         state.last_connect_attempt_ms = now_ms
         state.reconnect_backoff_ms = self.reconnect_backoff.backoff_ms(state.failed_attempts)
         state.failed_attempts += 1
-        if node_id in self._connecting:
-            self._connecting.discard(node_id)
+        if node_id in self.connecting_nodes:
+            self.connecting_nodes.discard(node_id)
             state.failed_connect_attempts += 1
             state.connection_setup_timeout_ms = self.connection_setup_timeout.backoff_ms(
                 state.failed_connect_attempts
@@ -370,7 +370,7 @@ class ClusterConnectionStates:
     def authentication_failed(self, node_id: int, now_ms: int) -> None:
         state = self.node_state(node_id)
         self._transition(node_id, state, ConnectionState.AUTHENTICATION_FAILED)
-        self._connecting.discard(node_id)
+        self.connecting_nodes.discard(node_id)
         state.last_connect_attempt_ms = now_ms
         state.reconnect_backoff_ms = self.reconnect_backoff.backoff_ms(state.failed_attempts)
         state.failed_attempts += 1
@@ -383,7 +383,7 @@ class ClusterConnectionStates:
 
     def remove(self, node_id: int) -> None:
         self._states.pop(node_id, None)
-        self._connecting.discard(node_id)
+        self.connecting_nodes.discard(node_id)
 
     @staticmethod
     def _transition(node_id: int, state: NodeConnectionState, new: ConnectionState) -> None:

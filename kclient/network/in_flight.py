@@ -77,7 +77,10 @@ class InFlightRequests:
             )
         self.max_in_flight_requests_per_connection = max_in_flight_requests_per_connection
         self._requests: dict[int, deque[InFlightRequest]] = {}
-        self._count = 0
+        self.count = 0
+        """Requests pending over all nodes (read-only outside this class)."""
+        self.earliest_deadline_ms = NO_DELAY_LIMIT_MS
+        """No request times out before this (a lower bound, exact after ``next_timeout_ms``)."""
 
     def add(self, request: InFlightRequest) -> None:
         """Record a request just handed to the node's channel (it becomes the newest)."""
@@ -85,7 +88,9 @@ class InFlightRequests:
         if queue is None:
             queue = self._requests[request.destination] = deque()
         queue.append(request)
-        self._count += 1
+        self.count += 1
+        deadline_ms = request.send_time_ms + request.request_timeout_ms + 1
+        self.earliest_deadline_ms = min(self.earliest_deadline_ms, deadline_ms)
 
     def _queue(self, node_id: int) -> deque[InFlightRequest]:
         queue = self._requests.get(node_id)
@@ -96,8 +101,16 @@ class InFlightRequests:
     def complete_next(self, node_id: int) -> InFlightRequest:
         """Remove and return the oldest request to the node (the one a response answers)."""
         request = self._queue(node_id).popleft()
-        self._count -= 1
+        self.count -= 1
         return request
+
+    def complete_next_or_none(self, node_id: int) -> InFlightRequest | None:
+        """Like ``complete_next``, but None when nothing is in flight to the node."""
+        queue = self._requests.get(node_id)
+        if not queue:
+            return None
+        self.count -= 1
+        return queue.popleft()
 
     def last_sent(self, node_id: int) -> InFlightRequest:
         """The newest request to the node."""
@@ -106,7 +119,7 @@ class InFlightRequests:
     def complete_last_sent(self, node_id: int) -> InFlightRequest:
         """Remove and return the newest request (one that expects no response, e.g. acks=0)."""
         request = self._queue(node_id).pop()
-        self._count -= 1
+        self.count -= 1
         return request
 
     def can_send_more(self, node_id: int) -> bool:
@@ -119,7 +132,7 @@ class InFlightRequests:
     def in_flight_request_count(self, node_id: int | None = None) -> int:
         """Requests pending for one node, or for all nodes when ``node_id`` is None."""
         if node_id is None:
-            return self._count
+            return self.count
         queue = self._requests.get(node_id)
         return len(queue) if queue else 0
 
@@ -131,12 +144,12 @@ class InFlightRequests:
         queue = self._requests.pop(node_id, None)
         if not queue:
             return []
-        self._count -= len(queue)
+        self.count -= len(queue)
         return list(queue)
 
     def nodes_with_timed_out_requests(self, now_ms: int) -> list[int]:
         """Nodes with at least one request pending longer than its request timeout."""
-        if not self._count:
+        if not self.count:
             return []
         return [
             node_id
@@ -146,13 +159,15 @@ class InFlightRequests:
 
     def next_timeout_ms(self, now_ms: int) -> int:
         """Ms until the earliest request times out (``NO_DELAY_LIMIT_MS`` if none is pending)."""
-        if not self._count:
+        if not self.count:
             return NO_DELAY_LIMIT_MS
         deadline_ms = now_ms + NO_DELAY_LIMIT_MS
         for queue in self._requests.values():
             for r in queue:
                 request_deadline_ms = r.send_time_ms + r.request_timeout_ms + 1
-                deadline_ms = min(deadline_ms, request_deadline_ms)
+                if request_deadline_ms < deadline_ms:  # noqa: PLR1730 -- min() is a call
+                    deadline_ms = request_deadline_ms
+        self.earliest_deadline_ms = deadline_ms
         return deadline_ms - now_ms if deadline_ms > now_ms else 0
 
     def __iter__(self) -> Iterator[InFlightRequest]:

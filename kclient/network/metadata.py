@@ -18,6 +18,7 @@ topic must fail with, and recoverable ones (unknown topic, no leader) kept for m
 from __future__ import annotations
 
 import logging
+import random
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from kclient.network.cluster import (
     TopicPartition,
     cluster_from_response,
 )
+from kclient.network.connection_states import ExponentialBackoff
 
 log = logging.getLogger(__name__)
 
@@ -62,17 +64,29 @@ class Metadata:
         self,
         *,
         refresh_backoff_ms: int = 100,
+        refresh_backoff_max_ms: int = 1000,
         metadata_max_age_ms: int = 300_000,
         metadata_max_idle_ms: int = 300_000,
         allow_auto_topic_creation: bool = True,
         log_prefix: str = "",
+        rng: random.Random | None = None,
     ) -> None:
         self.refresh_backoff_ms = refresh_backoff_ms
+        self._refresh_backoff = ExponentialBackoff(
+            min(refresh_backoff_ms, refresh_backoff_max_ms), 2, refresh_backoff_max_ms, 0.2, rng
+        )
+        self._attempts = 0  # refreshes failed in a row
+        self._backoff_ms = refresh_backoff_ms
+        """Wait after the last refresh: ``retry.backoff.ms``, growing exponentially (to
+        ``retry.backoff.max.ms``, ±20 % jitter) while refreshes keep failing (Java's
+        ``Metadata.timeToAllowUpdate``)."""
         self.metadata_max_age_ms = metadata_max_age_ms
         self.metadata_max_idle_ms = metadata_max_idle_ms
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self._prefix = log_prefix
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
+        """Waiters in ``await_update``; methods that only read or write take ``_lock``."""
         self._cluster = Cluster.empty()
         self._topics: dict[str, int] = {}  # topic → expiry time (ms)
         self._new_topics: set[str] = set()
@@ -91,32 +105,31 @@ class Metadata:
     # ---- reading (any thread) -----------------------------------------------------------
 
     def fetch(self) -> Cluster:
-        """The current Cluster (immutable)."""
-        with self._cond:
-            return self._cluster
+        """The current Cluster (immutable; swapped whole, so no lock is needed to read it)."""
+        return self._cluster
 
     @property
     def update_version(self) -> int:
         """Increases by one with every successful update (or fatal error)."""
-        with self._cond:
+        with self._lock:
             return self._update_version
 
     def topics(self) -> frozenset[str]:
-        with self._cond:
+        with self._lock:
             return frozenset(self._topics)
 
     def contains_topic(self, topic: str) -> bool:
-        with self._cond:
+        with self._lock:
             return topic in self._topics
 
     def topic_error(self, topic: str) -> KafkaError | None:
         """The last error the cluster reported for the topic (fatal or not), if any."""
-        with self._cond:
+        with self._lock:
             return self._fatal_topic_errors.get(topic) or self._topic_errors.get(topic)
 
     def maybe_raise_for_topic(self, topic: str) -> None:
         """Raise the fatal error for the topic (invalid name, not authorized) or the client."""
-        with self._cond:
+        with self._lock:
             if self._fatal_error is not None:
                 raise self._fatal_error
             error = self._fatal_topic_errors.get(topic)
@@ -127,7 +140,7 @@ class Metadata:
 
     def add(self, topic: str, now_ms: int) -> None:
         """Note that the topic is in use; a topic never seen before is fetched at once."""
-        with self._cond:
+        with self._lock:
             if topic not in self._topics:
                 self._new_topics.add(topic)
                 self._request_update_for_new_topics()
@@ -135,12 +148,12 @@ class Metadata:
 
     def request_update(self) -> int:
         """Ask for a full refresh as soon as the backoff allows; returns the current version."""
-        with self._cond:
+        with self._lock:
             self._need_full_update = True
             return self._update_version
 
     def request_update_for_topic(self, topic: str) -> int:
-        with self._cond:
+        with self._lock:
             if topic in self._new_topics:
                 return self._request_update_for_new_topics()
             self._need_full_update = True
@@ -157,7 +170,7 @@ class Metadata:
 
         Returns False when ``timeout_ms`` passes first. Raises the fatal error, if any.
         """
-        with self._cond:
+        with self._lock:
             done = self._cond.wait_for(
                 lambda: self._update_version > last_version or self._closed,
                 timeout=max(timeout_ms, 0) / 1000.0,
@@ -171,27 +184,27 @@ class Metadata:
     # ---- refresh bookkeeping (Sender thread) -------------------------------------------
 
     def bootstrap(self, addresses: Sequence[tuple[str, int]]) -> None:
-        with self._cond:
+        with self._lock:
             self._cluster = Cluster.bootstrap(addresses)
             self._need_full_update = True
             self._update_version += 1
 
     def update_requested(self) -> bool:
-        with self._cond:
+        with self._lock:
             return self._need_full_update or self._need_partial_update
 
     def time_to_allow_update(self, now_ms: int) -> int:
         """Milliseconds until the retry backoff after the last refresh has passed."""
-        with self._cond:
+        with self._lock:
             if self._last_refresh_ms is None:
                 return 0
-            return max(self._last_refresh_ms + self.refresh_backoff_ms - now_ms, 0)
+            return max(self._last_refresh_ms + self._backoff_ms - now_ms, 0)
 
     def time_to_next_update(self, now_ms: int) -> int:
         """Milliseconds until a refresh is due (0 = now): requested, or older than max age."""
-        with self._cond:  # one lock round: this runs on every NetworkClient.poll
+        with self._lock:  # one lock round: this runs on every NetworkClient.poll
             last_ms = self._last_refresh_ms
-            allow_ms = 0 if last_ms is None else last_ms + self.refresh_backoff_ms - now_ms
+            allow_ms = 0 if last_ms is None else last_ms + self._backoff_ms - now_ms
             successful_ms = self._last_successful_refresh_ms
             if self._need_full_update or self._need_partial_update or successful_ms is None:
                 expire_ms = 0
@@ -206,7 +219,7 @@ class Metadata:
         Only the new topics (partial update) when no full refresh is needed and the last
         full one is younger than ``metadata.max.age.ms``; otherwise every topic in use.
         """
-        with self._cond:
+        with self._lock:
             partial = (
                 not self._need_full_update
                 and self._last_successful_refresh_ms is not None
@@ -227,11 +240,13 @@ class Metadata:
         now_ms: int,
     ) -> None:
         """Replace the Cluster with one built from a MetadataResponse body."""
-        with self._cond:
+        with self._lock:
             if self._closed:
                 raise IllegalStateError("metadata update after close")
             self._need_partial_update = request_version < self._request_version
             self._last_refresh_ms = now_ms
+            self._attempts = 0
+            self._backoff_ms = self.refresh_backoff_ms
             self._update_version += 1
             if not is_partial_update:
                 self._need_full_update = False
@@ -261,18 +276,21 @@ class Metadata:
             self._cond.notify_all()
 
     def failed_update(self, now_ms: int) -> None:
-        """A refresh failed; the next one waits for the retry backoff."""
-        with self._cond:
+        """A refresh failed; the next one waits for the retry backoff, which doubles (up to
+        ``retry.backoff.max.ms``) with each failure in a row."""
+        with self._lock:
             self._last_refresh_ms = now_ms
+            self._backoff_ms = self._refresh_backoff.backoff_ms(self._attempts)
+            self._attempts += 1
 
     def fatal_error(self, error: KafkaError) -> None:
         """An error no retry will fix (e.g. authentication); waiters get it."""
-        with self._cond:
+        with self._lock:
             self._fatal_error = error
             self._cond.notify_all()
 
     def close(self) -> None:
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._cond.notify_all()
 

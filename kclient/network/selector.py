@@ -260,14 +260,20 @@ class KSelector:
     def poll(self, timeout_ms: int) -> None:
         if self._closed:
             raise IllegalStateError("the selector is closed")
-        self.completed_sends = []
-        self.completed_receives = []
-        self.connected = []
-        self.disconnected = {}
-        for channel in self._immediately_connected:
-            if self._channels.get(channel.node_id) is channel:
-                self.connected.append(channel.node_id)
-        self._immediately_connected = []
+        # Fresh result lists only when the last poll filled them (callers may keep them).
+        if self.completed_sends:
+            self.completed_sends = []
+        if self.completed_receives:
+            self.completed_receives = []
+        if self.connected:
+            self.connected = []
+        if self.disconnected:
+            self.disconnected = {}
+        if self._immediately_connected:
+            for channel in self._immediately_connected:
+                if self._channels.get(channel.node_id) is channel:
+                    self.connected.append(channel.node_id)
+            self._immediately_connected = []
         # Write pending sends at once rather than waiting a select round for writability.
         if self._sending:
             write_ms = self._clock.monotonic_ms()
@@ -275,27 +281,32 @@ class KSelector:
                 if channel.connected:
                     self._idle.update(channel.node_id, write_ms)
                     self._attempt_write(channel)
-        # A write that completes a request (acks=0), a new connection or a failure is news
-        # for the caller: return at once. A request written whole waits for its response.
-        if (
-            self.connected
-            or self.disconnected
-            or any(not s.awaits_response for s in self.completed_sends)
-        ):
+            # A write that completes a request (acks=0) is news for the caller.
+            for send in self.completed_sends:
+                if not send.awaits_response:
+                    timeout_ms = 0
+                    break
+        # A new connection or a failure is news too: return at once. A request written
+        # whole waits in this same poll for its response.
+        if self.connected or self.disconnected:
             timeout_ms = 0
-        timeout_s = max(0, min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)) / 1000.0
-        events = self._selector.select(timeout_s)
+        timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
+        events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
+        if not events:
+            self._maybe_close_idle(self._clock.monotonic_ms())
+            return
         now_ms = self._clock.monotonic_ms()
+        channels = self._channels
         for key, mask in events:
             channel = key.data
             if channel is None:
                 self._drain_wakeup()
                 continue
-            if self._channels.get(channel.node_id) is not channel:
+            if channels.get(channel.node_id) is not channel:
                 continue  # closed while handling an earlier event
             self._idle.update(channel.node_id, now_ms)
             self._handle_events(channel, mask)
-            if self._channels.get(channel.node_id) is channel:
+            if channels.get(channel.node_id) is channel:
                 self._set_interest(channel)
         self._maybe_close_idle(now_ms)
 
@@ -340,7 +351,7 @@ class KSelector:
 
     def _drain_wakeup(self) -> None:
         try:
-            while self._wakeup_r.recv(1024):
+            while len(self._wakeup_r.recv(1024)) == 1024:  # one read, unless it came back full
                 pass
         except OSError:
             pass

@@ -20,17 +20,17 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import Cluster, Node, TopicPartition
+from kclient.network.connection_states import ExponentialBackoff
 from kclient.record import RecordBatch
 from kclient.sender.batch import (
     BatchBuilder,
     Callback,
     Header,
     ProducerBatch,
-    exponential_backoff_ms,
 )
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.future import FutureRecordMetadata
@@ -66,8 +66,7 @@ def split_target_bytes(batch: ProducerBatch, batch_size: int) -> int:
     return max(1, min(batch_size, size // 2))
 
 
-@dataclass
-class ReadyCheckResult:
+class ReadyCheckResult(NamedTuple):
     """Java's ``ReadyCheckResult``.
 
     ``next_ready_check_delay_ms`` also covers the next delivery-timeout expiry, so the
@@ -76,7 +75,7 @@ class ReadyCheckResult:
 
     ready_nodes: set[Node]
     next_ready_check_delay_ms: int
-    unknown_leader_topics: set[str] = field(default_factory=set)
+    unknown_leader_topics: frozenset[str] | set[str] = frozenset()
 
 
 class TopicQueues:
@@ -139,6 +138,9 @@ class RecordAccumulator:
         self._tm = transaction_manager
         self._monotonic_ms = monotonic_ms or (lambda: time.monotonic_ns() // 1_000_000)
         self._rng = rng or random.Random()
+        self._retry_backoff = ExponentialBackoff(
+            min(retry_backoff_ms, retry_backoff_max_ms), 2, retry_backoff_max_ms, 0.2, self._rng
+        )
         self._topics: dict[str, TopicQueues] = {}
         self._topics_lock = threading.Lock()
         self.incomplete = IncompleteBatches()
@@ -301,41 +303,49 @@ class RecordAccumulator:
         """Which nodes have something to send now, and when to check again."""
         ready_nodes: set[Node] = set()
         unknown: set[str] = set()
-        next_delay_ms = next_expiry_ms = self.delivery_timeout_ms
-        exhausted = self.pool.queued > 0
-        flushing = self._flushes_in_progress > 0 or self.closed
+        delivery_timeout_ms = self.delivery_timeout_ms
+        linger_ms = self.linger_ms
+        next_delay_ms = next_expiry_ms = delivery_timeout_ms
+        # Every batch is ready at once when memory is short, or on flush and close.
+        all_ready = self.pool.queued > 0 or self._flushes_in_progress > 0 or self.closed
+        muted = self._muted
+        leaders = cluster.leaders_by_partition()
         for queues in self._topics.values():
             if not queues.queued:
                 continue
             with queues.lock:
-                for tp, dq in zip(queues.tps, queues.deques, strict=True):
+                tps = queues.tps
+                for index, dq in enumerate(queues.deques):
                     if not dq:
                         continue
                     batch = dq[0]
-                    expiry_ms = batch.created_ms + self.delivery_timeout_ms - now_ms
+                    created_ms = batch.created_ms
+                    expiry_ms = created_ms + delivery_timeout_ms - now_ms
                     if expiry_ms < next_expiry_ms:  # noqa: PLR1730 -- min() is a call
                         next_expiry_ms = expiry_ms
-                    leader = cluster.leader_for(tp)
+                    tp = tps[index]
+                    leader = leaders.get(tp)
                     if leader is None:
                         unknown.add(tp.topic)
                         continue
-                    if leader in ready_nodes or tp in self._muted:
+                    if leader in ready_nodes or (muted and tp in muted):
                         continue
-                    if batch.in_retry and batch.retry_at_ms > now_ms:
-                        next_delay_ms = min(next_delay_ms, batch.retry_at_ms - now_ms)
+                    if batch.in_retry:
+                        if batch.retry_at_ms > now_ms:
+                            next_delay_ms = min(next_delay_ms, batch.retry_at_ms - now_ms)
+                            continue
+                        ready_nodes.add(leader)
                         continue
-                    waited_ms = now_ms - batch.created_ms
-                    full = len(dq) > 1 or batch.is_full()
+                    waited_ms = now_ms - created_ms
                     if (
-                        full
-                        or waited_ms >= self.linger_ms
-                        or exhausted
-                        or flushing
-                        or batch.in_retry
+                        waited_ms >= linger_ms
+                        or all_ready
+                        or len(dq) > 1
+                        or batch.builder.is_full()
                     ):
                         ready_nodes.add(leader)
                     else:
-                        next_delay_ms = min(next_delay_ms, self.linger_ms - waited_ms)
+                        next_delay_ms = min(next_delay_ms, linger_ms - waited_ms)
         self._next_expiry_ms = now_ms + next_expiry_ms
         return ReadyCheckResult(ready_nodes, max(min(next_delay_ms, next_expiry_ms), 0), unknown)
 
@@ -362,18 +372,23 @@ class RecordAccumulator:
             return []
         ready: list[ProducerBatch] = []
         size = 0
-        start = self._drain_index.get(node.id, 0) % len(parts)
+        count = len(parts)
+        start = self._drain_index.get(node.id, 0) % count if count > 1 else 0
         tm = self._tm
-        for step in range(len(parts)):
-            info = parts[(start + step) % len(parts)]
-            tp = TopicPartition(info.topic, info.partition)
-            if tp in self._muted:
+        muted = self._muted
+        topics = self._topics
+        for step in range(count):
+            info = parts[(start + step) % count]
+            queues = topics.get(info.topic)
+            if queues is None or not queues.queued:
                 continue
-            queues = self._topics.get(tp.topic)
-            if queues is None or tp.partition >= len(queues.deques):
+            partition = info.partition
+            if partition >= len(queues.deques):
+                continue
+            if muted and (info.topic, partition) in muted:
                 continue
             with queues.lock:
-                dq = queues.deques[tp.partition]
+                dq = queues.deques[partition]
                 if not dq:
                     continue
                 first = dq[0]
@@ -381,9 +396,9 @@ class RecordAccumulator:
                     continue
                 if ready and size + first.estimated_size_bytes > max_request_size:
                     self.more_ready = True
-                    self._drain_index[node.id] = (start + step) % len(parts)
+                    self._drain_index[node.id] = (start + step) % count
                     return self._close_all(ready)
-                if tm is not None and not tm.can_send(tp, first):
+                if tm is not None and not tm.can_send(queues.tps[partition], first):
                     continue
                 batch = dq.popleft()
                 queues.queued -= 1
@@ -392,9 +407,9 @@ class RecordAccumulator:
                 if tm is not None:
                     tm.assign_sequence(batch)
             size += batch.estimated_size_bytes
-            batch.drained(now_ms)
+            batch.drained_ms = max(batch.drained_ms, now_ms)
             ready.append(batch)
-        self._drain_index[node.id] = (start + 1) % len(parts)
+        self._drain_index[node.id] = (start + 1) % count
         return self._close_all(ready)
 
     @staticmethod
@@ -414,9 +429,7 @@ class RecordAccumulator:
 
     def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
         """Put a batch back for a retry, after its backoff, in creation order."""
-        backoff_ms = exponential_backoff_ms(
-            self.retry_backoff_ms, self.retry_backoff_max_ms, batch.attempts, self._rng
-        )
+        backoff_ms = self._retry_backoff.backoff_ms(batch.attempts)
         batch.reenqueued(now_ms, backoff_ms)
         self._insert_in_order(batch)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import enum
 import logging
-import random
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -70,14 +70,6 @@ class FinalState(enum.Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     ABORTED = "aborted"
-
-
-def exponential_backoff_ms(base_ms: int, max_ms: int, attempts: int, rng: random.Random) -> int:
-    """Java's ``ExponentialBackoff``: base * 2^attempts, capped at max, with ±20 % jitter."""
-    if base_ms >= max_ms:
-        return max_ms
-    exp = min(base_ms * (2 ** min(attempts, 32)), max_ms)
-    return max(0, int(exp * rng.uniform(0.8, 1.2)))
 
 
 def rewrite_producer_state(
@@ -238,9 +230,20 @@ class ProducerBatch:
     def is_done(self) -> bool:
         return self.final_state is not None
 
-    def complete(self, base_offset: int, log_append_time_ms: int) -> None:
-        """Delivered: every record's future gets its offset; callbacks run here."""
-        self._done(FinalState.SUCCEEDED, base_offset, log_append_time_ms, None, None)
+    def complete(
+        self,
+        base_offset: int,
+        log_append_time_ms: int,
+        wakeups: list[threading.Lock] | None = None,
+    ) -> None:
+        """Delivered: every record's future gets its offset; callbacks run here.
+
+        Threads waiting on the futures wake now, or, with ``wakeups``, when the caller
+        releases the locks it finds appended there (``ProduceResult.set``).
+        """
+        self._done(
+            FinalState.SUCCEEDED, base_offset, log_append_time_ms, None, None, wakeups=wakeups
+        )
 
     def fail(
         self, error: BaseException, record_errors: dict[int, BaseException] | None = None
@@ -259,6 +262,8 @@ class ProducerBatch:
         log_append_time_ms: int,
         error: BaseException | None,
         record_errors: dict[int, BaseException] | None,
+        *,
+        wakeups: list[threading.Lock] | None = None,
     ) -> None:
         if self.final_state is not None:
             raise IllegalStateError(
@@ -269,7 +274,12 @@ class ProducerBatch:
         result = self.result
         thunks = self.thunks
         watchers = result.set(
-            base_offset, log_append_time_ms, error, record_errors, finish=not thunks
+            base_offset,
+            log_append_time_ms,
+            error,
+            record_errors,
+            finish=not thunks,
+            wakeups=wakeups,
         )
         if thunks:
             for future, callback in thunks:
@@ -279,7 +289,7 @@ class ProducerBatch:
                     callback(metadata, exc)
                 except Exception:
                     log.exception("exception in a send callback for %s (ignored)", self.tp)
-            result.finish()
+            result.finish(wakeups)
         for future in watchers:
             future._notify()
 

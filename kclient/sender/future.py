@@ -91,12 +91,14 @@ class ProduceResult:
         record_errors: dict[int, BaseException] | None = None,
         *,
         finish: bool = False,
+        wakeups: list[threading.Lock] | None = None,
     ) -> list[FutureRecordMetadata]:
         """Record the outcome and mark it done; returns the watchers to notify.
 
         Waiters blocked in ``wait`` wake only at ``finish`` (here, with ``finish=True``),
         after the batch's send callbacks ran — as in Java, where ``get()`` returns after
-        the callbacks.
+        the callbacks. With ``wakeups``, the lock to release to wake them is appended there
+        instead, for the caller to release later (see ``Sender``: just before it blocks).
         """
         with self._lock:
             if self.done:
@@ -111,16 +113,22 @@ class ProduceResult:
             if finish:
                 self._finished = True
         if finish and gate is not None:
-            gate.release()
+            if wakeups is not None:
+                wakeups.append(gate)
+            else:
+                gate.release()
         return watchers or []
 
-    def finish(self) -> None:
-        """Wake the threads blocked in ``wait`` (after callbacks ran)."""
+    def finish(self, wakeups: list[threading.Lock] | None = None) -> None:
+        """Wake the threads blocked in ``wait`` (after callbacks ran); see ``set``."""
         with self._lock:
             self._finished = True
             gate = self._gate
         if gate is not None:
-            gate.release()
+            if wakeups is not None:
+                wakeups.append(gate)
+            else:
+                gate.release()
 
     def supersede(self, split_map: list[tuple[ProduceResult, int]]) -> list[FutureRecordMetadata]:
         """The batch was split; wake waiters so they follow their record to its new result."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,6 +81,12 @@ class Sender:
         self.metrics = metrics if metrics is not None else SenderMetrics(clock.monotonic_ms)
         self._prefix = log_prefix
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
+        self._wakeups: list[threading.Lock] = []
+        """Locks that wake threads waiting on batches completed by the last poll; released
+        just before the next poll, so a woken caller finds the GIL free instead of waking
+        once for the lock and again for the GIL."""
+        self._next_expiry_check_ms = _NO_TIMEOUT_MS
+        """No in-flight batch reaches delivery.timeout.ms before this (a lower bound)."""
         self._last_cluster: Cluster | None = None
         self._last_topic_refresh_ms = -TOPIC_REFRESH_INTERVAL_MS
         self.running = True
@@ -106,6 +113,7 @@ class Sender:
             )
             raise
         finally:
+            self._release_waiters()
             self.abort_incomplete_batches(
                 IllegalStateError("the producer was closed before these records were delivered")
             )
@@ -142,6 +150,7 @@ class Sender:
         if tm is not None:
             if tm.fatal_error is not None:
                 self.abort_undrained(tm.fatal_error)
+                self._release_waiters()
                 self._client.poll(self._retry_backoff_ms, now_ms)
                 return
             if not tm.has_producer_id:
@@ -149,7 +158,14 @@ class Sender:
         poll_timeout_ms = self._send_producer_data(now_ms)
         if tm is not None and not tm.has_producer_id:
             poll_timeout_ms = min(poll_timeout_ms, tm.producer_id_poll_delay_ms(now_ms))
+        if self._wakeups:
+            self._release_waiters()
         self._client.poll(poll_timeout_ms, now_ms)
+
+    def _release_waiters(self) -> None:
+        wakeups, self._wakeups = self._wakeups, []
+        for gate in wakeups:
+            gate.release()
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata = self._metadata
@@ -163,10 +179,9 @@ class Sender:
             for topic in accumulator.topics_in_use(since_ms):
                 metadata.add(topic, now_ms)  # keeps it from expiring (metadata.max.idle.ms)
         if not accumulator.has_undrained():  # idle: only in-flight batches can expire
-            self._expire_batches(now_ms)
-            return max(
-                min(accumulator.delivery_timeout_ms, self._next_in_flight_expiry_ms(now_ms)), 0
-            )
+            if now_ms >= self._next_expiry_check_ms:
+                self._expire_batches(now_ms)
+            return max(min(accumulator.delivery_timeout_ms, self._next_expiry_check_ms - now_ms), 0)
         result = accumulator.ready(cluster, now_ms)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
@@ -179,26 +194,35 @@ class Sender:
             metadata.request_update()
         not_ready_timeout_ms = _NO_TIMEOUT_MS
         ready_nodes = []
+        client = self._client
         for node in result.ready_nodes:
-            if self._client.ready(node, now_ms):
+            if client.ready(node, now_ms):
                 ready_nodes.append(node)
             else:
-                not_ready_timeout_ms = min(
-                    not_ready_timeout_ms, self._client.poll_delay_ms(node, now_ms)
-                )
+                not_ready_timeout_ms = min(not_ready_timeout_ms, client.poll_delay_ms(node, now_ms))
         batches = {}
         if ready_nodes:
             batches = accumulator.drain(cluster, ready_nodes, self._max_request_size, now_ms)
-        for node_batches in batches.values():
-            for batch in node_batches:
-                self._in_flight_batches.setdefault(batch.tp, []).append(batch)
-                if self._guarantee_order:
-                    accumulator.mute(batch.tp)
+            in_flight = self._in_flight_batches
+            expiry_ms = self._next_expiry_check_ms
+            delivery_timeout_ms = accumulator.delivery_timeout_ms
+            for node_batches in batches.values():
+                for batch in node_batches:
+                    tp = batch.tp
+                    tp_batches = in_flight.get(tp)
+                    if tp_batches is None:
+                        in_flight[tp] = [batch]
+                    else:
+                        tp_batches.append(batch)
+                    expiry_ms = min(expiry_ms, batch.created_ms + delivery_timeout_ms)
+                    if self._guarantee_order:
+                        accumulator.mute(tp)
+            self._next_expiry_check_ms = expiry_ms
         self._expire_batches(now_ms)
         poll_timeout_ms = min(
             result.next_ready_check_delay_ms,
             not_ready_timeout_ms,
-            self._next_in_flight_expiry_ms(now_ms),
+            self._next_expiry_check_ms - now_ms,
         )
         for node_id, node_batches in batches.items():
             self._send_produce_request(node_id, node_batches, now_ms)
@@ -211,11 +235,17 @@ class Sender:
     def _expire_batches(self, now_ms: int) -> None:
         delivery_timeout_ms = self._accumulator.delivery_timeout_ms
         expired: list[ProducerBatch] = []
-        for batches in self._in_flight_batches.values():
-            for batch in list(batches):
-                if batch.has_reached_delivery_timeout(delivery_timeout_ms, now_ms):
-                    batches.remove(batch)
-                    expired.append(batch)
+        if now_ms >= self._next_expiry_check_ms:  # else no in-flight batch can have expired
+            soonest_ms = _NO_TIMEOUT_MS
+            for batches in self._in_flight_batches.values():
+                for batch in list(batches):
+                    expires_ms = batch.created_ms + delivery_timeout_ms
+                    if now_ms >= expires_ms:
+                        batches.remove(batch)
+                        expired.append(batch)
+                    elif expires_ms < soonest_ms:
+                        soonest_ms = expires_ms
+            self._next_expiry_check_ms = soonest_ms
         expired.extend(self._accumulator.expired_batches(now_ms))
         for batch in expired:
             waited_ms = now_ms - batch.created_ms
@@ -229,14 +259,6 @@ class Sender:
                 now_ms,
             )
 
-    def _next_in_flight_expiry_ms(self, now_ms: int) -> int:
-        timeout_ms = self._accumulator.delivery_timeout_ms
-        soonest = _NO_TIMEOUT_MS
-        for batches in self._in_flight_batches.values():
-            if batches:
-                soonest = min(soonest, batches[0].created_ms + timeout_ms - now_ms)
-        return soonest
-
     # ---- produce requests --------------------------------------------------------------------
 
     def _send_produce_request(
@@ -246,17 +268,22 @@ class Sender:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         by_tp: dict[TopicPartition, ProducerBatch] = {}
         size = records = 0
+        metrics = self.metrics
         for batch in batches:
             data = batch.records
             if data is None:
                 raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
-            by_topic.setdefault(batch.tp.topic, []).append(
-                {"index": batch.tp.partition, "records": data}
-            )
-            by_tp[batch.tp] = batch
+            tp = batch.tp
+            part = {"index": tp.partition, "records": data}
+            parts = by_topic.get(tp.topic)
+            if parts is None:
+                by_topic[tp.topic] = [part]
+            else:
+                parts.append(part)
+            by_tp[tp] = batch
             size += len(data)
-            records += batch.record_count
-            self.metrics.record_batch(len(data), batch.uncompressed_bytes, now_ms)
+            records += batch.builder.record_count
+            metrics.record_batch(len(data), batch.uncompressed_bytes, now_ms)
         body = {
             "transactional_id": None,
             "acks": self._acks,
@@ -317,7 +344,8 @@ class Sender:
         for topic in body.get("responses") or ():
             name = topic.get("name")
             for part in topic.get("partition_responses") or ():
-                found = batches.pop(TopicPartition(name, part["index"]), None)
+                # a plain tuple finds the TopicPartition key (a NamedTuple) and is cheaper
+                found = batches.pop((name, part["index"]), None)  # type: ignore[call-overload]
                 if found is None:
                     log.warning(
                         "%sproduce response for %s-%s, which was not in the request",
@@ -423,9 +451,9 @@ class Sender:
         self._remove_in_flight(batch)
         if self._tm is not None:
             self._tm.on_success(batch)
-        if not batch.is_done:
-            batch.complete(base_offset, log_append_time_ms)
-            self.metrics.record_sent(batch.record_count, now_ms)
+        if batch.final_state is None:
+            self.metrics.record_sent(batch.builder.record_count, now_ms)
+            batch.complete(base_offset, log_append_time_ms, self._wakeups)
         self._accumulator.deallocate(batch)
 
     def _fail_batch(

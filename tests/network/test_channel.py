@@ -18,14 +18,14 @@ class FakeSocket:
         self.chunks: deque[bytes] = deque(chunks or [])
         self.write_calls = 0
 
-    def send(self, data: memoryview) -> int:
+    def send(self, data: bytes | memoryview) -> int:
         return self.sendmsg([data])
 
-    def sendmsg(self, buffers: list[memoryview]) -> int:
+    def sendmsg(self, buffers: list[bytes | memoryview]) -> int:
         self.write_calls += 1
         room = self.accept
         for buf in buffers:
-            take = min(room, buf.nbytes)
+            take = min(room, memoryview(buf).nbytes)
             self.written += buf[:take]
             room -= take
             if room == 0:

@@ -487,7 +487,7 @@ def test_a_metadata_response_without_brokers_is_ignored_and_retried_after_backof
     sent = len(env.selector.requests(api_key=ApiKey.METADATA))
     env.poll()
     assert len(env.selector.requests(api_key=ApiKey.METADATA)) == sent  # backing off
-    env.clock.advance(100)
+    env.clock.advance(120)  # retry.backoff.ms (100) with at most +20 % jitter
     env.poll()
     assert len(env.selector.requests(api_key=ApiKey.METADATA)) == sent + 1
 

@@ -1,5 +1,6 @@
 """Cluster (immutable, built from responses) and Metadata (refresh timing, topics, errors)."""
 
+import random
 import threading
 
 import pytest
@@ -88,8 +89,34 @@ def test_a_failed_refresh_backs_off_before_the_next_attempt() -> None:
     md = metadata(backoff=100)
     md.request_update()
     md.failed_update(T0)
-    assert md.time_to_next_update(T0 + 50) == 50
+    assert 30 <= md.time_to_next_update(T0 + 50) <= 70  # 100 ms ± 20 % jitter
+    assert md.time_to_next_update(T0 + 120) == 0
     assert md.update_requested()
+
+
+def test_the_refresh_backoff_doubles_with_each_failure_in_a_row_up_to_the_maximum() -> None:
+    md = Metadata(refresh_backoff_ms=100, refresh_backoff_max_ms=1000, rng=random.Random(7))
+    md.request_update()
+    waits = []
+    now = T0
+    for _ in range(7):
+        md.failed_update(now)
+        waits.append(md.time_to_next_update(now))
+        now += waits[-1]
+    for attempt, wait in enumerate(waits):
+        expected = min(100 * 2**attempt, 1000)  # capped at retry.backoff.max.ms
+        assert expected * 0.8 <= wait <= min(expected * 1.2, 1000), (attempt, waits)
+
+
+def test_a_successful_refresh_resets_the_backoff() -> None:
+    md = Metadata(refresh_backoff_ms=100, refresh_backoff_max_ms=1000)
+    md.request_update()
+    for i in range(5):
+        md.failed_update(T0 + i * 1000)
+    assert md.time_to_next_update(T0 + 4000) > 500  # backed off far beyond the base
+    refreshed(md, metadata_update_with(1, {}), T0 + 5000)
+    md.request_update()
+    assert md.time_to_next_update(T0 + 5000) == 100  # the base again, no jitter
 
 
 def test_a_new_topic_is_fetched_at_once_with_a_partial_request() -> None:
