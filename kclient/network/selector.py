@@ -9,10 +9,12 @@ written is an ``IllegalStateError``) and the partial receive. ``poll(timeout_ms)
 every connect, read and write, and fills four result lists that stay valid until the next
 poll: ``completed_sends``, ``completed_receives``, ``connected`` and ``disconnected``.
 
-Sends and receives are in ``channel.py``. Pending sends are written at the start of
-``poll`` without waiting a select round for writability; a request written whole then
-waits in the same poll for its response (one poll per round trip), unless its send says
-no response will come (``awaits_response=False``, acks=0). A response size above
+Sends and receives are in ``channel.py``. ``send`` writes at once as much as the socket
+takes (unlike Java's, which only queues), so a request is on the wire while the caller
+still does its bookkeeping; what it finished or broke is reported by the next ``poll``.
+The rest of a send is written at the start of each ``poll`` and then on writability. A
+request written whole waits in the same poll for its response (one poll per round trip),
+unless its send says no response will come (``awaits_response=False``, acks=0). A response size above
 ``max_receive_bytes`` (garbage from a port that doesn't speak Kafka) closes the connection
 with ``ProtocolDecodeError`` instead of allocating it. Connections idle longer than
 ``connections.max.idle.ms`` are closed (one per poll, least recently used first).
@@ -143,6 +145,9 @@ class KSelector:
         self._channels: dict[int, KafkaChannel] = {}
         self._sending: dict[int, KafkaChannel] = {}  # channels with a send not fully written
         self._immediately_connected: list[KafkaChannel] = []
+        # What ``send`` itself completed or broke (it writes at once); the next poll reports it.
+        self._early_sends: list[NetworkSend] = []
+        self._early_failures: dict[int, KafkaError] = {}
         self._idle = IdleExpiryManager(connections_max_idle_ms)
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
@@ -238,6 +243,9 @@ class KSelector:
             )
         channel.send = send
         self._sending[send.destination] = channel
+        if channel.connected:  # write now: the request is on the wire before poll is called
+            self._idle.update(channel.node_id, self._clock.monotonic_ms())
+            self._attempt_write(channel, self._early_sends, self._early_failures)
 
     def mute(self, node_id: int) -> None:
         channel = self._channels.get(node_id)
@@ -274,18 +282,22 @@ class KSelector:
                 if self._channels.get(channel.node_id) is channel:
                     self.connected.append(channel.node_id)
             self._immediately_connected = []
+        if self._early_sends:
+            self.completed_sends, self._early_sends = self._early_sends, []
+        if self._early_failures:
+            self.disconnected, self._early_failures = self._early_failures, {}
         # Write pending sends at once rather than waiting a select round for writability.
         if self._sending:
             write_ms = self._clock.monotonic_ms()
             for channel in list(self._sending.values()):
                 if channel.connected:
                     self._idle.update(channel.node_id, write_ms)
-                    self._attempt_write(channel)
-            # A write that completes a request (acks=0) is news for the caller.
-            for send in self.completed_sends:
-                if not send.awaits_response:
-                    timeout_ms = 0
-                    break
+                    self._attempt_write(channel, self.completed_sends, self.disconnected)
+        # A write that completes a request (acks=0) is news for the caller.
+        for send in self.completed_sends:
+            if not send.awaits_response:
+                timeout_ms = 0
+                break
         # A new connection or a failure is news too: return at once. A request written
         # whole waits in this same poll for its response.
         if self.connected or self.disconnected:
@@ -337,15 +349,21 @@ class KSelector:
         except OSError as exc:
             self._fail(channel, _io_error(channel, exc))
 
-    def _attempt_write(self, channel: KafkaChannel) -> None:
+    def _attempt_write(
+        self,
+        channel: KafkaChannel,
+        completed: list[NetworkSend],
+        failed: dict[int, KafkaError],
+    ) -> None:
         try:
             send = channel.write()
         except OSError as exc:
-            self._fail(channel, _io_error(channel, exc))
+            self._close_channel(channel)
+            failed[channel.node_id] = _io_error(channel, exc)
             return
         if send is not None:
             del self._sending[channel.node_id]
-            self.completed_sends.append(send)
+            completed.append(send)
         else:
             self._set_interest(channel)  # the rest waits for writability
 

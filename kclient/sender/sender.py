@@ -218,14 +218,16 @@ class Sender:
                     if self._guarantee_order:
                         accumulator.mute(tp)
             self._next_expiry_check_ms = expiry_ms
+            # Requests first (they go on the wire at once), bookkeeping after (as in Java,
+            # batches that expire meanwhile are still sent; their answers are ignored).
+            for node_id, node_batches in batches.items():
+                self._send_produce_request(node_id, node_batches, now_ms)
         self._expire_batches(now_ms)
         poll_timeout_ms = min(
             result.next_ready_check_delay_ms,
             not_ready_timeout_ms,
             self._next_expiry_check_ms - now_ms,
         )
-        for node_id, node_batches in batches.items():
-            self._send_produce_request(node_id, node_batches, now_ms)
         if batches and accumulator.more_ready:
             poll_timeout_ms = 0  # more to drain once these are written
         return max(poll_timeout_ms, 0)
@@ -283,7 +285,6 @@ class Sender:
             by_tp[tp] = batch
             size += len(data)
             records += batch.builder.record_count
-            metrics.record_batch(len(data), batch.uncompressed_bytes, now_ms)
         body = {
             "transactional_id": None,
             "acks": self._acks,
@@ -303,7 +304,11 @@ class Sender:
             min_version=PRODUCE_MIN_VERSION,
             max_version=PRODUCE_MAX_VERSION,
         )
-        self.metrics.record_request(len(batches), records, size, now_ms)
+        self._client.send(request, now_ms)
+        # Metrics once the request is on its way (off the latency path).
+        for batch in batches:
+            metrics.record_batch(batch.estimated_size_bytes, batch.uncompressed_bytes, now_ms)
+        metrics.record_request(len(batches), records, size, now_ms)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "%sproduce request to node %d: %d batches, %d bytes",
@@ -312,7 +317,6 @@ class Sender:
                 len(batches),
                 size,
             )
-        self._client.send(request, now_ms)
 
     def _handle_produce_response(
         self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse

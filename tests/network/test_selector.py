@@ -82,9 +82,39 @@ def test_a_large_send_completes_over_several_polls(
 def test_a_second_send_before_the_first_is_written_is_refused(
     selector: KSelector, peer: socket.socket
 ) -> None:
-    selector.send(NetworkSend(1, [b"abcd"]))
+    big = bytes(8 << 20)  # more than the socket buffers take while the peer reads nothing
+    first = NetworkSend(1, [frame(big)[:4], big])
+    selector.send(first)
+    assert not first.completed
     with pytest.raises(IllegalStateError, match="send in progress"):
         selector.send(NetworkSend(1, [b"efgh"]))
+
+
+def test_send_writes_at_once_and_the_next_poll_reports_it(
+    selector: KSelector, peer: socket.socket
+) -> None:
+    send = NetworkSend(1, [frame(b"now")])
+    selector.send(send)
+    assert peer.recv(100) == frame(b"now")  # on the wire before any poll
+    selector.poll(0)
+    assert selector.completed_sends == [send]
+    selector.poll(0)
+    assert selector.completed_sends == []
+
+
+def test_a_send_that_fails_at_once_is_reported_as_a_disconnect_by_the_next_poll(
+    selector: KSelector, peer: socket.socket
+) -> None:
+    channel = selector.channel(1)
+    assert channel is not None
+    channel.sock.shutdown(socket.SHUT_WR)  # every write now fails with EPIPE
+    selector.send(NetworkSend(1, [frame(b"x")]))
+    assert not selector.is_channel_ready(1)
+    selector.poll(0)
+    assert list(selector.disconnected) == [1]
+    assert "node 1 at peer:1 lost" in str(selector.disconnected[1])
+    selector.poll(0)
+    assert selector.disconnected == {}
 
 
 def test_responses_are_read_into_completed_receives(
