@@ -14,10 +14,11 @@ takes (unlike Java's, which only queues), so a request is on the wire while the 
 still does its bookkeeping; what it finished or broke is reported by the next ``poll``.
 The rest of a send is written at the start of each ``poll`` and then on writability. A
 request written whole waits in the same poll for its response (one poll per round trip),
-unless its send says no response will come (``awaits_response=False``, acks=0). A response size above
-``max_receive_bytes`` (garbage from a port that doesn't speak Kafka) closes the connection
-with ``ProtocolDecodeError`` instead of allocating it. Connections idle longer than
-``connections.max.idle.ms`` are closed (one per poll, least recently used first).
+unless its send says no response will come (``awaits_response=False``, acks=0). A
+response size above ``max_receive_bytes`` (garbage from a port that doesn't speak Kafka)
+closes the connection with ``ProtocolDecodeError`` instead of allocating it. Connections
+idle longer than ``connections.max.idle.ms`` are closed (one per poll, least recently used
+first).
 
 Every ``OSError`` is caught here and reported in ``disconnected`` as a ``KafkaError`` that
 names the node and its address. Nothing above this module touches sockets.
