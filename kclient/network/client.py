@@ -369,7 +369,7 @@ class NetworkClient:
 
     def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
         for send in self._selector.completed_sends:
-            if self.in_flight_requests.is_empty(send.destination):
+            if send.awaits_response or self.in_flight_requests.is_empty(send.destination):
                 continue
             request = self.in_flight_requests.last_sent(send.destination)
             if not request.expect_response:

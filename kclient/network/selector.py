@@ -30,6 +30,7 @@ import logging
 import os
 import selectors
 import socket
+import threading
 from typing import Protocol
 
 from kclient.clock import Clock
@@ -60,6 +61,56 @@ __all__ = [
     "describe_os_error",
     "format_address",
 ]
+
+
+class Waker:
+    """Wakes a thread blocked in select from any thread: an eventfd where the OS has one
+    (cheaper than a socket), else a socket pair. ``wake`` after ``close`` does nothing."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._eventfd = -1
+        self._pair: tuple[socket.socket, socket.socket] | None = None
+        if hasattr(os, "eventfd"):
+            self._eventfd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        else:
+            reader, writer = socket.socketpair()
+            reader.setblocking(False)
+            writer.setblocking(False)
+            self._pair = (reader, writer)
+
+    def fileno(self) -> int:
+        return self._eventfd if self._pair is None else self._pair[0].fileno()
+
+    def wake(self) -> None:
+        try:
+            if self._pair is not None:
+                self._pair[1].send(b"\x00")
+                return
+            with self._lock:  # a closed eventfd's number may already belong to another file
+                if self._eventfd >= 0:
+                    os.eventfd_write(self._eventfd, 1)
+        except OSError:
+            pass  # a wakeup is already pending (buffer full), or closed
+
+    def drain(self) -> None:
+        try:
+            if self._pair is None:
+                os.eventfd_read(self._eventfd)  # one read resets the counter
+                return
+            while len(self._pair[0].recv(1024)) == 1024:  # one read, unless it came back full
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pair is not None:
+                for sock in self._pair:
+                    sock.close()
+            elif self._eventfd >= 0:
+                os.close(self._eventfd)
+                self._eventfd = -1
 
 
 class IdleExpiryManager:
@@ -150,10 +201,8 @@ class KSelector:
         self._early_sends: list[NetworkSend] = []
         self._early_failures: dict[int, KafkaError] = {}
         self._idle = IdleExpiryManager(connections_max_idle_ms)
-        self._wakeup_r, self._wakeup_w = socket.socketpair()
-        self._wakeup_r.setblocking(False)
-        self._wakeup_w.setblocking(False)
-        self._selector.register(self._wakeup_r, selectors.EVENT_READ, None)
+        self._waker = Waker()
+        self._selector.register(self._waker.fileno(), selectors.EVENT_READ, None)
         self._closed = False
         self.completed_sends: list[NetworkSend] = []
         self.completed_receives: list[NetworkReceive] = []
@@ -229,8 +278,7 @@ class KSelector:
         for channel in list(self._channels.values()):
             self._close_channel(channel)
         self._selector.close()
-        self._wakeup_r.close()
-        self._wakeup_w.close()
+        self._waker.close()
 
     # ---- I/O --------------------------------------------------------------------------
 
@@ -261,10 +309,7 @@ class KSelector:
             self._set_interest(channel)
 
     def wakeup(self) -> None:
-        try:
-            self._wakeup_w.send(b"\x00")
-        except OSError:
-            pass  # buffer full (a wakeup is already pending) or selector closed
+        self._waker.wake()
 
     def poll(self, timeout_ms: int) -> None:
         if self._closed:
@@ -369,11 +414,7 @@ class KSelector:
             self._set_interest(channel)  # the rest waits for writability
 
     def _drain_wakeup(self) -> None:
-        try:
-            while len(self._wakeup_r.recv(1024)) == 1024:  # one read, unless it came back full
-                pass
-        except OSError:
-            pass
+        self._waker.drain()
 
     def _maybe_close_idle(self, now_ms: int) -> None:
         node_id = self._idle.poll_expired(now_ms)

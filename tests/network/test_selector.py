@@ -1,5 +1,7 @@
 """KSelector over local socket pairs and a loopback listener (fast; bounded loops)."""
 
+import os
+import selectors
 import socket
 import struct
 import threading
@@ -9,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kclient.errors import IllegalStateError, KafkaConnectionError, ProtocolDecodeError
-from kclient.network.selector import IdleExpiryManager, KSelector, NetworkSend
+from kclient.network.selector import IdleExpiryManager, KSelector, NetworkSend, Waker
 from kclient.testing import MockClock
 
 
@@ -229,3 +231,27 @@ def test_closing_a_node_is_not_reported_as_a_disconnect(
     selector.poll(0)
     assert selector.disconnected == {}
     assert not selector.is_channel_ready(1)
+
+
+@pytest.mark.parametrize(
+    "eventfd", [True, False] if hasattr(os, "eventfd") else [False], ids=lambda e: f"eventfd={e}"
+)
+def test_the_waker_interrupts_a_select_once_per_wake_and_ignores_wakes_after_close(
+    eventfd: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not eventfd:
+        monkeypatch.delattr(os, "eventfd", raising=False)
+    waker = Waker()
+    sel = selectors.DefaultSelector()
+    sel.register(waker.fileno(), selectors.EVENT_READ)
+    try:
+        assert sel.select(0) == []
+        waker.wake()
+        waker.wake()
+        assert len(sel.select(1)) == 1
+        waker.drain()
+        assert sel.select(0) == []  # two wakes, one drain: nothing left
+    finally:
+        sel.close()
+        waker.close()
+    waker.wake()  # after close: no error, no write to a reused descriptor
