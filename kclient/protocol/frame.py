@@ -19,6 +19,14 @@ can read the broker's answer even to a version the broker does not know.
 Encoders return a list of buffers (size prefix included) to hand to ``socket.sendmsg``;
 record data given as ``records`` is in that list by reference. Decoders take a frame
 without its size prefix (what ``NetworkReceive`` hands over).
+
+The client's per-round-trip calls, ``encode_request`` and ``decode_response``, first try
+the codec's generated whole-frame fast path: after a first call has gone the careful way
+(checking the api key, version and client id), the request header bytes of that (api key,
+version, client id) and the response decoder of that (api key, version) are cached, so a
+call is one dict lookup and one generated function. Whenever that path gives up, the
+call is done again the careful way, which raises the precise error, so both ways behave
+the same.
 """
 
 from __future__ import annotations
@@ -29,13 +37,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from kclient.errors import ProtocolDecodeError, UnsupportedVersionError
-from kclient.protocol.codec import Buffer, Plan, Writer, plan
+from kclient.protocol.codec import (
+    Buffer,
+    Plan,
+    RequestEncoder,
+    ResponseDecoder,
+    Writer,
+    plan,
+)
 from kclient.protocol.messages import REQUESTS, RESPONSES, ApiKey
 from kclient.protocol.types import INT32, DecodeError, EncodeError, Reader
 
 _REQUEST_HEADER = struct.Struct(">ihhi")  # size placeholder, api key, version, correlation id
 _RESPONSE_HEADER = struct.Struct(">ii")  # size placeholder, correlation id
 _HEADER_V1_FIXED = struct.Struct(">hhih")  # api key, version, correlation id, client id size
+_CORRELATION_ID = INT32  # at offset 0 of a response frame without its size prefix
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,12 @@ def _finish(writer: Writer) -> list[Buffer]:
     return parts
 
 
+# (api key, version, client id) → (request header with zeros for the size and the
+# correlation id, the plan's request encoder). Filled once the careful path took all three.
+_REQUEST_ENCODERS: dict[tuple[int, int, str | None], tuple[bytearray, RequestEncoder]] = {}
+_CACHE_LIMIT = 256  # client ids are few; a caller making up new ones cannot grow it forever
+
+
 def encode_request(
     api_key: int,
     api_version: int,
@@ -93,6 +115,31 @@ def encode_request(
     body: Mapping[str, Any],
 ) -> list[Buffer]:
     """A size-prefixed request frame as a buffer list (records by reference)."""
+    try:
+        header, encode = _REQUEST_ENCODERS[api_key, api_version, client_id]
+    except (KeyError, TypeError):
+        return _encode_request(api_key, api_version, correlation_id, client_id, body)
+    # keys equal to a cached one but of another type (9.0, a str subclass) go the careful way
+    if (
+        type(api_version) is int
+        and (type(client_id) is str or client_id is None)
+        and isinstance(api_key, int)
+    ):
+        try:
+            return encode(header, correlation_id, body)
+        except Exception:  # the careful path encodes again and says what is wrong
+            pass
+    return _encode_request(api_key, api_version, correlation_id, client_id, body)
+
+
+def _encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Mapping[str, Any],
+) -> list[Buffer]:
+    """``encode_request`` the careful way, remembering the header for the fast path."""
     body_plan = _plan(api_key, api_version, REQUESTS, "request")
     writer = Writer()
     buf = writer.buf
@@ -112,6 +159,11 @@ def encode_request(
         buf += data
     if body_plan.flexible:
         buf.append(0)  # no header tagged fields
+    if type(api_version) is int and isinstance(api_key, int):
+        if len(_REQUEST_ENCODERS) >= _CACHE_LIMIT:
+            _REQUEST_ENCODERS.clear()
+        header = buf[:8] + bytes(4) + buf[12:]
+        _REQUEST_ENCODERS[api_key, api_version, client_id] = (header, body_plan.request_encoder())
     body_plan.encode_into(writer, body)
     return _finish(writer)
 
@@ -215,12 +267,30 @@ def decode_request(frame: Buffer) -> tuple[RequestHeader, dict[str, Any]]:
     return header, plan(message, header.api_version).decode_rest(reader)
 
 
+# (api key, version) → the plan's response decoder. Filled once the careful path took both.
+_RESPONSE_DECODERS: dict[tuple[int, int], ResponseDecoder] = {}
+
+
 def decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[int, dict[str, Any]]:
     """Correlation id and body of a response frame (no size prefix).
 
     An ApiVersions response that does not decode at ``api_version`` is read again as v0:
     that is how a broker answers a version it does not know (as Kafka's Java client does).
     """
+    try:
+        decode = _RESPONSE_DECODERS[api_key, api_version]
+    except (KeyError, TypeError):
+        return _decode_response(api_key, api_version, frame)
+    if type(api_version) is int:  # 9.0 equals 9 but is no version
+        try:
+            return decode(frame)
+        except Exception:  # the careful path decodes or says what is wrong
+            pass
+    return _decode_response(api_key, api_version, frame)
+
+
+def _decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[int, dict[str, Any]]:
+    """``decode_response`` the careful way, remembering the plan for the fast path."""
     message = RESPONSES.get(api_key)
     if message is None:
         raise ProtocolDecodeError(f"kclient has no response declaration for api key {api_key}")
@@ -228,17 +298,21 @@ def decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[int,
         raise UnsupportedVersionError(
             f"{message.name} v{api_version} is not supported (supported: v{message.valid})"
         )
+    body_plan = plan(message, api_version)
+    header_version = response_header_version(api_key, api_version)
+    if type(api_version) is int:
+        _RESPONSE_DECODERS[api_key, api_version] = body_plan.response_decoder(header_version)
     reader = Reader(frame)
     try:
         correlation_id = reader.int32()
-        if response_header_version(api_key, api_version) == 1:
+        if header_version == 1:
             reader.raw_tagged_fields()
     except DecodeError as exc:
         exc.context = f"{message.name} v{api_version} header"
         raise
     start = reader.pos
     try:
-        return correlation_id, plan(message, api_version).decode_rest(reader)
+        return correlation_id, body_plan.decode_rest(reader)
     except DecodeError:
         if api_key != ApiKey.API_VERSIONS or api_version == 0:
             raise
@@ -251,9 +325,13 @@ def decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[int,
 
 def peek_correlation_id(frame: Buffer) -> int:
     """The correlation id of a response frame (no size prefix), without decoding the rest."""
-    reader = Reader(frame)
     try:
-        return reader.int32()
-    except DecodeError as exc:
-        exc.context = "response header"
-        raise
+        correlation_id: int = _CORRELATION_ID.unpack_from(frame, 0)[0]
+    except Exception:  # too short (or not bytes): the careful path says so
+        reader = Reader(frame)
+        try:
+            return reader.int32()
+        except DecodeError as exc:
+            exc.context = "response header"
+            raise
+    return correlation_id

@@ -1,8 +1,10 @@
 """Codecs for single values and runs of fixed-width fields, as compiled steps.
 
-Part of the one generic codec (see ``codec.py``); corresponds to the per-type read/write
-code Kafka's generator emits into ``XxxData.read``/``write``. Everything here is built
-once per (message, version) plan and is then immutable, so any thread may run it.
+Part of the one generic codec (see ``codec.py``): its careful path, which says exactly
+what is wrong and where, and which the generated fast path falls back to. Corresponds to
+the per-type read/write code Kafka's generator emits into ``XxxData.read``/``write``.
+Everything here is built once per (message, version) plan and is then immutable, so any
+thread may run it.
 
 Each builder returns closures specialised for one field shape (compact or not, nullable
 or not), so the hot path makes no type decisions: a decoder takes a ``Reader`` and
