@@ -101,8 +101,27 @@ def producer(client: LiveMockClient) -> Iterator[KafkaProducer]:
 
 def test_send_returns_a_future_of_record_metadata(producer: KafkaProducer) -> None:
     future = producer.send("t", value=b"v", key=b"k", headers=[("h", b"x")], timestamp_ms=1234)
-    assert future.result(timeout=10) == RecordMetadata("t", keyed_partition(b"k", 4), 0, 1234)
+    assert future.result(timeout=10) == RecordMetadata("t", keyed_partition(b"k", 4), 0, 1234, 1, 1)
     assert future.get(10) == future.result()
+
+
+def test_record_metadata_gives_the_serialized_key_and_value_sizes(client: LiveMockClient) -> None:
+    with KafkaProducer(
+        bootstrap_servers="127.0.0.1:9092",
+        kafka_client=client,
+        key_serializer="str",
+        value_serializer="json",
+    ) as p:
+        md = p.send("t", value={"a": 1}, key="kéy").result(10)
+        assert (md.serialized_key_size, md.serialized_value_size) == (4, 7)  # UTF-8; '{"a":1}'
+        null = p.send("t", value=None, key=None).result(10)
+        assert (null.serialized_key_size, null.serialized_value_size) == (-1, -1)
+        seen: list[object] = []
+        p.send("t", "xyz", callback=lambda m, e: seen.append(m)).result(10)
+        p.flush(10)
+        assert [(m.serialized_key_size, m.serialized_value_size) for m in seen] == [
+            (-1, 5)
+        ]  # '"xyz"'  # type: ignore[attr-defined]
 
 
 def test_records_reach_the_broker_with_keys_values_and_headers(

@@ -257,7 +257,8 @@ class NetworkClient:
     # ---- sending --------------------------------------------------------------------
 
     def send(self, request: ClientRequest, now_ms: int) -> None:
-        self._ensure_active()
+        if self._closed:
+            raise IllegalStateError("the network client is closed")
         if not self.can_send_request(request.destination, now_ms):
             raise IllegalStateError(
                 f"node {request.destination} is not ready for a request: check "
@@ -287,9 +288,15 @@ class NetworkClient:
                 elif request.api_key == ApiKey.METADATA:
                     self.metadata_updater.handle_failed_request(now_ms, exc)
                 return
-        correlation_id = self._next_correlation_id()
+        correlation_id = self._correlation_id
+        self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
+        body = request.body
         buffers = encode_request(
-            request.api_key, version, correlation_id, self.client_id, request.body_for(version)
+            request.api_key,
+            version,
+            correlation_id,
+            self.client_id,
+            body(version) if callable(body) else body,
         )
         send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
         self.in_flight_requests.add(
@@ -318,11 +325,6 @@ class NetworkClient:
                 correlation_id,
                 send.size,
             )
-
-    def _next_correlation_id(self) -> int:
-        correlation_id = self._correlation_id
-        self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
-        return correlation_id
 
     # ---- polling --------------------------------------------------------------------
 
@@ -604,10 +606,6 @@ class NetworkClient:
     @property
     def active(self) -> bool:
         return not self._closed
-
-    def _ensure_active(self) -> None:
-        if self._closed:
-            raise IllegalStateError("the network client is closed")
 
     def _complete(self, responses: list[ClientResponse]) -> None:
         for response in responses:

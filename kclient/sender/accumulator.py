@@ -219,7 +219,13 @@ class RecordAccumulator:
                 batch = dq[-1]
                 delta = batch._append(timestamp_ms, key, value, headers)
                 if delta >= 0:
-                    future = FutureRecordMetadata(batch.result, delta, timestamp_ms)
+                    future = FutureRecordMetadata(
+                        batch.result,
+                        delta,
+                        timestamp_ms,
+                        -1 if key is None else len(key),
+                        -1 if value is None else len(value),
+                    )
                     if callback is not None:
                         batch.add_callback(future, callback)
                     if sticky is not None:

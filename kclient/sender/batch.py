@@ -156,7 +156,13 @@ class ProducerBatch:
         delta = self._append(timestamp_ms, key, value, headers)
         if delta < 0:
             return None
-        future = FutureRecordMetadata(self.result, delta, timestamp_ms)
+        future = FutureRecordMetadata(
+            self.result,
+            delta,
+            timestamp_ms,
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+        )
         if callback is not None:
             self.add_callback(future, callback)
         return future

@@ -36,12 +36,16 @@ class RecordMetadata(NamedTuple):
 
     ``offset`` is -1 with ``acks=0``. ``timestamp`` is the broker's log-append time when
     the topic uses LogAppendTime, otherwise the record's create time (milliseconds).
+    ``serialized_key_size`` / ``serialized_value_size`` are the bytes of the key and value
+    after serialization, -1 when null (Java's ``serializedKeySize``/``serializedValueSize``).
     """
 
     topic: str
     partition: int
     offset: int
     timestamp: int
+    serialized_key_size: int = -1
+    serialized_value_size: int = -1
 
 
 class ProduceResult:
@@ -174,13 +178,22 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
 
     # The base class is not slotted, so instances keep a __dict__ for the lazily created
     # fields; the always-present ones live in slots.
-    __slots__ = ("_offset_delta", "_produce_result", "_timestamp_ms")
+    __slots__ = ("_key_size", "_offset_delta", "_produce_result", "_timestamp_ms", "_value_size")
 
-    def __init__(self, produce_result: ProduceResult, offset_delta: int, timestamp_ms: int) -> None:
+    def __init__(
+        self,
+        produce_result: ProduceResult,
+        offset_delta: int,
+        timestamp_ms: int,
+        key_size: int = -1,
+        value_size: int = -1,
+    ) -> None:
         # Deliberately not calling Future.__init__: it allocates a Condition per future.
         self._produce_result = produce_result
         self._offset_delta = offset_delta
         self._timestamp_ms = timestamp_ms
+        self._key_size = key_size
+        self._value_size = value_size
 
     # ---- lazily created state for concurrent.futures.wait / as_completed / callbacks ----
 
@@ -307,7 +320,10 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         timestamp = (
             result.log_append_time_ms if result.log_append_time_ms >= 0 else self._timestamp_ms
         )
-        return RecordMetadata(result.tp.topic, result.tp.partition, offset, timestamp)
+        tp = result.tp
+        return RecordMetadata(
+            tp.topic, tp.partition, offset, timestamp, self._key_size, self._value_size
+        )
 
     def metadata(self) -> RecordMetadata | None:
         """The metadata if the record was delivered, else None (does not wait)."""

@@ -38,9 +38,9 @@ def test_records_share_the_batch_result_and_get_their_own_offsets() -> None:
     assert not any(f.done() for f in futures)
     batch.complete(base_offset=100, log_append_time_ms=-1)
     assert [f.result() for f in futures] == [
-        RecordMetadata("orders", 3, 100, 1000),
-        RecordMetadata("orders", 3, 101, 1001),
-        RecordMetadata("orders", 3, 102, 1002),
+        RecordMetadata("orders", 3, 100, 1000, -1, 2),
+        RecordMetadata("orders", 3, 101, 1001, -1, 2),
+        RecordMetadata("orders", 3, 102, 1002, -1, 2),
     ]
     assert futures[1].get(timeout=0) == futures[1].result()
     assert batch.final_state is FinalState.SUCCEEDED
@@ -96,7 +96,7 @@ def test_callbacks_get_metadata_and_their_exceptions_are_logged(
     batch.try_append(2, None, b"b", (), lambda md, exc: got.append((md, exc)))
     with caplog.at_level(logging.ERROR):
         batch.complete(10, -1)
-    assert got == [(RecordMetadata("orders", 3, 11, 2), None)]
+    assert got == [(RecordMetadata("orders", 3, 11, 2, -1, 1), None)]
     assert "exception in a send callback" in caplog.text
     assert "user bug" in caplog.text
 
@@ -118,7 +118,7 @@ def test_waiting_thread_wakes_on_completion() -> None:
     thread.start()
     batch.complete(42, -1)
     thread.join(10)
-    assert results == [RecordMetadata("orders", 3, 42, 1000)]
+    assert results == [RecordMetadata("orders", 3, 42, 1000, -1, 2)]
 
 
 def test_done_callbacks_run_on_completion_or_at_once_when_done() -> None:
