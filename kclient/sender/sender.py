@@ -5,7 +5,10 @@
 (this starts connections) → ``accumulator.drain`` → **one ProduceRequest per node** →
 fail batches past ``delivery.timeout.ms`` → ``client.poll``. Responses come back through
 request callbacks inside ``poll``: each partition's batch is completed, retried (with
-exponential backoff), split (MESSAGE_TOO_LARGE) or failed.
+exponential backoff), split (MESSAGE_TOO_LARGE) or failed. Threads blocked on a
+completed batch's futures are woken at the start of the next ``client.poll``, just before
+this thread blocks: woken earlier, they would find the GIL still held and need a second
+wake-up.
 
 Everything here runs on the Sender thread; other threads only call ``wakeup``,
 ``initiate_close`` and ``force_close``.
