@@ -220,9 +220,6 @@ class ProducerBatch:
             self._append = _refuse  # back in a deque for a retry, it takes no more records
         return self.records
 
-    def drained(self, now_ms: int) -> None:
-        self.drained_ms = max(self.drained_ms, now_ms)
-
     def reenqueued(self, now_ms: int, backoff_ms: int) -> None:
         self.attempts += 1
         self.in_retry = True
