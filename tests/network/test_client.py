@@ -381,6 +381,27 @@ def test_a_request_can_carry_its_own_timeout(env: Env) -> None:
     assert response.timed_out
 
 
+def test_after_an_earlier_request_is_answered_the_next_times_out_at_its_own_deadline(
+    env: Env,
+) -> None:
+    env.connect(0)
+    env.send(0, request_timeout_ms=1000)
+    env.poll()
+    env.clock.advance(600)
+    env.send(0, request_timeout_ms=1000)
+    env.poll()
+    env.selector.respond(0, {"throttle_time_ms": 0, "brokers": [], "topics": []})
+    [answered] = env.poll()
+    assert not answered.disconnected
+    env.clock.advance(401)  # past the first request's deadline: nothing is late now
+    assert env.poll() == []
+    env.clock.advance(599)  # 1000 ms after the second was sent
+    assert env.poll() == []
+    env.clock.advance(1)
+    [late] = env.poll()
+    assert late.timed_out
+
+
 def test_poll_waits_no_longer_than_the_next_request_deadline(env: Env) -> None:
     env.connect(0)
     env.send(0, request_timeout_ms=2000)

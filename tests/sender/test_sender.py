@@ -151,6 +151,28 @@ def test_in_flight_batches_expire_and_a_late_answer_is_ignored() -> None:
     assert isinstance(future.exception(0), KafkaTimeoutError)
 
 
+def test_each_in_flight_batch_expires_at_its_own_deadline_after_earlier_ones_completed() -> None:
+    h = make(delivery_timeout_ms=1000, request_timeout_ms=5000, topics={"t": 2})
+    (first,) = h.send("t", 0)
+    h.run()
+    h.clock.advance(500)
+    (second,) = h.send("t", 1)
+    h.run()
+    first_request, _ = h.produce_requests()
+    h.client.respond(ok(first_request, base_offset=7))
+    h.run()
+    assert first.result(0).offset == 7
+    h.clock.advance(500)  # the first batch's deadline: nothing in flight expires now
+    h.run()
+    assert not second.done()
+    h.clock.advance(499)
+    h.run()
+    assert not second.done()
+    h.clock.advance(1)  # the second batch's own deadline
+    h.run()
+    assert isinstance(second.exception(0), KafkaTimeoutError)
+
+
 def test_message_too_large_splits_the_batch() -> None:
     h = make(batch_size=4096)
     futures = h.send("t", 0, value=bytes(50), n=40)
