@@ -45,6 +45,31 @@ def metadata_request(node_id: int, topic: str, done: list[ClientResponse]) -> Cl
     )
 
 
+def long_poll_fetch(
+    node_id: int, topic: str, partition: int, done: list[ClientResponse]
+) -> ClientRequest:
+    """A Fetch the broker holds for 20 s (empty partition, min_bytes 1): surely in flight."""
+    return ClientRequest(
+        node_id,
+        ApiKey.FETCH,
+        {
+            "max_wait_ms": 20_000,
+            "min_bytes": 1,
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20}
+                    ],
+                }
+            ],
+        },
+        CLOCK.monotonic_ms(),
+        callback=done.append,
+        max_version=12,  # topics by name
+    )
+
+
 def poll_until(client: NetworkClient, done: Callable[[], bool], timeout_s: float = 15) -> None:
     deadline = time.monotonic() + timeout_s
     while not done():
@@ -120,14 +145,17 @@ def test_a_stopped_broker_fails_in_flight_requests_then_the_client_recovers(
         before = await_metadata(
             client, CLOCK, TIMEOUT_MS, until=lambda c: c.partition_count_for_topic("t") == 3
         )
-        assert any(
-            p.leader is not None and p.leader.id == 1 for p in before.partitions_for_topic("t")
-        )
+        led = [
+            p.partition for p in before.partitions_for_topic("t") if p.leader and p.leader.id == 1
+        ]
+        assert led
         nodes = before.nodes
         victim = next(n for n in nodes if n.id == 1)
         await_ready(client, victim, CLOCK, TIMEOUT_MS)
         done: list[ClientResponse] = []
-        client.send(metadata_request(victim.id, "t", done), CLOCK.monotonic_ms())
+        client.send(long_poll_fetch(victim.id, "t", led[0], done), CLOCK.monotonic_ms())
+        client.poll(100, CLOCK.monotonic_ms())  # the broker now holds the fetch
+        assert not done
         cluster.stop_broker(1)
         poll_until(client, lambda: bool(done))
         assert done[0].disconnected and done[0].error is not None
@@ -167,8 +195,8 @@ def test_a_killed_tansu_fails_in_flight_requests_then_the_client_recovers(
     node = await_metadata(client, CLOCK, TIMEOUT_MS).nodes[0]
     await_ready(client, node, CLOCK, TIMEOUT_MS)
     done: list[ClientResponse] = []
-    client.send(metadata_request(node.id, "t", done), CLOCK.monotonic_ms())
-    restartable_tansu.stop()
+    restartable_tansu.stop()  # before the send, so tansu cannot answer it first
+    client.send(metadata_request(node.id, "t", done), CLOCK.monotonic_ms())  # still "ready"
     poll_until(client, lambda: bool(done))
     assert done[0].disconnected
     assert not client.ready(node, CLOCK.monotonic_ms())
