@@ -19,6 +19,8 @@ import selectors
 import socket
 from collections.abc import Sequence
 
+from kclient.waker import Waker
+
 log = logging.getLogger(__name__)
 
 Buffer = bytes | bytearray | memoryview
@@ -162,15 +164,15 @@ class ServerSelector:
         self.disconnected: list[tuple[str, str]] = []
         self.bytes_in = 0
         self.bytes_out = 0
-        self._wakeup_sock: socket.socket | None = None
+        self._waker: Waker | None = None
         self._next_idle_check_ns = 0
 
     # ---- registration ----------------------------------------------------------------
 
-    def register_wakeup(self, sock: socket.socket) -> None:
-        """A socket whose readability only means "wake up" (drained by ``poll``)."""
-        self._wakeup_sock = sock
-        self._sel.register(sock, _READ, _WAKEUP)
+    def register_wakeup(self, waker: Waker) -> None:
+        """A waker whose readability only means "wake up" (drained by ``poll``)."""
+        self._waker = waker
+        self._sel.register(waker.fileno(), _READ, _WAKEUP)
 
     def register(self, channel_id: str, sock: socket.socket, peer: str, now_ns: int) -> None:
         if channel_id in self.channels:
@@ -245,9 +247,9 @@ class ServerSelector:
     def close_all(self, reason: str = "shutting down") -> None:
         for channel_id in list(self.channels):
             self.close(channel_id, reason)
-        if self._wakeup_sock is not None:
+        if self._waker is not None:
             try:
-                self._sel.unregister(self._wakeup_sock)
+                self._sel.unregister(self._waker.fileno())
             except (KeyError, ValueError):
                 pass
         self._sel.close()
@@ -314,12 +316,8 @@ class ServerSelector:
             self.completed_sends.append(send)
 
     def _drain_wakeup(self) -> None:
-        assert self._wakeup_sock is not None
-        try:
-            while self._wakeup_sock.recv(4096):
-                pass
-        except BlockingIOError:
-            pass
+        assert self._waker is not None
+        self._waker.drain()
 
     def _close_idle(self, now_ns: int) -> None:
         deadline = now_ns - self._idle_ns

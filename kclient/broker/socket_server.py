@@ -44,6 +44,7 @@ from kclient.broker.request_channel import (
 from kclient.broker.selector import ServerSelector
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import decode_request, decode_request_header
+from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
 
@@ -90,11 +91,9 @@ class Processor:
         self.selector = ServerSelector(max_request_bytes, connections_max_idle_ms)
         self._new_connections: queue.Queue[socket.socket] = queue.Queue(connection_queue_size)
         self._inflight: dict[str, Response] = {}
-        self._wakeup_r, self._wakeup_w = socket.socketpair()
-        self._wakeup_r.setblocking(False)
-        self._wakeup_w.setblocking(False)
+        self._waker = Waker()
         self._wakeup_pending = False
-        self.selector.register_wakeup(self._wakeup_r)
+        self.selector.register_wakeup(self._waker)
         self._index = itertools.count()
         self._running = True
         self._closed = False
@@ -121,10 +120,7 @@ class Processor:
         """Interrupt ``poll`` (any thread)."""
         if not self._wakeup_pending:
             self._wakeup_pending = True
-            try:
-                self._wakeup_w.send(b"\0")
-            except (BlockingIOError, OSError):
-                pass
+            self._waker.wake()
 
     def start(self) -> None:
         self._thread.start()
@@ -327,8 +323,7 @@ class Processor:
         self.process_disconnected()
         while not self._new_connections.empty():
             self._new_connections.get_nowait().close()
-        self._wakeup_r.close()
-        self._wakeup_w.close()
+        self._waker.close()
 
 
 class Acceptor:

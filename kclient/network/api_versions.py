@@ -149,9 +149,6 @@ class ApiVersions:
         self._nodes.pop(node_id, None)
         self.to_send[node_id] = API_VERSIONS_MAX
 
-    def has_pending(self) -> bool:
-        return bool(self.to_send)
-
     def pending(self) -> list[tuple[int, int]]:
         """(node, ApiVersions version) for every connection still waiting to ask."""
         return list(self.to_send.items()) if self.to_send else []

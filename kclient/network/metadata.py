@@ -193,13 +193,6 @@ class Metadata:
         with self._lock:
             return self._need_full_update or self._need_partial_update
 
-    def time_to_allow_update(self, now_ms: int) -> int:
-        """Milliseconds until the retry backoff after the last refresh has passed."""
-        with self._lock:
-            if self._last_refresh_ms is None:
-                return 0
-            return max(self._last_refresh_ms + self._backoff_ms - now_ms, 0)
-
     def time_to_next_update(self, now_ms: int) -> int:
         """Milliseconds until a refresh is due (0 = now): requested, or older than max age."""
         with self._lock:  # one lock round: this runs on every NetworkClient.poll

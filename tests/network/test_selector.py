@@ -11,8 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from kclient.errors import IllegalStateError, KafkaConnectionError, ProtocolDecodeError
-from kclient.network.selector import IdleExpiryManager, KSelector, NetworkSend, Waker
+from kclient.network.selector import IdleExpiryManager, KSelector, NetworkSend
 from kclient.testing import MockClock
+from kclient.waker import Waker
 
 
 def frame(payload: bytes) -> bytes:
