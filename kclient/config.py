@@ -23,7 +23,15 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
 * ``key.serializer`` / ``value.serializer`` take a callable (``value -> bytes``), an object
   with Java's ``serialize(topic, data)`` method, or a name: ``bytes``, ``str``, ``json``,
   ``int``, ``long``. ``partitioner`` takes a callable ``(topic, key_bytes, num_partitions)
-  -> partition``. Transactions and TLS/SASL are not supported.
+  -> partition``. Transactions and SASL are not supported.
+* TLS (``security.protocol=SSL``) takes PEM files only: ``ssl.truststore.location`` (CA
+  certificates; the system's when unset), ``ssl.keystore.location`` (private key and
+  certificate chain, for mutual TLS) and ``ssl.key.password``, or the same as PEM text in
+  ``ssl.truststore.certificates`` / ``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``;
+  ``ssl.truststore.type`` / ``ssl.keystore.type`` default to (and must be) ``PEM``.
+  ``ssl.endpoint.identification.algorithm`` is ``https`` (check the broker's name) or
+  empty (don't). ``ssl.context`` (kclient only) takes a ready ``ssl.SSLContext`` instead.
+  ``ssl.*`` settings with ``security.protocol=PLAINTEXT`` are a ``ConfigError``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import logging
+import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -130,6 +139,48 @@ def _parse_partitioner(name: str, value: object) -> object:
     raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+_SECRETS = frozenset({"ssl.key.password", "ssl.keystore.key"})  # never shown by repr
+
+
+def _parse_security_protocol(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().upper()
+    if text in ("SASL_PLAINTEXT", "SASL_SSL"):
+        raise ConfigError(f"{name!r}: SASL is not supported by kclient yet (got {value!r})")
+    if text not in SECURITY_PROTOCOLS:
+        raise ConfigError(f"{name!r} must be one of {', '.join(SECURITY_PROTOCOLS)}; got {value!r}")
+    return text
+
+
+def _parse_optional_str(name: str, value: object) -> str | None:
+    return None if value is None else _parse_str(name, value)
+
+
+def _parse_store_type(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().upper()
+    if text != "PEM":
+        raise ConfigError(
+            f"{name!r} must be PEM (got {value!r}): kclient reads PEM files only; convert a "
+            "JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12 -nodes"
+        )
+    return text
+
+
+def _parse_endpoint_identification(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().lower()
+    if text not in ("https", ""):
+        raise ConfigError(
+            f"{name!r} must be 'https' (verify the broker's host name) or '' (don't); got {value!r}"
+        )
+    return text
+
+
+def _parse_ssl_context(name: str, value: object) -> object:
+    if value is None or isinstance(value, ssl.SSLContext):
+        return value
+    raise _type_error(name, "an ssl.SSLContext", value)
+
+
 # ---- the settings table --------------------------------------------------------------------
 
 
@@ -184,6 +235,17 @@ _SETTINGS: tuple[_Setting, ...] = (
     _Setting("partitioner", _parse_partitioner, None),
     _Setting("key.serializer", _parse_callable_or_name, None),
     _Setting("value.serializer", _parse_callable_or_name, None),
+    _Setting("security.protocol", _parse_security_protocol, "PLAINTEXT"),
+    _Setting("ssl.truststore.location", _parse_optional_str, None),
+    _Setting("ssl.truststore.certificates", _parse_optional_str, None),
+    _Setting("ssl.truststore.type", _parse_store_type, "PEM"),
+    _Setting("ssl.keystore.location", _parse_optional_str, None),
+    _Setting("ssl.keystore.certificate.chain", _parse_optional_str, None),
+    _Setting("ssl.keystore.key", _parse_optional_str, None),
+    _Setting("ssl.keystore.type", _parse_store_type, "PEM"),
+    _Setting("ssl.key.password", _parse_optional_str, None),
+    _Setting("ssl.endpoint.identification.algorithm", _parse_endpoint_identification, "https"),
+    _Setting("ssl.context", _parse_ssl_context, None),
 )
 # fmt: on
 
@@ -195,7 +257,8 @@ for _s in _SETTINGS:
 _UNSUPPORTED = {
     "transactional.id": "transactions are not supported by kclient",
     "transaction.timeout.ms": "transactions are not supported by kclient",
-    "security.protocol": "only PLAINTEXT connections are supported by kclient",
+    "sasl.mechanism": "SASL is not supported by kclient yet",
+    "sasl.jaas.config": "SASL is not supported by kclient yet",
 }
 
 
@@ -246,6 +309,18 @@ class ProducerConfig:
     partitioner: Callable[[str, bytes | None, int], int] | None
     key_serializer: object
     value_serializer: object
+    security_protocol: str
+    ssl_truststore_location: str | None
+    ssl_truststore_certificates: str | None
+    ssl_truststore_type: str
+    ssl_keystore_location: str | None
+    ssl_keystore_certificate_chain: str | None
+    ssl_keystore_key: str | None
+    ssl_keystore_type: str
+    ssl_key_password: str | None
+    ssl_endpoint_identification_algorithm: str
+    ssl_context: ssl.SSLContext | None
+    """With SSL: the given ``ssl.context``, else one built from the ``ssl.*`` settings."""
     explicit: frozenset[str]
 
     SETTING_NAMES: ClassVar[tuple[str, ...]] = tuple(s.name for s in _SETTINGS)
@@ -261,12 +336,8 @@ class ProducerConfig:
                 setting = _BY_NAME.get(key)
                 if setting is None:
                     reason = _UNSUPPORTED.get(key.replace("_", "."))
-                    if reason is not None and not (
-                        key == "security.protocol" and value == "PLAINTEXT"
-                    ):
-                        raise ConfigError(f"{key!r}: {reason}")
                     if reason is not None:
-                        continue
+                        raise ConfigError(f"{key!r}: {reason}")
                     raise ConfigError(f"unknown producer setting {key!r}{_suggest(key)}")
                 if setting.name in given:
                     raise ConfigError(
@@ -313,6 +384,7 @@ class ProducerConfig:
                 "'delivery.timeout.ms' raised to linger.ms + request.timeout.ms = %d ms",
                 values["delivery.timeout.ms"],
             )
+        _validate_tls(values, explicit)
         for low, high in (
             ("retry.backoff.ms", "retry.backoff.max.ms"),
             ("reconnect.backoff.ms", "reconnect.backoff.max.ms"),
@@ -341,7 +413,8 @@ class ProducerConfig:
 
     def __repr__(self) -> str:
         shown = ", ".join(
-            f"{name}={getattr(self, _BY_NAME[name].attr)!r}" for name in sorted(self.explicit)
+            f"{name}={'[hidden]' if name in _SECRETS else repr(getattr(self, _BY_NAME[name].attr))}"
+            for name in sorted(self.explicit)
         )
         return f"ProducerConfig({shown})"
 
@@ -369,3 +442,34 @@ def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> N
         )
     log.info("idempotence disabled because %s", "; ".join(conflicts))
     values["enable.idempotence"] = False
+
+
+def _validate_tls(values: dict[str, Any], explicit: frozenset[str]) -> None:
+    """Build the TLS context now, so that a missing or unreadable file fails here."""
+    tls_settings = sorted(name for name in explicit if name.startswith("ssl."))
+    if values["security.protocol"] != "SSL":
+        if tls_settings:
+            raise ConfigError(
+                f"{', '.join(repr(n) for n in tls_settings)} given, but 'security.protocol' is "
+                f"{values['security.protocol']}: set 'security.protocol' to SSL to use TLS"
+            )
+        return
+    if values["ssl.context"] is not None:
+        others = [n for n in tls_settings if n != "ssl.context"]
+        if others:
+            raise ConfigError(
+                f"'ssl.context' is given: it replaces {', '.join(repr(n) for n in others)}; "
+                "set those on the context instead"
+            )
+        return
+    from kclient.tls import client_context
+
+    values["ssl.context"] = client_context(
+        truststore_location=values["ssl.truststore.location"],
+        truststore_certificates=values["ssl.truststore.certificates"],
+        keystore_location=values["ssl.keystore.location"],
+        keystore_certificate_chain=values["ssl.keystore.certificate.chain"],
+        keystore_key=values["ssl.keystore.key"],
+        key_password=values["ssl.key.password"],
+        check_hostname=values["ssl.endpoint.identification.algorithm"] == "https",
+    )

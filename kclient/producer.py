@@ -418,4 +418,6 @@ def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
         retry_backoff_max_ms=cfg.retry_backoff_max_ms,
         metadata_max_age_ms=cfg.metadata_max_age_ms,
         metadata_max_idle_ms=cfg.metadata_max_idle_ms,
+        security_protocol=cfg.security_protocol,
+        ssl_context=cfg.ssl_context,
     )

@@ -123,8 +123,10 @@ def test_backoff_above_its_maximum_uses_the_maximum() -> None:
 def test_unsupported_features_say_so() -> None:
     with pytest.raises(ConfigError, match="transactions are not supported"):
         ProducerConfig(BOOT, transactional_id="tx")
-    with pytest.raises(ConfigError, match="only PLAINTEXT"):
-        ProducerConfig(BOOT, **{"security.protocol": "SSL"})
+    with pytest.raises(ConfigError, match="SASL is not supported"):
+        ProducerConfig(BOOT, **{"security.protocol": "SASL_SSL"})
+    with pytest.raises(ConfigError, match="SASL is not supported"):
+        ProducerConfig(BOOT, **{"sasl.mechanism": "PLAIN"})
     assert ProducerConfig(BOOT, **{"security.protocol": "PLAINTEXT"}).acks == -1
 
 

@@ -12,6 +12,12 @@ complete size-prefixed frame in it becomes a ``NetworkReceive`` whose ``payload`
 frame without its size) is one buffer of exactly the frame's size. A frame larger than
 the chunk gets its own buffer of its size and is read straight into it. A size above
 ``max_receive_bytes`` raises ``ProtocolDecodeError`` before anything is allocated.
+
+With TLS (``security.protocol=SSL``) the channel's socket becomes an ``ssl.SSLSocket``
+once TCP is connected; it is ``connected`` only after the handshake. Sends are then
+regrouped into chunks of up to 64 KiB (TLS encrypts a copy anyway; ``sendmsg`` does not
+exist for TLS sockets), and a read drains what the TLS layer already decrypted, which
+``select`` cannot see. See ``kclient.tls``.
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ from __future__ import annotations
 import errno
 import os
 import socket
+import ssl
 import struct
 from collections.abc import Sequence
 
+from kclient import tls
 from kclient.errors import ProtocolDecodeError
 
 Buffer = bytes | bytearray | memoryview
@@ -36,6 +44,8 @@ CONNECT_IN_PROGRESS = frozenset(
 
 def describe_os_error(exc: BaseException) -> str:
     """A short, lower-case reason for an OS error: 'connection refused', 'no such host'."""
+    if isinstance(exc, ssl.SSLError):
+        return tls.describe_tls_error(exc)
     if isinstance(exc, socket.gaierror):
         if exc.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", None)):
             return "no such host"
@@ -52,7 +62,15 @@ def format_address(host: str, port: int) -> str:
 class NetworkSend:
     """A request (or any frame) to write to one node: a list of buffers, written in order."""
 
-    __slots__ = ("_buffers", "_index", "awaits_response", "destination", "remaining", "size")
+    __slots__ = (
+        "_buffers",
+        "_index",
+        "_tls_chunked",
+        "awaits_response",
+        "destination",
+        "remaining",
+        "size",
+    )
 
     def __init__(
         self, destination: int, buffers: Sequence[Buffer], *, awaits_response: bool = True
@@ -72,6 +90,7 @@ class NetworkSend:
                 size += n
         self._buffers = parts
         self._index = 0
+        self._tls_chunked = False
         self.size = size
         self.remaining = size
 
@@ -96,10 +115,34 @@ class NetworkSend:
                 written = sock.sendmsg(buffers[index : index + _IOV_MAX])
         except (BlockingIOError, InterruptedError):
             return 0
+        self._advance(written)
+        return written
+
+    def write_to_tls(self, sock: ssl.SSLSocket) -> int:
+        """``write_to`` for a TLS socket: chunk by chunk, retrying a chunk the socket
+        refused with the very same bytes (as OpenSSL requires)."""
+        if self.remaining == 0:
+            return 0
+        if not self._tls_chunked:
+            self._buffers = tls.tls_chunks(self._buffers[self._index :])
+            self._index = 0
+            self._tls_chunked = True
+        total = 0
+        while self.remaining:
+            written = tls.send_some(sock, self._buffers[self._index])
+            if not written:
+                break
+            self._advance(written)
+            total += written
+        return total
+
+    def _advance(self, written: int) -> None:
+        buffers = self._buffers
+        index = self._index
         self.remaining -= written
         if self.remaining == 0:
             self._index = len(buffers)
-            return written
+            return
         left = written
         while left:
             head = buffers[index]
@@ -110,7 +153,6 @@ class NetworkSend:
                 buffers[index] = memoryview(head)[left:]  # no copy of the rest
                 left = 0
         self._index = index
-        return written
 
     def __repr__(self) -> str:
         return f"NetworkSend(destination={self.destination}, size={self.size})"
@@ -132,10 +174,13 @@ class NetworkReceive:
     def complete(self) -> bool:
         return self.filled == self.size
 
-    def read_from(self, sock: socket.socket) -> int:
-        """Read more of the body straight into ``payload``; 0 means the peer closed."""
-        n = sock.recv_into(self._view[self.filled :])
-        self.filled += n
+    def read_from(self, sock: socket.socket) -> int | None:
+        """Read more of the body straight into ``payload``; 0 means the peer closed, None
+        (TLS only) that no whole TLS record has arrived yet."""
+        view = self._view[self.filled :]
+        n = tls.recv_into(sock, view) if isinstance(sock, ssl.SSLSocket) else sock.recv_into(view)
+        if n:
+            self.filled += n
         return n
 
     def __repr__(self) -> str:
@@ -162,12 +207,27 @@ class KafkaChannel:
         "receive",
         "send",
         "sock",
+        "tls_context",
+        "tls_hostname",
+        "tls_wait",
     )
 
     def __init__(
-        self, node_id: int, sock: socket.socket, address: str, max_receive_bytes: int
+        self,
+        node_id: int,
+        sock: socket.socket,
+        address: str,
+        max_receive_bytes: int,
+        *,
+        tls_context: ssl.SSLContext | None = None,
+        tls_hostname: str | None = None,
     ) -> None:
         self.node_id = node_id
+        self.tls_context = tls_context
+        """Set for TLS channels; the socket is wrapped once TCP is connected."""
+        self.tls_hostname = tls_hostname
+        self.tls_wait = 0
+        """While the TLS handshake runs: the ``selectors`` event it waits for."""
         self.sock = sock
         self.address = address
         self.max_receive_bytes = max_receive_bytes
@@ -181,38 +241,80 @@ class KafkaChannel:
         self._chunk_len = 0
 
     def finish_connect(self) -> None:
-        """Raise the OS error of a failed non-blocking connect, if any."""
+        """Advance a non-blocking connect (and then the TLS handshake); raises the OS or
+        TLS error of a failed one. ``connected`` once ready for Kafka requests."""
+        if self.tls_wait:
+            self.continue_handshake()
+            return
         code = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if code in CONNECT_IN_PROGRESS:
             return
         if code != 0:
             raise OSError(code, os.strerror(code))
-        self.connected = True
+        self.tcp_connected()
+
+    def tcp_connected(self) -> None:
+        """TCP is up: ready, or (TLS) start the handshake."""
+        if self.tls_context is None:
+            self.connected = True
+            return
+        self.sock = self.tls_context.wrap_socket(
+            self.sock, server_hostname=self.tls_hostname, do_handshake_on_connect=False
+        )
+        self.continue_handshake()
+
+    def continue_handshake(self) -> None:
+        self.tls_wait = tls.handshake_step(self.sock)  # type: ignore[arg-type]
+        if not self.tls_wait:
+            self.connected = True
 
     def write(self) -> NetworkSend | None:
         """Write the pending send; return it once completely written."""
         send = self.send
         if send is None:
             return None
-        send.write_to(self.sock)
+        if self.tls_context is None:
+            send.write_to(self.sock)
+        else:
+            send.write_to_tls(self.sock)  # type: ignore[arg-type]
         if send.completed:
             self.send = None
             return send
         return None
 
     def read(self, completed: list[NetworkReceive]) -> None:
-        """One read from the socket; appends every frame it completes to ``completed``."""
+        """One read from the socket (with TLS: until the TLS layer holds nothing more);
+        appends every frame it completes to ``completed``."""
+        if self.tls_context is None:
+            self._read_once(completed)
+            return
+        sock = self.sock
+        while self._read_once(completed) and tls.has_pending(sock):
+            pass
+
+    def _read_once(self, completed: list[NetworkReceive]) -> bool:
+        """One ``recv_into``; False if nothing was there (TLS: no whole record yet)."""
         big = self.receive
         if big is not None:  # a frame too large for the chunk buffer is read into place
-            if big.read_from(self.sock) == 0:
+            got = big.read_from(self.sock)
+            if got == 0:
                 raise PeerClosedError
+            if got is None:
+                return False
             if big.complete:
                 self.receive = None
                 completed.append(big)
-            return
-        n = self.sock.recv_into(self._chunk_view[self._chunk_len :])
+            return True
+        view = self._chunk_view[self._chunk_len :]
+        if self.tls_context is None:
+            n: int | None = self.sock.recv_into(view)
+        else:
+            n = tls.recv_into(self.sock, view)  # type: ignore[arg-type]
+            if n is None:
+                return False
         if n == 0:
             raise PeerClosedError
+        assert n is not None
         end = self._chunk_len + n
         pos = 0
         chunk = self._chunk
@@ -239,3 +341,4 @@ class KafkaChannel:
         if pos:
             chunk[: end - pos] = chunk[pos:end]
         self._chunk_len = end - pos
+        return True

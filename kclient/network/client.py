@@ -136,6 +136,7 @@ class NetworkClient:
             receive_buffer_bytes=config.receive_buffer_bytes,
             max_receive_bytes=config.max_receive_bytes,
             log_prefix=f"[kclient clientId={config.client_id}] ",
+            ssl_context=config.ssl_context if config.security_protocol == "SSL" else None,
         )
         return cls(selector, metadata, config, clock=clock)
 
@@ -246,7 +247,7 @@ class NetworkClient:
             log.debug(
                 "%sconnecting to node %d at %s", self._prefix, node.id, self._addresses[node.id]
             )
-            self._selector.connect(node.id, ip, port, family)
+            self._selector.connect(node.id, ip, port, family, server_hostname=node.host)
         except (OSError, KafkaError) as exc:
             reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
             log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)

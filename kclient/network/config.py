@@ -7,11 +7,13 @@ into (host, port) pairs; host names are resolved later, on every connection atte
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from kclient.errors import ConfigError
 from kclient.network.selector import DEFAULT_MAX_RECEIVE_BYTES
+from kclient.tls import client_context
 
 
 @dataclass(frozen=True)
@@ -33,8 +35,16 @@ class NetworkClientConfig:
     retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (… after failures in a row)
     metadata_max_age_ms: int = 300_000  # metadata.max.age.ms
     metadata_max_idle_ms: int = 300_000  # metadata.max.idle.ms
+    security_protocol: str = "PLAINTEXT"  # security.protocol: PLAINTEXT or SSL
+    ssl_context: ssl.SSLContext | None = None  # SSL: built from the ssl.* settings
 
     def __post_init__(self) -> None:
+        if self.security_protocol not in ("PLAINTEXT", "SSL"):
+            raise ConfigError(
+                f"'security.protocol' must be PLAINTEXT or SSL, got {self.security_protocol!r}"
+            )
+        if self.security_protocol == "SSL" and self.ssl_context is None:
+            object.__setattr__(self, "ssl_context", client_context())  # the system's CAs
         for name in (
             "request_timeout_ms",
             "max_in_flight_requests_per_connection",

@@ -20,6 +20,11 @@ closes the connection with ``ProtocolDecodeError`` instead of allocating it. Con
 idle longer than ``connections.max.idle.ms`` are closed (one per poll, least recently used
 first).
 
+With an ``ssl_context`` every connection runs TLS: a channel counts as connected (and is
+reported in ``connected``) only once its handshake completed, within the same connection
+setup timeout; a failed handshake is a disconnect whose error says why and which
+``ssl.*`` setting to check.
+
 Every ``OSError`` is caught here and reported in ``disconnected`` as a ``KafkaError`` that
 names the node and its address. Nothing above this module touches sockets.
 """
@@ -30,6 +35,7 @@ import logging
 import os
 import selectors
 import socket
+import ssl
 from typing import Protocol
 
 from kclient.clock import Clock
@@ -101,8 +107,16 @@ class Selectable(Protocol):
     connected: list[int]
     disconnected: dict[int, KafkaError]
 
-    def connect(self, node_id: int, host: str, port: int, family: int | None = None) -> None:
+    def connect(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        family: int | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
         """Start a non-blocking connection to an IP address (``family`` inferred when None).
+        ``server_hostname`` is the broker's advertised name, which TLS verifies.
         Raises ``KafkaConnectionError`` if it fails at once."""
         ...
 
@@ -138,8 +152,10 @@ class KSelector:
         receive_buffer_bytes: int = 32_768,
         max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
         log_prefix: str = "",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._clock = clock
+        self._ssl_context = ssl_context
         self._send_buffer_bytes = send_buffer_bytes
         self._receive_buffer_bytes = receive_buffer_bytes
         self._max_receive_bytes = max_receive_bytes
@@ -162,7 +178,14 @@ class KSelector:
 
     # ---- connections ------------------------------------------------------------------
 
-    def connect(self, node_id: int, host: str, port: int, family: int | None = None) -> None:
+    def connect(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        family: int | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         address = format_address(host, port)
@@ -185,12 +208,26 @@ class KSelector:
             sock.close()
             failure = OSError(code, os.strerror(code))
             raise _connect_error(node_id, address, failure) from failure
-        channel = KafkaChannel(node_id, sock, address, self._max_receive_bytes)
+        channel = KafkaChannel(
+            node_id,
+            sock,
+            address,
+            self._max_receive_bytes,
+            tls_context=self._ssl_context,
+            tls_hostname=server_hostname or host,
+        )
         self._channels[node_id] = channel
-        if code == 0:
-            channel.connected = True
-            self._immediately_connected.append(channel)
         self._idle.update(node_id, self._clock.monotonic_ms())
+        if code == 0:
+            if self._ssl_context is None:
+                channel.connected = True
+                self._immediately_connected.append(channel)
+            else:  # the handshake's first step goes out now; its answer comes in a poll
+                try:
+                    channel.tcp_connected()
+                except OSError as exc:
+                    self._close_channel(channel)
+                    raise _connect_error(node_id, address, exc) from exc
         self._set_interest(channel)
 
     def register(self, node_id: int, sock: socket.socket, address: str = "") -> None:
@@ -323,6 +360,10 @@ class KSelector:
         try:
             if not channel.connected:
                 if mask & (selectors.EVENT_WRITE | selectors.EVENT_READ):
+                    wrapping = channel.tls_context is not None and not channel.tls_wait
+                    if wrapping:  # TCP may be up now: the TLS socket replaces the plain one
+                        self._selector.unregister(channel.sock)
+                        channel.events = 0
                     channel.finish_connect()
                     if channel.connected:
                         self.connected.append(channel.node_id)
@@ -410,7 +451,9 @@ class KSelector:
 
     def _set_interest(self, channel: KafkaChannel) -> None:
         events = 0
-        if not channel.connected or channel.send is not None:
+        if channel.tls_wait:  # TLS handshake: what it waits for
+            events = channel.tls_wait
+        elif not channel.connected or channel.send is not None:
             events |= selectors.EVENT_WRITE
         if channel.connected and not channel.muted:
             events |= selectors.EVENT_READ

@@ -178,7 +178,14 @@ class MockSelector:
 
     # ---- Selectable -----------------------------------------------------------------
 
-    def connect(self, node_id: int, host: str, port: int, family: int | None = None) -> None:
+    def connect(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        family: int | None = None,
+        server_hostname: str | None = None,
+    ) -> None:
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         self.connect_attempts.append((node_id, host, port))
