@@ -84,6 +84,11 @@ class NetworkClient:
         self.request_timeout_ms = config.request_timeout_ms
         self.reconnect_backoff_ms = config.reconnect_backoff_ms
         self._prefix = f"[kclient clientId={config.client_id}] "
+        self._before_api_versions_hint = (
+            " before answering ApiVersions (a TLS listener? set 'security.protocol' to SSL)"
+            if config.security_protocol == "PLAINTEXT"
+            else " before answering ApiVersions"
+        )
         self.connection_states = ClusterConnectionStates(
             config.reconnect_backoff_ms,
             config.reconnect_backoff_max_ms,
@@ -550,7 +555,11 @@ class NetworkClient:
         self._unanswered.pop(node_id, None)
         state = self.connection_states.state(node_id)
         if state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS):
-            self._record_failure(node_id, short_reason(str(error)))
+            reason = short_reason(str(error))
+            if state is ConnectionState.CHECKING_API_VERSIONS and not timed_out:
+                # Dropped before answering ApiVersions: what a TLS listener does to plaintext.
+                reason += self._before_api_versions_hint
+            self._record_failure(node_id, reason)
             if state is ConnectionState.CONNECTING:
                 log.warning(
                     "%sconnection to node %d could not be established: %s",

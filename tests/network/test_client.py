@@ -538,6 +538,19 @@ def test_unreachable_bootstrap_names_every_address_and_its_os_error() -> None:
     assert "bootstrap.servers" in text
 
 
+def test_a_connection_dropped_before_api_versions_suggests_tls() -> None:
+    env = make_env(bootstrap_only=[("localhost", 9093)])
+    env.selector.stop_serving(ApiKey.API_VERSIONS)  # a TLS listener never answers
+    for _ in range(3):
+        env.poll()  # connect, then ApiVersions
+    assert env.selector.unanswered(-1)
+    env.selector.server_disconnect(-1, KafkaConnectionError("connection reset by peer"))
+    env.poll()
+    text = str(env.client.no_broker_reachable_error(1_000))
+    assert "connection reset by peer before answering ApiVersions" in text
+    assert "set 'security.protocol' to SSL" in text
+
+
 def test_every_resolved_address_of_a_bootstrap_server_is_tried() -> None:
     def two_addresses(host: str, port: int) -> list[Address]:
         return [(socket.AF_INET, "10.0.0.1", port), (socket.AF_INET, "10.0.0.2", port)]
