@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kclient.errors import ConfigError
+from kclient.sasl import SaslCredentials
 
 log = logging.getLogger(__name__)
 
@@ -139,14 +140,14 @@ def _parse_partitioner(name: str, value: object) -> object:
     raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
 
 
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
-_SECRETS = frozenset({"ssl.key.password", "ssl.keystore.key"})  # never shown by repr
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+_SECRETS = frozenset(
+    {"ssl.key.password", "ssl.keystore.key", "sasl.password", "sasl.jaas.config"}
+)  # never shown by repr
 
 
 def _parse_security_protocol(name: str, value: object) -> str:
     text = _parse_str(name, value).strip().upper()
-    if text in ("SASL_PLAINTEXT", "SASL_SSL"):
-        raise ConfigError(f"{name!r}: SASL is not supported by kclient yet (got {value!r})")
     if text not in SECURITY_PROTOCOLS:
         raise ConfigError(f"{name!r} must be one of {', '.join(SECURITY_PROTOCOLS)}; got {value!r}")
     return text
@@ -173,6 +174,10 @@ def _parse_endpoint_identification(name: str, value: object) -> str:
             f"{name!r} must be 'https' (verify the broker's host name) or '' (don't); got {value!r}"
         )
     return text
+
+
+def _parse_sasl_mechanism(name: str, value: object) -> str:
+    return _parse_str(name, value).strip().upper()
 
 
 def _parse_ssl_context(name: str, value: object) -> object:
@@ -246,6 +251,10 @@ _SETTINGS: tuple[_Setting, ...] = (
     _Setting("ssl.key.password", _parse_optional_str, None),
     _Setting("ssl.endpoint.identification.algorithm", _parse_endpoint_identification, "https"),
     _Setting("ssl.context", _parse_ssl_context, None),
+    _Setting("sasl.mechanism", _parse_sasl_mechanism, "GSSAPI"),
+    _Setting("sasl.username", _parse_optional_str, None),
+    _Setting("sasl.password", _parse_optional_str, None),
+    _Setting("sasl.jaas.config", _parse_optional_str, None),
 )
 # fmt: on
 
@@ -257,8 +266,8 @@ for _s in _SETTINGS:
 _UNSUPPORTED = {
     "transactional.id": "transactions are not supported by kclient",
     "transaction.timeout.ms": "transactions are not supported by kclient",
-    "sasl.mechanism": "SASL is not supported by kclient yet",
-    "sasl.jaas.config": "SASL is not supported by kclient yet",
+    "sasl.oauthbearer.token.endpoint.url": "SASL OAUTHBEARER is not supported by kclient",
+    "sasl.kerberos.service.name": "SASL GSSAPI (Kerberos) is not supported by kclient",
 }
 
 
@@ -321,6 +330,12 @@ class ProducerConfig:
     ssl_endpoint_identification_algorithm: str
     ssl_context: ssl.SSLContext | None
     """With SSL: the given ``ssl.context``, else one built from the ``ssl.*`` settings."""
+    sasl_mechanism: str
+    sasl_username: str | None
+    sasl_password: str | None
+    sasl_jaas_config: str | None
+    sasl: SaslCredentials | None
+    """With SASL_*: the mechanism and credentials, checked."""
     explicit: frozenset[str]
 
     SETTING_NAMES: ClassVar[tuple[str, ...]] = tuple(s.name for s in _SETTINGS)
@@ -354,6 +369,7 @@ class ProducerConfig:
         for name, value in values.items():
             object.__setattr__(self, _BY_NAME[name].attr, value)
         object.__setattr__(self, "explicit", frozenset(given))
+        object.__setattr__(self, "sasl", _sasl_credentials(values, frozenset(given)))
 
     @staticmethod
     def _parse(setting: _Setting, raw: object) -> object:
@@ -444,14 +460,33 @@ def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> N
     values["enable.idempotence"] = False
 
 
+def _sasl_credentials(values: dict[str, Any], explicit: frozenset[str]) -> SaslCredentials | None:
+    protocol = values["security.protocol"]
+    if not protocol.startswith("SASL_"):
+        given = sorted(name for name in explicit if name.startswith("sasl."))
+        if given:
+            raise ConfigError(
+                f"{', '.join(repr(n) for n in given)} given, but 'security.protocol' is "
+                f"{protocol}: set it to SASL_SSL (or SASL_PLAINTEXT) to use SASL"
+            )
+        return None
+    return SaslCredentials.from_settings(
+        values["sasl.mechanism"],
+        values["sasl.username"],
+        values["sasl.password"],
+        values["sasl.jaas.config"],
+    )
+
+
 def _validate_tls(values: dict[str, Any], explicit: frozenset[str]) -> None:
     """Build the TLS context now, so that a missing or unreadable file fails here."""
     tls_settings = sorted(name for name in explicit if name.startswith("ssl."))
-    if values["security.protocol"] != "SSL":
+    if values["security.protocol"] not in ("SSL", "SASL_SSL"):
         if tls_settings:
             raise ConfigError(
                 f"{', '.join(repr(n) for n in tls_settings)} given, but 'security.protocol' is "
-                f"{values['security.protocol']}: set 'security.protocol' to SSL to use TLS"
+                f"{values['security.protocol']}: set 'security.protocol' to SSL (or SASL_SSL) "
+                "to use TLS"
             )
         return
     if values["ssl.context"] is not None:

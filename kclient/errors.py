@@ -73,6 +73,14 @@ class KafkaTimeoutError(KafkaError, TimeoutError):
     retriable = True
 
 
+class SaslAuthenticationError(KafkaError):
+    """SASL authentication failed: wrong credentials, a mechanism the broker does not
+    enable, or a broker that cannot prove it knows the password. Not retried: sends fail
+    with it until the settings are fixed (Java's ``SaslAuthenticationException``)."""
+
+    retriable = False
+
+
 class BufferExhaustedError(KafkaTimeoutError):
     """``buffer.memory`` stayed full for ``max.block.ms``."""
 

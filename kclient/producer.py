@@ -420,4 +420,5 @@ def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
         metadata_max_idle_ms=cfg.metadata_max_idle_ms,
         security_protocol=cfg.security_protocol,
         ssl_context=cfg.ssl_context,
+        sasl=cfg.sasl,
     )

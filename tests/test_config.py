@@ -123,10 +123,11 @@ def test_backoff_above_its_maximum_uses_the_maximum() -> None:
 def test_unsupported_features_say_so() -> None:
     with pytest.raises(ConfigError, match="transactions are not supported"):
         ProducerConfig(BOOT, transactional_id="tx")
-    with pytest.raises(ConfigError, match="SASL is not supported"):
-        ProducerConfig(BOOT, **{"security.protocol": "SASL_SSL"})
-    with pytest.raises(ConfigError, match="SASL is not supported"):
-        ProducerConfig(BOOT, **{"sasl.mechanism": "PLAIN"})
+    sasl = {"security.protocol": "SASL_SSL", "sasl.username": "a", "sasl.password": "b"}
+    with pytest.raises(ConfigError, match="GSSAPI is Java's default; set 'sasl.mechanism'"):
+        ProducerConfig(BOOT, **sasl)
+    with pytest.raises(ConfigError, match="OAUTHBEARER is not supported"):
+        ProducerConfig(BOOT, **{"sasl.oauthbearer.token.endpoint.url": "https://idp"})
     assert ProducerConfig(BOOT, **{"security.protocol": "PLAINTEXT"}).acks == -1
 
 

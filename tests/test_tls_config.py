@@ -124,7 +124,7 @@ def test_ssl_settings_without_ssl_protocol_are_an_error_not_ignored(
 ) -> None:
     with pytest.raises(ConfigError, match="'security.protocol' is PLAINTEXT: set 'security.pro"):
         ProducerConfig({**BOOT, "ssl.truststore.location": certs.ca_cert})
-    with pytest.raises(ConfigError, match="must be one of PLAINTEXT, SSL"):
+    with pytest.raises(ConfigError, match="must be one of PLAINTEXT, SSL, SASL_PLAINTEXT"):
         ProducerConfig({**BOOT, "security.protocol": "TLS"})
 
 
@@ -152,7 +152,9 @@ def test_the_network_client_gets_the_context(certs: TestCertificates) -> None:
     network = NetworkClientConfig.from_config(config)
     assert network.security_protocol == "SSL"
     assert network.ssl_context is config.ssl_context
-    with pytest.raises(ConfigError, match="'security.protocol' must be PLAINTEXT or SSL"):
+    with pytest.raises(ConfigError, match="'security.protocol' must be one of PLAINTEXT, SSL"):
+        NetworkClientConfig(security_protocol="TLS")
+    with pytest.raises(ConfigError, match="SASL_SSL needs 'sasl.mechanism'"):
         NetworkClientConfig(security_protocol="SASL_SSL")
 
 

@@ -38,12 +38,19 @@ def dataset(n: int, tag: str) -> list[tuple[bytes | None, bytes, Headers]]:
 
 
 def consume_all(
-    bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 60
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout_s: float = 60,
+    *,
+    settings: dict[str, object] | None = None,
 ) -> list[Consumed]:
     """Every record of the topic, in (partition, offset) order.
 
     Reads until at least ``expected`` records arrived and every partition then reported
-    its end, so duplicates beyond ``expected`` are returned too.
+    its end, so duplicates beyond ``expected`` are returned too. ``settings`` go to the
+    consumer as well (e.g. ``security.protocol`` and ``ssl.ca.location``).
     """
     consumer = confluent_kafka.Consumer(
         {
@@ -52,6 +59,7 @@ def consume_all(
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
+            **(settings or {}),
         }
     )
     try:

@@ -10,6 +10,9 @@ broker"). Uses only ``kclient.protocol``, ``kclient.record`` and ``kclient.error
         broker.create_topic("events", partitions=3)
         ...broker.bootstrap_servers...
 
+TLS listeners: ``EmbeddedBroker(security_protocol="SSL", ssl_keystore_location=PEM)``
+(plus ``ssl_truststore_location`` and ``ssl_client_auth="required"`` for mutual TLS).
+
 Command line: ``kclient-broker`` / ``python -m kclient.broker`` (``--help``).
 """
 

@@ -96,6 +96,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="largest request accepted (socket.request.max.bytes; default: 100 MiB)",
     )
+    tls = p.add_argument_group("TLS (Kafka's listeners=SSL://...)")
+    tls.add_argument(
+        "--security-protocol",
+        default="PLAINTEXT",
+        metavar="PROTOCOL",
+        help="PLAINTEXT or SSL; clients set the same security.protocol (default: %(default)s)",
+    )
+    tls.add_argument(
+        "--ssl-keystore-location",
+        default=None,
+        metavar="FILE",
+        help="PEM file with the broker's private key and certificate chain "
+        "(ssl.keystore.location; required with SSL)",
+    )
+    tls.add_argument(
+        "--ssl-key-password",
+        default=None,
+        metavar="PASSWORD",
+        help="password of an encrypted private key in the keystore (ssl.key.password)",
+    )
+    tls.add_argument(
+        "--ssl-truststore-location",
+        default=None,
+        metavar="FILE",
+        help="PEM CA certificates that sign client certificates (ssl.truststore.location)",
+    )
+    tls.add_argument(
+        "--ssl-client-auth",
+        default="none",
+        metavar="MODE",
+        help="none, requested or required (mutual TLS) (ssl.client.auth; default: %(default)s)",
+    )
     p.add_argument(
         "--metrics-interval",
         type=float,
@@ -138,6 +170,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "num_io_threads": args.num_io_threads,
             "queued_max_requests": args.queued_max_requests,
             "socket_request_max_bytes": args.socket_request_max_bytes,
+            "security_protocol": args.security_protocol,
+            "ssl_keystore_location": args.ssl_keystore_location,
+            "ssl_key_password": args.ssl_key_password,
+            "ssl_truststore_location": args.ssl_truststore_location,
+            "ssl_client_auth": args.ssl_client_auth,
         }
         if args.message_max_bytes is not None:
             settings["message_max_bytes"] = args.message_max_bytes
@@ -155,7 +192,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        cluster = EmbeddedCluster(args.brokers, config=config)
+        try:
+            cluster = EmbeddedCluster(args.brokers, config=config)  # reads the PEM files
+        except ConfigError as exc:
+            print(f"kclient-broker: {exc}", file=sys.stderr)
+            return 2
         try:
             cluster.start()
         except OSError as exc:
@@ -168,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             print(
                 f"kclient-broker: {args.brokers} broker(s) ready; "
+                f"security.protocol={cluster.security_protocol} "
                 f"bootstrap.servers={cluster.bootstrap_servers}",
                 flush=True,
             )

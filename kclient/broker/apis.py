@@ -48,9 +48,13 @@ log = logging.getLogger(__name__)
 _ADVERTISED_MIN = {int(ApiKey.PRODUCE): 0}
 
 
+#: APIs kclient declares for its client side that this broker does not serve.
+_NOT_SERVED = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
+
+
 def advertised_versions() -> list[dict[str, int]]:
     """The ``api_keys`` of an ApiVersions response."""
-    versions = {int(key): v for key, v in SUPPORTED_VERSIONS.items()}
+    versions = {int(key): v for key, v in SUPPORTED_VERSIONS.items() if key not in _NOT_SERVED}
     versions.update(local_versions())
     return [
         {"api_key": key, "min_version": _ADVERTISED_MIN.get(key, low), "max_version": high}

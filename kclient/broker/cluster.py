@@ -41,7 +41,9 @@ class EmbeddedCluster:
     Settings are ``BrokerConfig`` fields (``log_dir``, ``num_partitions``,
     ``auto_create_topics``, ``num_network_threads``, ``message_max_bytes`` ...), given
     as a ``config`` or as keyword arguments. With ``port`` != 0 broker i listens on
-    ``port + i``.
+    ``port + i``. TLS listeners: ``security_protocol="SSL"`` with
+    ``ssl_keystore_location`` (and ``ssl_truststore_location`` +
+    ``ssl_client_auth="required"`` for mutual TLS).
     """
 
     def __init__(
@@ -54,6 +56,8 @@ class EmbeddedCluster:
             if settings
             else (config or BrokerConfig())
         )
+        # an SSL listener's PEM files are read now: a bad one fails here, naming its setting
+        self.ssl_context = self.config.ssl_context()
         self._lock = threading.RLock()
         self._started = False
         self._closed = False
@@ -68,6 +72,7 @@ class EmbeddedCluster:
                 self.controller,
                 self.purgatory,
                 base + node_id if base else 0,
+                ssl_context=self.ssl_context,
             )
             for node_id in range(brokers)
         }
@@ -116,6 +121,11 @@ class EmbeddedCluster:
         self.close()
 
     # ---- brokers -----------------------------------------------------------------------
+
+    @property
+    def security_protocol(self) -> str:
+        """What clients set as ``security.protocol``: PLAINTEXT or SSL."""
+        return self.config.security_protocol
 
     @property
     def bootstrap_servers(self) -> str:

@@ -8,15 +8,24 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+import ssl
+from dataclasses import dataclass, field
 from typing import Any
 
 from kclient.errors import ConfigError
+from kclient.tls import server_context
 
 #: Kafka's default ``message.max.bytes`` (1 MiB plus the 12-byte log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
 
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+#: ``security.protocol`` values the embedded broker's listener speaks.
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
+#: Kafka's other protocols: named in the error so that the refusal is explicit.
+_UNSUPPORTED_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+#: ``ssl.client.auth`` values.
+SSL_CLIENT_AUTH = ("none", "requested", "required")
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,17 @@ class BrokerConfig:
     delete_topic_enable: bool = True
     #: Reported in Metadata responses.
     cluster_id: str = "kclient-embedded"
+    #: ``security.protocol`` of the listener (Kafka's ``listeners=SSL://...``): PLAINTEXT
+    #: or SSL. Clients connect back to the same host/port with the same protocol.
+    security_protocol: str = "PLAINTEXT"
+    #: ``ssl.keystore.location``: PEM file with the private key and the certificate chain.
+    ssl_keystore_location: str | None = None
+    #: ``ssl.key.password``: opens an encrypted private key in the keystore.
+    ssl_key_password: str | None = field(default=None, repr=False)
+    #: ``ssl.truststore.location``: PEM CA certificates that sign client certificates.
+    ssl_truststore_location: str | None = None
+    #: ``ssl.client.auth``: none, requested (checked if sent) or required (mutual TLS).
+    ssl_client_auth: str = "none"
 
     def __post_init__(self) -> None:
         positive = {
@@ -78,6 +98,66 @@ class BrokerConfig:
             )
         if not _CLUSTER_ID.match(self.cluster_id):
             raise ConfigError(f"cluster id must match {_CLUSTER_ID.pattern}: {self.cluster_id!r}")
+        self._check_security()
+
+    def _check_security(self) -> None:
+        """The shape of the TLS settings (the files themselves are read by ``ssl_context``)."""
+        protocol = self.security_protocol
+        if not isinstance(protocol, str) or protocol.upper() not in SECURITY_PROTOCOLS:
+            if isinstance(protocol, str) and protocol.upper() in _UNSUPPORTED_PROTOCOLS:
+                raise ConfigError(
+                    f"'security.protocol' {protocol} is not supported by the embedded broker "
+                    "(use PLAINTEXT or SSL)"
+                )
+            raise ConfigError(f"'security.protocol' must be PLAINTEXT or SSL, got {protocol!r}")
+        object.__setattr__(self, "security_protocol", protocol.upper())
+        if self.ssl_client_auth not in SSL_CLIENT_AUTH:
+            raise ConfigError(
+                "'ssl.client.auth' must be none, requested or required, "
+                f"got {self.ssl_client_auth!r}"
+            )
+        if self.security_protocol == "SSL":
+            if not self.ssl_keystore_location:
+                raise ConfigError(
+                    "'security.protocol' SSL needs 'ssl.keystore.location' "
+                    "(a PEM file with the broker's private key and certificate chain)"
+                )
+            return
+        # PLAINTEXT: ssl.* settings would be silently ignored, which hides a mistake
+        ssl_settings = {
+            "ssl.keystore.location": self.ssl_keystore_location,
+            "ssl.key.password": self.ssl_key_password,
+            "ssl.truststore.location": self.ssl_truststore_location,
+            "ssl.client.auth": None if self.ssl_client_auth == "none" else self.ssl_client_auth,
+        }
+        for name, value in ssl_settings.items():
+            if value is not None:
+                raise ConfigError(
+                    f"'{name}' is set but 'security.protocol' is PLAINTEXT: "
+                    "set security.protocol=SSL (or leave the ssl.* settings out)"
+                )
+
+    @property
+    def tls(self) -> bool:
+        """Whether the listener speaks TLS (``security.protocol=SSL``)."""
+        return self.security_protocol == "SSL"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The listener's server-side TLS context, or None for PLAINTEXT.
+
+        Reads the PEM files now, so a missing or unusable file is a ``ConfigError`` naming
+        its setting (``ssl.keystore.location`` ...) before any socket is opened. Built once
+        per cluster and shared by every Processor (an ``SSLContext`` is thread-safe).
+        """
+        if not self.tls:
+            return None
+        assert self.ssl_keystore_location is not None
+        return server_context(
+            keystore_location=self.ssl_keystore_location,
+            key_password=self.ssl_key_password,
+            truststore_location=self.ssl_truststore_location,
+            client_auth=self.ssl_client_auth,
+        )
 
     def replace(self, **changes: Any) -> BrokerConfig:
         """A copy with some settings changed (validated again)."""

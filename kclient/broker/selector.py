@@ -10,6 +10,14 @@ a connection's requests are handled strictly one at a time, in order.
 ``poll()`` fills ``completed_receives``, ``completed_sends`` and ``disconnected``; the
 Processor drains those lists. Closing a channel, for whatever reason, reports it in
 ``disconnected`` exactly once.
+
+TLS channels (an ``ssl.SSLSocket`` registered unconnected, ``do_handshake_on_connect=False``)
+pick their path once, at ``register``: first the handshake, driven by the readiness it
+waits for (no request is read before it completes; failures close only that connection,
+with one log line); then ``TlsNetworkReceive`` / ``TlsNetworkSend``. Decrypted bytes left
+inside the TLS object after a complete request are invisible to ``select``: such channels
+are remembered and read again, without waiting, once unmuted. Plaintext channels keep
+the plain ``recv_into`` / ``sendmsg`` path.
 """
 
 from __future__ import annotations
@@ -17,8 +25,12 @@ from __future__ import annotations
 import logging
 import selectors
 import socket
+import ssl
+from collections import deque
 from collections.abc import Sequence
+from typing import cast
 
+from kclient.tls import handshake_step, has_pending, recv_into, send_some, tls_chunks
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -29,6 +41,8 @@ _IOV_MAX = 1024
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _WAKEUP = "<wakeup>"
+#: Longest a TLS handshake may take (capped by ``connections.max.idle.ms``).
+HANDSHAKE_TIMEOUT_MS = 10_000
 
 
 class InvalidReceiveError(Exception):
@@ -64,16 +78,7 @@ class NetworkReceive:
                 self._read += n
                 if self._read < 4:
                     continue
-                size = int.from_bytes(self._size_buf, "big", signed=True)
-                if size < 0 or size > self.max_size:
-                    raise InvalidReceiveError(
-                        f"invalid request size {size} (socket.request.max.bytes is {self.max_size})"
-                    )
-                self._size = size
-                self._read = 0
-                self.payload = bytearray(size)
-                self._view = memoryview(self.payload)
-                if size == 0:
+                if self._begin_payload() == 0:
                     return True, total
             else:
                 try:
@@ -88,9 +93,49 @@ class NetworkReceive:
                     self._view.release()
                     return True, total
 
+    def _begin_payload(self) -> int:
+        """The 4-byte size is in: check it and make room for the payload; returns it."""
+        size = int.from_bytes(self._size_buf, "big", signed=True)
+        if size < 0 or size > self.max_size:
+            raise InvalidReceiveError(
+                f"invalid request size {size} (socket.request.max.bytes is {self.max_size})"
+            )
+        self._size = size
+        self._read = 0
+        self.payload = bytearray(size)
+        self._view = memoryview(self.payload)
+        return size
+
     @property
     def started(self) -> bool:
         return self._size >= 0 or self._read > 0
+
+
+class TlsNetworkReceive(NetworkReceive):
+    """A frame read through TLS: ``recv_into`` yields None (not BlockingIOError) when no
+    whole TLS record is there. Bytes past the frame stay buffered in the TLS object."""
+
+    __slots__ = ()
+
+    def read_from(self, sock: socket.socket) -> tuple[bool, int]:
+        tls = cast(ssl.SSLSocket, sock)
+        total = 0
+        while True:
+            n = recv_into(tls, self._view[self._read :])
+            if n is None:
+                return False, total
+            if n == 0:
+                if self._size < 0:
+                    raise EOFError("connection closed by peer")
+                raise EOFError("connection closed by peer in the middle of a request")
+            total += n
+            self._read += n
+            if self._size < 0:
+                if self._read == 4 and self._begin_payload() == 0:
+                    return True, total
+            elif self._read == self._size:
+                self._view.release()
+                return True, total
 
 
 class NetworkSend:
@@ -126,18 +171,59 @@ class NetworkSend:
         return not views, written
 
 
+class TlsNetworkSend(NetworkSend):
+    """A response written through TLS (an ``SSLSocket`` has no ``sendmsg``): the buffers
+    regrouped into chunks of at most 64 KiB, each retried unchanged after the socket was
+    full, as OpenSSL requires."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self, destination: str, buffers: Sequence[Buffer]) -> None:
+        self.destination = destination
+        self._views = []
+        self._chunks: deque[Buffer] = deque(tls_chunks(buffers))
+        self.size = sum(len(c) for c in self._chunks)
+        self.remaining = self.size
+
+    def write_to(self, sock: socket.socket) -> tuple[bool, int]:
+        tls = cast(ssl.SSLSocket, sock)
+        written = 0
+        chunks = self._chunks
+        while chunks:
+            chunk = chunks[0]
+            n = send_some(tls, chunk)
+            if n == 0:  # socket full: the same chunk goes again on the next call
+                break
+            written += n
+            self.remaining -= n
+            if n < len(chunk):  # only with partial writes enabled: the rest goes next
+                chunks[0] = memoryview(chunk)[n:]
+            else:
+                chunks.popleft()
+        return not chunks, written
+
+
 class ServerChannel:
-    """One client connection (Kafka's ``KafkaChannel``)."""
+    """One client connection (Kafka's ``KafkaChannel``).
+
+    ``receive_type`` / ``send_type`` are the plain or TLS classes, chosen at registration;
+    a TLS channel starts ``handshaking`` and waits for ``handshake_events`` meanwhile.
+    """
 
     __slots__ = (
         "events",
+        "handshake_events",
+        "handshaking",
         "id",
         "last_active_ns",
         "muted",
         "peer",
         "receive",
+        "receive_type",
         "send",
+        "send_type",
         "sock",
+        "tls",
     )
 
     def __init__(self, channel_id: str, sock: socket.socket, peer: str, now_ns: int) -> None:
@@ -149,14 +235,27 @@ class ServerChannel:
         self.send: NetworkSend | None = None
         self.events = 0
         self.last_active_ns = now_ns
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        self.handshaking = self.tls
+        self.handshake_events = _READ  # a TLS server first waits for the ClientHello
+        self.receive_type: type[NetworkReceive] = TlsNetworkReceive if self.tls else NetworkReceive
+        self.send_type: type[NetworkSend] = TlsNetworkSend if self.tls else NetworkSend
 
 
 class ServerSelector:
     """All connections of one Processor over one ``selectors`` selector."""
 
-    def __init__(self, max_receive_size: int, connections_max_idle_ms: int = 600_000) -> None:
+    def __init__(
+        self,
+        max_receive_size: int,
+        connections_max_idle_ms: int = 600_000,
+        handshake_timeout_ms: int = HANDSHAKE_TIMEOUT_MS,
+    ) -> None:
         self.max_receive_size = max_receive_size
         self._idle_ns = connections_max_idle_ms * 1_000_000
+        self._handshake_ns = min(handshake_timeout_ms, connections_max_idle_ms) * 1_000_000
+        #: TLS channels with decrypted bytes buffered in their SSL object.
+        self._pending_reads: set[str] = set()
         self._sel = selectors.DefaultSelector()
         self.channels: dict[str, ServerChannel] = {}
         self.completed_receives: list[tuple[str, bytearray]] = []
@@ -175,6 +274,8 @@ class ServerSelector:
         self._sel.register(waker.fileno(), _READ, _WAKEUP)
 
     def register(self, channel_id: str, sock: socket.socket, peer: str, now_ns: int) -> None:
+        """Add a connection; an ``ssl.SSLSocket`` (server side, not yet handshaken) makes
+        it a TLS channel."""
         if channel_id in self.channels:
             raise ValueError(f"channel {channel_id} is already registered")
         sock.setblocking(False)
@@ -186,7 +287,10 @@ class ServerSelector:
         return self.channels.get(channel_id)
 
     def _update_interest(self, ch: ServerChannel) -> None:
-        wanted = (0 if ch.muted else _READ) | (_WRITE if ch.send is not None else 0)
+        if ch.handshaking:
+            wanted = ch.handshake_events
+        else:
+            wanted = (0 if ch.muted else _READ) | (_WRITE if ch.send is not None else 0)
         if wanted == ch.events:
             return
         if ch.events == 0:
@@ -221,7 +325,7 @@ class ServerSelector:
             return False
         if ch.send is not None:
             raise RuntimeError(f"channel {channel_id} already has a send in progress")
-        send = NetworkSend(channel_id, buffers)
+        send = ch.send_type(channel_id, buffers)
         ch.send = send
         ch.last_active_ns = now_ns
         self._write(ch)
@@ -233,6 +337,7 @@ class ServerSelector:
         ch = self.channels.pop(channel_id, None)
         if ch is None:
             return
+        self._pending_reads.discard(channel_id)
         if ch.events:
             try:
                 self._sel.unregister(ch.sock)
@@ -258,7 +363,13 @@ class ServerSelector:
 
     def poll(self, timeout_s: float, now_ns: int) -> None:
         """Wait up to ``timeout_s`` for I/O, then do it: read at most one complete request
-        per channel, continue pending writes, close broken and idle connections."""
+        per channel, continue pending writes and TLS handshakes, close broken and idle
+        connections. Does not wait when an unmuted TLS channel has buffered bytes."""
+        buffered: list[ServerChannel] | None = None
+        if self._pending_reads:
+            buffered = self._unmuted_pending()
+            if buffered:
+                timeout_s = 0.0
         for key, events in self._sel.select(timeout_s):
             channel_id = key.data
             if channel_id == _WAKEUP:
@@ -266,6 +377,11 @@ class ServerSelector:
                 continue
             ch = self.channels.get(channel_id)
             if ch is None:
+                continue
+            if ch.handshaking:
+                self._handshake(ch, now_ns)
+                if ch.id in self.channels:
+                    self._update_interest(ch)
                 continue
             if events & _WRITE and ch.send is not None:
                 self._write(ch)
@@ -275,13 +391,20 @@ class ServerSelector:
                 self._read(ch, now_ns)
             if ch.id in self.channels:
                 self._update_interest(ch)
+        if buffered:
+            for ch in buffered:
+                # not read meanwhile through a socket event, still open and unmuted
+                if ch.id in self._pending_reads and not ch.muted and ch.id in self.channels:
+                    self._read(ch, now_ns)
+                    if ch.id in self.channels:
+                        self._update_interest(ch)
         if now_ns >= self._next_idle_check_ns:
             self._close_idle(now_ns)
             self._next_idle_check_ns = now_ns + 1_000_000_000
 
     def _read(self, ch: ServerChannel, now_ns: int) -> None:
         if ch.receive is None:
-            ch.receive = NetworkReceive(self.max_receive_size)
+            ch.receive = ch.receive_type(self.max_receive_size)
         try:
             complete, n = ch.receive.read_from(ch.sock)
         except EOFError as exc:
@@ -301,6 +424,45 @@ class ServerSelector:
             self.completed_receives.append((ch.id, ch.receive.payload))
             ch.receive = None
             ch.muted = True  # one request at a time; the Processor unmutes after responding
+            if ch.tls:
+                # the next request may already sit decrypted in the SSL object
+                if has_pending(ch.sock):
+                    self._pending_reads.add(ch.id)
+                else:
+                    self._pending_reads.discard(ch.id)
+        elif ch.tls:
+            self._pending_reads.discard(ch.id)  # read until the SSL object wanted more
+
+    def _unmuted_pending(self) -> list[ServerChannel]:
+        """TLS channels with buffered bytes that may be read now."""
+        ready = []
+        for channel_id in self._pending_reads:
+            ch = self.channels.get(channel_id)
+            if ch is not None and not ch.muted:
+                ready.append(ch)
+        return ready
+
+    def _handshake(self, ch: ServerChannel, now_ns: int) -> None:
+        """One non-blocking handshake step; once complete, read what came with it."""
+        sock = cast(ssl.SSLSocket, ch.sock)
+        try:
+            waiting_for = handshake_step(sock)
+        except (OSError, ValueError) as exc:
+            reason = handshake_failure(exc)
+            level = logging.INFO if isinstance(exc, _PEER_GONE) else logging.WARNING
+            log.log(
+                level, "TLS handshake with %s failed (connection %s): %s", ch.peer, ch.id, reason
+            )
+            self.close(ch.id, f"TLS handshake failed: {reason}")
+            return
+        if waiting_for:
+            ch.handshake_events = waiting_for
+            return
+        ch.handshaking = False
+        ch.last_active_ns = now_ns
+        log.debug("TLS handshake with %s complete (%s, %s)", ch.peer, sock.version(), sock.cipher())
+        # the client's first request may have arrived with its last handshake flight
+        self._read(ch, now_ns)
 
     def _write(self, ch: ServerChannel) -> None:
         send = ch.send
@@ -321,7 +483,68 @@ class ServerSelector:
 
     def _close_idle(self, now_ns: int) -> None:
         deadline = now_ns - self._idle_ns
+        handshake_deadline = now_ns - self._handshake_ns
         for ch in list(self.channels.values()):
-            if ch.last_active_ns < deadline and not ch.muted and ch.send is None:
+            if ch.handshaking:
+                if ch.last_active_ns < handshake_deadline:
+                    seconds = self._handshake_ns / 1e9
+                    log.warning(
+                        "TLS handshake with %s failed (connection %s): not complete after %g s",
+                        ch.peer,
+                        ch.id,
+                        seconds,
+                    )
+                    self.close(ch.id, f"TLS handshake not complete after {seconds:g} s")
+            elif ch.last_active_ns < deadline and not ch.muted and ch.send is None:
                 log.info("closing idle connection %s from %s", ch.id, ch.peer)
                 self.close(ch.id, "idle for connections.max.idle.ms")
+
+
+#: Handshake errors that only mean the client went away.
+_PEER_GONE = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError)
+#: OpenSSL reasons for bytes that are not a TLS ClientHello.
+_NOT_TLS = frozenset(
+    {
+        "WRONG_VERSION_NUMBER",
+        "HTTP_REQUEST",
+        "HTTPS_PROXY_REQUEST",
+        "PACKET_LENGTH_TOO_LONG",
+        "UNSUPPORTED_PROTOCOL",
+        "UNKNOWN_PROTOCOL",
+        "RECORD_LAYER_FAILURE",
+    }
+)
+
+
+def handshake_failure(exc: BaseException) -> str:
+    """Why a server-side TLS handshake failed, for the one log line (and which setting,
+    on which side, usually fixes it)."""
+    if isinstance(exc, _PEER_GONE):
+        return "the client closed the connection during the handshake"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        detail = exc.verify_message or exc.reason or str(exc)
+        return (
+            f"the client certificate is not trusted ({detail}); "
+            "'ssl.truststore.location' must hold the CA that signed it"
+        )
+    if not isinstance(exc, ssl.SSLError):
+        return str(exc) or type(exc).__name__
+    reason = exc.reason or ""
+    if reason == "PEER_DID_NOT_RETURN_A_CERTIFICATE":
+        return "the client sent no certificate and 'ssl.client.auth' is required"
+    if reason in _NOT_TLS:
+        return (
+            f"not a TLS client ({reason}): a PLAINTEXT client on this SSL listener? "
+            "the client needs security.protocol=SSL"
+        )
+    if reason.startswith(("TLSV1_ALERT_", "SSLV3_ALERT_")):
+        alert = reason.split("_ALERT_", 1)[1].lower().replace("_", " ")
+        hint = (
+            " (does the client trust the CA that signed 'ssl.keystore.location'?)"
+            if alert in ("unknown ca", "bad certificate", "certificate unknown")
+            else ""
+        )
+        return f"the client rejected the handshake (alert: {alert}){hint}"
+    if reason == "UNEXPECTED_EOF_WHILE_READING":
+        return "the client closed the connection during the handshake"
+    return f"{reason or exc}"

@@ -1,7 +1,9 @@
 """KafkaServer: one broker of the embedded cluster (Kafka's ``KafkaServer``/``BrokerServer``).
 
 Wires a RequestChannel, a SocketServer (Acceptor + Processors), a RequestHandlerPool and
-Apis together for one node id, over the cluster's shared Controller and purgatory.
+Apis together for one node id, over the cluster's shared Controller and purgatory. The
+listener is PLAINTEXT or SSL (``BrokerConfig.security_protocol``); Metadata advertises
+its host and port either way, so clients connect back with the same protocol.
 ``startup``/``shutdown`` run on the caller's thread and may be repeated: a restarted
 broker listens on the same port again.
 
@@ -13,6 +15,7 @@ handler threads stop.
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 
 from kclient.broker.apis import Apis
@@ -39,9 +42,13 @@ class KafkaServer:
         controller: Controller,
         purgatory: DelayedOperationPurgatory,
         port: int,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
+        # an SSL listener's context: given by the cluster (built once), else built here
+        self.ssl_context = ssl_context if ssl_context is not None else config.ssl_context()
         self.controller = controller
         self.purgatory = purgatory
         self.host = config.host
@@ -78,6 +85,7 @@ class KafkaServer:
             connections_max_idle_ms=cfg.connections_max_idle_ms,
             metrics=self.metrics,
             name_prefix=prefix,
+            ssl_context=self.ssl_context,
         )
         self.port = socket_server.port
         apis = Apis(self.node_id, self.controller, channel, self.purgatory, cfg)
@@ -90,7 +98,9 @@ class KafkaServer:
         self.controller.broker_started(
             BrokerEndpoint(self.node_id, self.advertised_host, self.port)
         )
-        log.info("broker %d listening on %s", self.node_id, self.address)
+        log.info(
+            "broker %d listening on %s://%s", self.node_id, cfg.security_protocol, self.address
+        )
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         socket_server, handlers = self._socket_server, self._handlers

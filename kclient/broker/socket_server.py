@@ -14,6 +14,11 @@ Kafka's ``SocketServer`` / ``Acceptor`` / ``Processor`` (seeds 000 and 003):
 Bad input closes only the offending connection, with one log line: an unparseable
 frame, an unknown api key, an unsupported version (except ApiVersions, which is answered
 with UNSUPPORTED_VERSION in the v0 format), a size outside 0..``socket.request.max.bytes``.
+
+An SSL listener (``security.protocol=SSL``) gives its Processors one ``SSLContext``: each
+Processor wraps the connections handed to it (never the Acceptor, which must not block)
+and its ServerSelector runs their handshakes without blocking; a failed handshake closes
+only that connection.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import logging
 import queue
 import selectors
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -83,8 +89,10 @@ class Processor:
         connection_queue_size: int = 20,
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
         name_prefix: str = "kclient-broker",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.id = processor_id
+        self._ssl_context = ssl_context
         self._channel = request_channel
         self._metrics = metrics
         self._monotonic_ns = monotonic_ns
@@ -174,6 +182,12 @@ class Processor:
                 local = _format_address(sock.getsockname())
                 remote = _format_address(sock.getpeername())
                 connection_id = f"{local}-{remote}-{next(self._index)}"
+                if self._ssl_context is not None:
+                    # wrapping does no I/O; the handshake runs in this thread's poll
+                    sock.setblocking(False)
+                    sock = self._ssl_context.wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False
+                    )
                 self.selector.register(connection_id, sock, remote, self._monotonic_ns())
             except (OSError, ValueError) as exc:
                 log.info("processor %d dropped a new connection: %s", self.id, exc)
@@ -417,7 +431,8 @@ class Acceptor:
 
 
 class SocketServer:
-    """The network layer of one broker: an Acceptor and its Processors."""
+    """The network layer of one broker: an Acceptor and its Processors (TLS connections
+    when given an ``ssl_context``)."""
 
     def __init__(
         self,
@@ -430,6 +445,7 @@ class SocketServer:
         connections_max_idle_ms: int = 600_000,
         metrics: BrokerMetrics | None = None,
         name_prefix: str = "kclient-broker",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.processors = [
             Processor(
@@ -439,6 +455,7 @@ class SocketServer:
                 connections_max_idle_ms=connections_max_idle_ms,
                 metrics=metrics,
                 name_prefix=name_prefix,
+                ssl_context=ssl_context,
             )
             for i in range(num_network_threads)
         ]

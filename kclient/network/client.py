@@ -58,6 +58,7 @@ from kclient.network.selector import (
 )
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
+from kclient.sasl import SaslMechanism
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +86,13 @@ class NetworkClient:
         self.reconnect_backoff_ms = config.reconnect_backoff_ms
         self._prefix = f"[kclient clientId={config.client_id}] "
         self._before_api_versions_hint = (
-            " before answering ApiVersions (a TLS listener? set 'security.protocol' to SSL)"
-            if config.security_protocol == "PLAINTEXT"
-            else " before answering ApiVersions"
+            " before answering ApiVersions"
+            if config.uses_tls
+            else " before answering ApiVersions (a TLS listener? set 'security.protocol' to "
+            f"{'SASL_SSL' if config.uses_sasl else 'SSL'})"
         )
+        self._sasl = config.sasl if config.uses_sasl else None
+        self._sasl_exchanges: dict[int, SaslMechanism] = {}  # node → its exchange in progress
         self.connection_states = ClusterConnectionStates(
             config.reconnect_backoff_ms,
             config.reconnect_backoff_max_ms,
@@ -141,7 +145,7 @@ class NetworkClient:
             receive_buffer_bytes=config.receive_buffer_bytes,
             max_receive_bytes=config.max_receive_bytes,
             log_prefix=f"[kclient clientId={config.client_id}] ",
-            ssl_context=config.ssl_context if config.security_protocol == "SSL" else None,
+            ssl_context=config.ssl_context if config.uses_tls else None,
         )
         return cls(selector, metadata, config, clock=clock)
 
@@ -430,6 +434,10 @@ class NetworkClient:
                 self.metadata_updater.handle_success_response(correlation_id, body, now_ms)
             elif api_key == ApiKey.API_VERSIONS:
                 self._handle_api_versions_response(responses, request, body, now_ms)
+            elif api_key == ApiKey.SASL_HANDSHAKE:
+                self._handle_sasl_handshake_response(responses, node_id, body, now_ms)
+            elif api_key == ApiKey.SASL_AUTHENTICATE:
+                self._handle_sasl_authenticate_response(responses, node_id, body, now_ms)
             else:
                 responses.append(request.completed(body, now_ms))
 
@@ -490,9 +498,121 @@ class NetworkClient:
         if versions is None:
             log.debug("%snode %d asks for an older ApiVersions request", self._prefix, node_id)
             return
+        if self._sasl is not None:
+            self._start_sasl(responses, node_id, now_ms)
+            return
+        self._node_ready(node_id)
+
+    def _node_ready(self, node_id: int) -> None:
         self.connection_states.ready(node_id)
         self.failures.succeeded(self._addresses.get(node_id, ""))
-        log.debug("%snode %d is ready: %r", self._prefix, node_id, versions)
+        log.debug("%snode %d is ready: %r", self._prefix, node_id, self._api_versions.get(node_id))
+
+    # ---- SASL ---------------------------------------------------------------------------
+
+    def _start_sasl(self, responses: list[ClientResponse], node_id: int, now_ms: int) -> None:
+        """SaslHandshake v1 names the mechanism; SaslAuthenticate rounds carry its tokens."""
+        assert self._sasl is not None
+        try:
+            self._api_versions.latest_usable_version(node_id, ApiKey.SASL_HANDSHAKE, 1)
+            self._api_versions.latest_usable_version(node_id, ApiKey.SASL_AUTHENTICATE)
+        except errors.UnsupportedVersionError as exc:
+            self._sasl_failed(
+                responses,
+                node_id,
+                now_ms,
+                f"the broker does not speak SASL through SaslAuthenticate ({exc}); is it a SASL "
+                "listener? check 'security.protocol'",
+            )
+            return
+        self.connection_states.authenticating(node_id)
+        request = ClientRequest(
+            node_id,
+            ApiKey.SASL_HANDSHAKE,
+            {"mechanism": self._sasl.mechanism},
+            now_ms,
+            min_version=1,
+        )
+        self._do_send(request, True, now_ms)
+
+    def _handle_sasl_handshake_response(
+        self, responses: list[ClientResponse], node_id: int, body: Mapping[str, Any], now_ms: int
+    ) -> None:
+        assert self._sasl is not None
+        code = body["error_code"]
+        if code:
+            enabled = ", ".join(body.get("mechanisms") or []) or "none"
+            self._sasl_failed(
+                responses,
+                node_id,
+                now_ms,
+                f"the broker does not enable SASL mechanism {self._sasl.mechanism} (it enables: "
+                f"{enabled}; error {errors.for_code(code).name}): check 'sasl.mechanism'",
+            )
+            return
+        exchange = self._sasl.new_exchange()
+        self._sasl_exchanges[node_id] = exchange
+        self._send_sasl_token(node_id, exchange.initial_response(), now_ms)
+
+    def _send_sasl_token(self, node_id: int, token: bytes, now_ms: int) -> None:
+        request = ClientRequest(node_id, ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, now_ms)
+        self._do_send(request, True, now_ms)
+
+    def _handle_sasl_authenticate_response(
+        self, responses: list[ClientResponse], node_id: int, body: Mapping[str, Any], now_ms: int
+    ) -> None:
+        assert self._sasl is not None
+        exchange = self._sasl_exchanges.get(node_id)
+        if exchange is None:
+            return  # the connection was closed meanwhile
+        code = body["error_code"]
+        if code:
+            detail = body.get("error_message") or errors.for_code(code).name
+            self._sasl_failed(
+                responses,
+                node_id,
+                now_ms,
+                f"authentication as {self._sasl.username!r} with {self._sasl.mechanism} failed: "
+                f"{detail}; check 'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')",
+            )
+            return
+        try:
+            token = exchange.respond(bytes(body.get("auth_bytes") or b""))
+        except errors.SaslAuthenticationError as exc:
+            self._sasl_failed(responses, node_id, now_ms, str(exc))
+            return
+        if token is not None:
+            self._send_sasl_token(node_id, token, now_ms)
+            return
+        del self._sasl_exchanges[node_id]
+        log.debug(
+            "%sauthenticated to node %d as %r (%s)",
+            self._prefix,
+            node_id,
+            self._sasl.username,
+            self._sasl.mechanism,
+        )
+        self._metadata.fatal_error(None)
+        self._node_ready(node_id)
+
+    def _sasl_failed(
+        self, responses: list[ClientResponse], node_id: int, now_ms: int, reason: str
+    ) -> None:
+        """Authentication failed: close, back off, and fail sends with the reason until a
+        later attempt succeeds (Java's AUTHENTICATION_FAILED)."""
+        address = self._addresses.get(node_id, f"node {node_id}")
+        error = errors.SaslAuthenticationError(f"SASL with node {node_id} at {address}: {reason}")
+        log.error("%s%s", self._prefix, error)
+        self._sasl_exchanges.pop(node_id, None)
+        self._selector.close(node_id)
+        self._record_failure(node_id, reason)
+        self.connection_states.authentication_failed(node_id, now_ms)
+        self._api_versions.remove(node_id)
+        self._unanswered.pop(node_id, None)
+        for request in self.in_flight_requests.clear_all(node_id):
+            self._fail_request(request, responses, now_ms, error, False)
+        self.metadata_updater.handle_server_disconnect(now_ms, node_id)
+        self._metadata.fatal_error(error)
 
     def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
         for node_id, error in self._selector.disconnected.items():
@@ -553,8 +673,13 @@ class NetworkClient:
         timed_out: bool = False,
     ) -> None:
         self._unanswered.pop(node_id, None)
+        self._sasl_exchanges.pop(node_id, None)
         state = self.connection_states.state(node_id)
-        if state in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS):
+        if state in (
+            ConnectionState.CONNECTING,
+            ConnectionState.CHECKING_API_VERSIONS,
+            ConnectionState.AUTHENTICATING,
+        ):
             reason = short_reason(str(error))
             if state is ConnectionState.CHECKING_API_VERSIONS and not timed_out:
                 # Dropped before answering ApiVersions: what a TLS listener does to plaintext.

@@ -13,7 +13,11 @@ from dataclasses import dataclass, fields
 
 from kclient.errors import ConfigError
 from kclient.network.selector import DEFAULT_MAX_RECEIVE_BYTES
+from kclient.sasl import SaslCredentials
 from kclient.tls import client_context
+
+#: Kafka's ``security.protocol`` values, all spoken by the client.
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)
@@ -35,16 +39,23 @@ class NetworkClientConfig:
     retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (… after failures in a row)
     metadata_max_age_ms: int = 300_000  # metadata.max.age.ms
     metadata_max_idle_ms: int = 300_000  # metadata.max.idle.ms
-    security_protocol: str = "PLAINTEXT"  # security.protocol: PLAINTEXT or SSL
-    ssl_context: ssl.SSLContext | None = None  # SSL: built from the ssl.* settings
+    security_protocol: str = "PLAINTEXT"  # security.protocol
+    ssl_context: ssl.SSLContext | None = None  # SSL, SASL_SSL: from the ssl.* settings
+    sasl: SaslCredentials | None = None  # SASL_*: sasl.mechanism and the credentials
 
     def __post_init__(self) -> None:
-        if self.security_protocol not in ("PLAINTEXT", "SSL"):
+        if self.security_protocol not in SECURITY_PROTOCOLS:
             raise ConfigError(
-                f"'security.protocol' must be PLAINTEXT or SSL, got {self.security_protocol!r}"
+                f"'security.protocol' must be one of {', '.join(SECURITY_PROTOCOLS)}, "
+                f"got {self.security_protocol!r}"
             )
-        if self.security_protocol == "SSL" and self.ssl_context is None:
+        if self.uses_tls and self.ssl_context is None:
             object.__setattr__(self, "ssl_context", client_context())  # the system's CAs
+        if self.security_protocol.startswith("SASL_") and self.sasl is None:
+            raise ConfigError(
+                f"'security.protocol' {self.security_protocol} needs 'sasl.mechanism' and "
+                "credentials ('sasl.username' and 'sasl.password', or 'sasl.jaas.config')"
+            )
         for name in (
             "request_timeout_ms",
             "max_in_flight_requests_per_connection",
@@ -63,6 +74,14 @@ class NetworkClientConfig:
             ("socket_connection_setup_timeout_ms", "socket_connection_setup_timeout_max_ms"),
         ):
             object.__setattr__(self, low, min(getattr(self, low), getattr(self, high)))
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
     @classmethod
     def from_config(cls, config: object) -> NetworkClientConfig:

@@ -65,8 +65,9 @@ class ConnectionState(enum.Enum):
     DISCONNECTED = "DISCONNECTED"
     CONNECTING = "CONNECTING"
     CHECKING_API_VERSIONS = "CHECKING_API_VERSIONS"
+    AUTHENTICATING = "AUTHENTICATING"  # SASL: SaslHandshake and SaslAuthenticate rounds
     READY = "READY"
-    AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"  # reserved: no SASL/SSL yet
+    AUTHENTICATION_FAILED = "AUTHENTICATION_FAILED"
 
     @property
     def is_disconnected(self) -> bool:
@@ -74,14 +75,21 @@ class ConnectionState(enum.Enum):
 
     @property
     def is_connected(self) -> bool:
-        return self in (ConnectionState.CHECKING_API_VERSIONS, ConnectionState.READY)
+        return self in (
+            ConnectionState.CHECKING_API_VERSIONS,
+            ConnectionState.AUTHENTICATING,
+            ConnectionState.READY,
+        )
 
 
 _S = ConnectionState
 ALLOWED_TRANSITIONS: dict[ConnectionState, frozenset[ConnectionState]] = {
     _S.DISCONNECTED: frozenset({_S.CONNECTING}),
     _S.CONNECTING: frozenset({_S.CHECKING_API_VERSIONS, _S.DISCONNECTED, _S.AUTHENTICATION_FAILED}),
-    _S.CHECKING_API_VERSIONS: frozenset({_S.READY, _S.DISCONNECTED, _S.AUTHENTICATION_FAILED}),
+    _S.CHECKING_API_VERSIONS: frozenset(
+        {_S.READY, _S.AUTHENTICATING, _S.DISCONNECTED, _S.AUTHENTICATION_FAILED}
+    ),
+    _S.AUTHENTICATING: frozenset({_S.READY, _S.DISCONNECTED, _S.AUTHENTICATION_FAILED}),
     _S.READY: frozenset({_S.DISCONNECTED}),
     _S.AUTHENTICATION_FAILED: frozenset({_S.CONNECTING}),
 }
@@ -231,10 +239,11 @@ class ClusterConnectionStates:
         return self.state(node_id) is ConnectionState.CONNECTING
 
     def is_preparing_connection(self, node_id: int) -> bool:
-        """Connecting, or connected and still checking API versions."""
+        """Connecting, or connected and still checking API versions or authenticating."""
         return self.state(node_id) in (
             ConnectionState.CONNECTING,
             ConnectionState.CHECKING_API_VERSIONS,
+            ConnectionState.AUTHENTICATING,
         )
 
     def is_connected(self, node_id: int) -> bool:
@@ -334,6 +343,10 @@ class ClusterConnectionStates:
         state = self.node_state(node_id)
         self._transition(node_id, state, ConnectionState.CHECKING_API_VERSIONS)
         self.connecting_nodes.discard(node_id)
+
+    def authenticating(self, node_id: int) -> None:
+        """API versions are known; the SASL exchange begins."""
+        self._transition(node_id, self.node_state(node_id), ConnectionState.AUTHENTICATING)
 
     def ready(self, node_id: int) -> None:
         """API versions are known: requests may be sent. Resets the backoff."""

@@ -276,9 +276,12 @@ class Metadata:
             self._backoff_ms = self._refresh_backoff.backoff_ms(self._attempts)
             self._attempts += 1
 
-    def fatal_error(self, error: KafkaError) -> None:
-        """An error no retry will fix (e.g. authentication); waiters get it."""
+    def fatal_error(self, error: KafkaError | None) -> None:
+        """An error no retry will fix by itself (e.g. authentication); waiters get it until
+        it is cleared with None (e.g. once authentication succeeds)."""
         with self._lock:
+            if error is None and self._fatal_error is None:
+                return
             self._fatal_error = error
             self._cond.notify_all()
 

@@ -2,7 +2,13 @@
 
 ``python -m kclient.broker`` runs in its own interpreter, so a producer measured in this
 process does not share its interpreter lock with the brokers. The child is stopped through
-its handle when the ``with`` block ends.
+its handle when the ``with`` block ends. Any ``kclient-broker`` flag can be passed, e.g.
+a TLS listener::
+
+    with broker_process("--security-protocol", "SSL",
+                        "--ssl-keystore-location", certs.server_keystore) as broker:
+        Producer({"bootstrap.servers": broker.bootstrap_servers,
+                  "security.protocol": broker.security_protocol, "ssl.ca.location": ...})
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import contextlib
 import select
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,6 +32,8 @@ class BrokerProcess:
 
     bootstrap_servers: str
     proc: subprocess.Popen[str]
+    #: What clients set as ``security.protocol`` (PLAINTEXT or SSL).
+    security_protocol: str = "PLAINTEXT"
 
     @property
     def pid(self) -> int:
@@ -36,28 +45,38 @@ def broker_process(*args: str, start_timeout_s: float = 30.0) -> Iterator[Broker
     """Start ``kclient-broker --listen 127.0.0.1:0 ARGS...``; yield once it is ready.
 
     ``args`` are extra broker flags (``"--brokers", "3"``). Raises ``KafkaError`` when the
-    broker does not print its bootstrap servers within ``start_timeout_s``.
+    broker does not print its bootstrap servers within ``start_timeout_s`` (with what it
+    wrote to stderr, e.g. a ``ConfigError`` naming a bad ``--ssl-*`` file).
     """
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        ready = select.select([proc.stdout], [], [], start_timeout_s)[0]
-        line = proc.stdout.readline() if ready else ""
-        if _MARKER not in line:
-            raise KafkaError(
-                f"the embedded broker did not start within {start_timeout_s:.0f} s "
-                f"(exit code {proc.poll()}, printed {line.strip()!r})"
-            )
-        yield BrokerProcess(line.split(_MARKER, 1)[1].strip(), proc)
-    finally:
-        proc.terminate()
+    # stderr goes to a file, not a pipe nobody drains (the broker logs warnings there)
+    with tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0", *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+            assert proc.stdout is not None
+            ready = select.select([proc.stdout], [], [], start_timeout_s)[0]
+            line = proc.stdout.readline() if ready else ""
+            if _MARKER not in line:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=1)
+                stderr.seek(0)
+                errors = stderr.read()[-2000:].strip()
+                raise KafkaError(
+                    f"the embedded broker did not start within {start_timeout_s:.0f} s "
+                    f"(exit code {proc.poll()}, printed {line.strip()!r}, stderr {errors!r})"
+                )
+            protocol = "SSL" if "security.protocol=SSL" in line else "PLAINTEXT"
+            yield BrokerProcess(line.split(_MARKER, 1)[1].strip(), proc, protocol)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()

@@ -63,6 +63,12 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
         ProduceRequest,
         ProduceResponse,
     )
+    from kafka.protocol.sasl import (
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
 
 KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
@@ -73,6 +79,8 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.SASL_HANDSHAKE: (SaslHandshakeRequest, SaslHandshakeResponse),
+    ApiKey.SASL_AUTHENTICATE: (SaslAuthenticateRequest, SaslAuthenticateResponse),
 }
 
 VERSIONS = [(key, v) for key, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]

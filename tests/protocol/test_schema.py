@@ -21,13 +21,15 @@ KAFKA_4_1 = {
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
-FIRST_FLEXIBLE = {0: 9, 1: 12, 2: 6, 3: 9, 18: 3, 19: 5, 20: 4, 22: 2}
+FIRST_FLEXIBLE = {0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2}
 
 
 def test_supported_versions_are_kafka_4_1s() -> None:
     assert SUPPORTED_VERSIONS == KAFKA_4_1
-    assert {int(k) for k in ApiKey} == {0, 1, 2, 3, 18, 19, 20, 22}
+    assert {int(k) for k in ApiKey} == {0, 1, 2, 3, 17, 18, 19, 20, 22, 36}
 
 
 @pytest.mark.parametrize("api_key", list(ApiKey), ids=lambda k: k.name)
@@ -35,7 +37,9 @@ def test_request_and_response_agree_on_versions(api_key: ApiKey) -> None:
     request, response = request_schema(api_key), response_schema(api_key)
     assert request.api_key == response.api_key == api_key
     assert request.valid == response.valid
-    assert request.flexible == response.flexible == Versions(FIRST_FLEXIBLE[api_key], MAX_VERSION)
+    first = FIRST_FLEXIBLE[api_key]
+    expected = Versions.parse("none") if first is None else Versions(first, MAX_VERSION)
+    assert request.flexible == response.flexible == expected
     assert request.name.endswith("Request") and response.name.endswith("Response")
 
 

@@ -1,0 +1,203 @@
+"""NetworkClient SASL: after ApiVersions, SaslHandshake then SaslAuthenticate rounds, and
+only then READY. MockClock + MockSelector; the broker's side is scripted here."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import random
+
+import pytest
+
+from kclient.errors import SaslAuthenticationError
+from kclient.network.client import NetworkClient
+from kclient.network.config import NetworkClientConfig
+from kclient.network.connection_states import ConnectionState
+from kclient.network.metadata import Metadata
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
+from kclient.sasl import SaslCredentials
+from kclient.testing import MockClock, MockSelector, SentRequest, api_versions_body
+from kclient.testing.selector import MockSelector as _MockSelector
+
+NODE = -1  # the bootstrap node
+
+
+class Broker:
+    """A SASL broker's answers: PLAIN, or SCRAM-SHA-256 with one user (RFC 5802 server)."""
+
+    def __init__(
+        self, selector: _MockSelector, password: str = "pw", mechanisms=("PLAIN",)
+    ) -> None:  # type: ignore[no-untyped-def]
+        self.password = password.encode()
+        self.mechanisms = list(mechanisms)
+        self.tokens: list[bytes] = []
+        self._scram_state: tuple[str, bytes, bytes] | None = None
+        selector.serve(ApiKey.SASL_HANDSHAKE, self.handshake)
+        selector.serve(ApiKey.SASL_AUTHENTICATE, self.authenticate)
+
+    def handshake(self, request: SentRequest) -> dict[str, object]:
+        ok = request.body["mechanism"] in self.mechanisms
+        return {"error_code": 0 if ok else 33, "mechanisms": self.mechanisms}
+
+    def authenticate(self, request: SentRequest) -> dict[str, object]:
+        token = bytes(request.body["auth_bytes"])
+        self.tokens.append(token)
+        if token.startswith(b"\x00"):  # PLAIN
+            _, _user, password = token.split(b"\x00")
+            if password != self.password:
+                return self._refuse("Authentication failed: Invalid username or password")
+            return self._ok(b"")
+        if token.startswith(b"n,,"):  # SCRAM client-first
+            bare = token.decode()[3:]
+            nonce = dict(p.split("=", 1) for p in bare.split(","))["r"] + "server"
+            salt = b"salt"
+            first = f"r={nonce},s={base64.b64encode(salt).decode()},i=4096"
+            salted = hashlib.pbkdf2_hmac("sha256", self.password, salt, 4096)
+            self._scram_state = (bare + "," + first, salted, salt)
+            return self._ok(first.encode())
+        assert self._scram_state is not None
+        so_far, salted, _ = self._scram_state
+        without_proof, _, proof = token.decode().rpartition(",p=")
+        auth = f"{so_far},{without_proof}".encode()
+        stored = hashlib.sha256(hmac.digest(salted, b"Client Key", "sha256")).digest()
+        client_key = bytes(
+            a ^ b
+            for a, b in zip(
+                base64.b64decode(proof), hmac.digest(stored, auth, "sha256"), strict=True
+            )
+        )
+        if hashlib.sha256(client_key).digest() != stored:
+            return self._refuse(
+                "Authentication failed due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+            )
+        server_key = hmac.digest(salted, b"Server Key", "sha256")
+        return self._ok(b"v=" + base64.b64encode(hmac.digest(server_key, auth, "sha256")))
+
+    @staticmethod
+    def _ok(token: bytes) -> dict[str, object]:
+        return {
+            "error_code": 0,
+            "error_message": None,
+            "auth_bytes": token,
+            "session_lifetime_ms": 0,
+        }
+
+    @staticmethod
+    def _refuse(message: str) -> dict[str, object]:
+        return {
+            "error_code": 58,
+            "error_message": message,
+            "auth_bytes": b"",
+            "session_lifetime_ms": 0,
+        }
+
+
+def make(
+    mechanism: str = "PLAIN",
+    password: str = "pw",
+    versions: dict[int, tuple[int, int]] | None = None,
+) -> tuple[MockClock, MockSelector, Metadata, NetworkClient]:
+    clock = MockClock()
+    selector = MockSelector()
+    body = api_versions_body(versions)
+    selector.serve(ApiKey.API_VERSIONS, lambda request: body)
+    metadata = Metadata()
+    metadata.bootstrap([("broker", 9092)])
+    config = NetworkClientConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl=SaslCredentials(mechanism, "alice", password),
+    )
+    client = NetworkClient(
+        selector,
+        metadata,
+        config,
+        clock=clock,
+        rng=random.Random(1),
+        resolver=lambda host, port: [(2, "127.0.0.1", port)],
+    )
+    return clock, selector, metadata, client
+
+
+def run(clock: MockClock, client: NetworkClient, polls: int = 8) -> None:
+    for _ in range(polls):
+        client.poll(0, clock.monotonic_ms())
+
+
+def test_plain_authenticates_before_the_node_is_ready() -> None:
+    clock, selector, _, client = make()
+    broker = Broker(selector)
+    run(clock, client)
+    kinds = [r.api_key for r in selector.requests(NODE)]
+    assert kinds[:3] == [ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE]
+    assert selector.requests(NODE, ApiKey.SASL_HANDSHAKE)[0].body["mechanism"] == "PLAIN"
+    assert selector.requests(NODE, ApiKey.SASL_HANDSHAKE)[0].api_version == 1
+    assert broker.tokens == [b"\x00alice\x00pw"]
+    assert client.connection_states.state(NODE) is ConnectionState.READY
+    assert ApiKey.METADATA in kinds[3:]  # the metadata request went out only after
+
+
+def test_scram_runs_two_rounds_and_checks_the_broker() -> None:
+    clock, selector, _, client = make("SCRAM-SHA-256")
+    broker = Broker(selector, mechanisms=("SCRAM-SHA-256", "SCRAM-SHA-512"))
+    run(clock, client)
+    assert len(broker.tokens) == 2
+    assert broker.tokens[0].startswith(b"n,,n=alice,r=")
+    assert client.connection_states.state(NODE) is ConnectionState.READY
+
+
+def test_nothing_else_is_sent_while_authenticating() -> None:
+    clock, selector, _, client = make()
+    selector.serve(ApiKey.SASL_HANDSHAKE, lambda r: {"error_code": 0, "mechanisms": ["PLAIN"]})
+    # SaslAuthenticate stays unanswered: the node must not become ready meanwhile.
+    run(clock, client)
+    assert client.connection_states.state(NODE) is ConnectionState.AUTHENTICATING
+    assert [r.api_key for r in selector.requests(NODE)] == [
+        ApiKey.API_VERSIONS,
+        ApiKey.SASL_HANDSHAKE,
+        ApiKey.SASL_AUTHENTICATE,
+    ]
+
+
+def test_wrong_password_fails_sends_with_a_clear_error_until_a_retry_succeeds() -> None:
+    clock, selector, metadata, client = make(password="wrong")
+    broker = Broker(selector)
+    run(clock, client)
+    assert client.connection_states.state(NODE) is ConnectionState.AUTHENTICATION_FAILED
+    with pytest.raises(SaslAuthenticationError) as failed:
+        metadata.maybe_raise_for_topic("t")
+    text = str(failed.value)
+    assert "authentication as 'alice' with PLAIN failed" in text
+    assert "Invalid username or password" in text
+    assert "check 'sasl.username' and 'sasl.password'" in text
+    assert "no broker reachable" in str(client.no_broker_reachable_error(1000))
+    assert "Invalid username or password" in str(client.no_broker_reachable_error(1000))
+    # The broker's user database is fixed: after the reconnect backoff it works again.
+    broker.password = b"wrong"
+    clock.advance(2_000)
+    run(clock, client)
+    assert client.connection_states.state(NODE) is ConnectionState.READY
+    metadata.maybe_raise_for_topic("t")  # cleared
+
+
+def test_a_mechanism_the_broker_does_not_enable_names_the_ones_it_does() -> None:
+    clock, selector, metadata, client = make("SCRAM-SHA-512")
+    Broker(selector, mechanisms=("PLAIN", "SCRAM-SHA-256"))
+    run(clock, client)
+    with pytest.raises(
+        SaslAuthenticationError,
+        match=r"does not enable SASL mechanism "
+        r"SCRAM-SHA-512 \(it enables: PLAIN, SCRAM-SHA-256; error "
+        r"UNSUPPORTED_SASL_MECHANISM\): check 'sasl.mechanism'",
+    ):
+        metadata.maybe_raise_for_topic("t")
+    assert not selector.requests(NODE, ApiKey.SASL_AUTHENTICATE)
+
+
+def test_a_broker_without_sasl_apis_is_refused_without_sending_a_handshake() -> None:
+    versions = {k: v for k, v in SUPPORTED_VERSIONS.items() if k != ApiKey.SASL_AUTHENTICATE}
+    clock, selector, metadata, client = make(versions=versions)
+    run(clock, client)
+    with pytest.raises(SaslAuthenticationError, match="is it a SASL listener"):
+        metadata.maybe_raise_for_topic("t")
+    assert not selector.requests(NODE, ApiKey.SASL_HANDSHAKE)
