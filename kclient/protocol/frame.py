@@ -250,7 +250,9 @@ def decode_request(frame: Buffer) -> tuple[RequestHeader, dict[str, Any]]:
 
     Raises ``ProtocolDecodeError`` for bytes that do not decode or an api key kclient does
     not declare, and ``UnsupportedVersionError`` for a known api at a version outside
-    ``SUPPORTED_VERSIONS`` (the broker answers that with error code 35).
+    ``SUPPORTED_VERSIONS`` (the broker answers that with error code 35). Bytes after the
+    body are ignored, as Kafka's brokers do (librdkafka 2.16 sends 3 after an all-topics
+    Metadata v13 request); responses, read by the client, must end with their body.
     """
     reader = Reader(frame)
     header = _read_request_header(reader)
@@ -264,7 +266,7 @@ def decode_request(frame: Buffer) -> tuple[RequestHeader, dict[str, Any]]:
         raise UnsupportedVersionError(
             f"{message.name} v{header.api_version} is not supported (supported: v{message.valid})"
         )
-    return header, plan(message, header.api_version).decode_rest(reader)
+    return header, plan(message, header.api_version).decode(reader)
 
 
 # (api key, version) → the plan's response decoder. Filled once the careful path took both.
