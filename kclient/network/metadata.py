@@ -172,7 +172,11 @@ class Metadata:
         """
         with self._lock:
             done = self._cond.wait_for(
-                lambda: self._update_version > last_version or self._closed,
+                lambda: (
+                    self._update_version > last_version
+                    or self._closed
+                    or self._fatal_error is not None
+                ),
                 timeout=max(timeout_ms, 0) / 1000.0,
             )
             if self._fatal_error is not None:

@@ -209,3 +209,26 @@ def test_await_update_raises_a_fatal_error() -> None:
     md.fatal_error(errors.ClusterAuthorizationFailedError("not allowed"))
     with pytest.raises(errors.ClusterAuthorizationFailedError):
         md.await_update(md.update_version, 1000)
+
+
+def test_a_fatal_error_wakes_a_waiter_at_once_and_clearing_it_ends_it() -> None:
+    md = metadata()
+    raised: list[BaseException] = []
+    started = threading.Event()
+
+    def wait() -> None:
+        started.set()
+        try:
+            md.await_update(md.update_version, 60_000)  # far longer than the join below
+        except errors.KafkaError as exc:
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    assert started.wait(5)
+    md.fatal_error(errors.SaslAuthenticationError("wrong password"))
+    waiter.join(5)
+    assert not waiter.is_alive()
+    assert isinstance(raised[0], errors.SaslAuthenticationError)
+    md.fatal_error(None)
+    md.maybe_raise_for_topic("t")  # cleared: nothing raised
