@@ -96,19 +96,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="largest request accepted (socket.request.max.bytes; default: 100 MiB)",
     )
-    tls = p.add_argument_group("TLS (Kafka's listeners=SSL://...)")
+    tls = p.add_argument_group("TLS (Kafka's listeners=SSL://... or SASL_SSL://...)")
     tls.add_argument(
         "--security-protocol",
         default="PLAINTEXT",
         metavar="PROTOCOL",
-        help="PLAINTEXT or SSL; clients set the same security.protocol (default: %(default)s)",
+        help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; clients set the same "
+        "security.protocol (default: %(default)s)",
     )
     tls.add_argument(
         "--ssl-keystore-location",
         default=None,
         metavar="FILE",
         help="PEM file with the broker's private key and certificate chain "
-        "(ssl.keystore.location; required with SSL)",
+        "(ssl.keystore.location; required with SSL and SASL_SSL)",
     )
     tls.add_argument(
         "--ssl-key-password",
@@ -128,6 +129,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODE",
         help="none, requested or required (mutual TLS) (ssl.client.auth; default: %(default)s)",
     )
+    sasl = p.add_argument_group("SASL (security.protocol SASL_PLAINTEXT or SASL_SSL)")
+    sasl.add_argument(
+        "--sasl-enabled-mechanisms",
+        default=None,
+        metavar="LIST",
+        help="comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
+        "(sasl.enabled.mechanisms; default: all three)",
+    )
+    sasl.add_argument(
+        "--sasl-user",
+        action="append",
+        default=[],
+        metavar="NAME:PASSWORD",
+        help="a user who may authenticate (repeat for more; at least one with SASL). "
+        "Other local users can read command lines: for development only",
+    )
     p.add_argument(
         "--metrics-interval",
         type=float,
@@ -142,6 +159,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="logging level (default: %(default)s)",
     )
     return p
+
+
+def parse_sasl_users(values: Sequence[str]) -> dict[str, str]:
+    """``--sasl-user NAME:PASSWORD`` values -> {name: password} (the password may hold
+    colons; a name given twice is a mistake)."""
+    users: dict[str, str] = {}
+    for value in values:
+        name, sep, password = value.partition(":")
+        if not sep or not name or not password:
+            raise ConfigError(
+                f"--sasl-user expects NAME:PASSWORD, got {name or '?'}:{'***' if password else ''}"
+            )
+        if name in users:
+            raise ConfigError(f"--sasl-user {name!r} is given more than once")
+        users[name] = password
+    return users
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -178,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.message_max_bytes is not None:
             settings["message_max_bytes"] = args.message_max_bytes
+        if args.sasl_enabled_mechanisms is not None:
+            settings["sasl_enabled_mechanisms"] = args.sasl_enabled_mechanisms
+        if args.sasl_user:
+            settings["sasl_users"] = parse_sasl_users(args.sasl_user)
         config = BrokerConfig(**settings)
         if args.metrics_interval < 0:
             raise ConfigError("--metrics-interval must be 0 (off) or a positive number")
@@ -193,7 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
-            cluster = EmbeddedCluster(args.brokers, config=config)  # reads the PEM files
+            # reads the PEM files, derives the SCRAM credentials
+            cluster = EmbeddedCluster(args.brokers, config=config)
         except ConfigError as exc:
             print(f"kclient-broker: {exc}", file=sys.stderr)
             return 2
@@ -207,9 +245,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 1
         try:
+            mechanisms = (
+                f"sasl.enabled.mechanisms={','.join(config.sasl_enabled_mechanisms)} "
+                if config.sasl
+                else ""
+            )
             print(
                 f"kclient-broker: {args.brokers} broker(s) ready; "
-                f"security.protocol={cluster.security_protocol} "
+                f"security.protocol={cluster.security_protocol} {mechanisms}"
                 f"bootstrap.servers={cluster.bootstrap_servers}",
                 flush=True,
             )

@@ -11,6 +11,15 @@ purgatory), ListOffsets, and FindCoordinator (always COORDINATOR_NOT_AVAILABLE; 
 because librdkafka enables LZ4 only when it sees it, see ``local_apis``). Produce
 v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
 librdkafka only compresses when it sees Produce v0).
+
+SaslHandshake and SaslAuthenticate are advertised on SASL listeners only, SaslHandshake
+as v0-v1 like Kafka 3 (librdkafka 2.0, Debian's kcat, turns SASL on only when it sees
+v0 listed), though a v0 request (raw token frames to follow) is refused. The listener's
+Processors answer both before authentication (``sasl_server``); those reaching the
+handlers come from a connection with nothing (more) to authenticate, a SASL request on
+another listener or after authentication (no re-authentication), and get a clean error:
+UNSUPPORTED_SASL_MECHANISM with no mechanisms on a listener without SASL,
+ILLEGAL_SASL_STATE after authentication.
 """
 
 from __future__ import annotations
@@ -47,14 +56,15 @@ log = logging.getLogger(__name__)
 #: Versions advertised in ApiVersions where they differ from what is decoded (KAFKA-18659).
 _ADVERTISED_MIN = {int(ApiKey.PRODUCE): 0}
 
+#: APIs served on SASL listeners only.
+_SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 
-#: APIs kclient declares for its client side that this broker does not serve.
-_NOT_SERVED = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 
-
-def advertised_versions() -> list[dict[str, int]]:
-    """The ``api_keys`` of an ApiVersions response."""
-    versions = {int(key): v for key, v in SUPPORTED_VERSIONS.items() if key not in _NOT_SERVED}
+def advertised_versions(sasl: bool = False) -> list[dict[str, int]]:
+    """The ``api_keys`` of an ApiVersions response (with the SASL APIs on a SASL listener)."""
+    versions = {
+        int(key): v for key, v in SUPPORTED_VERSIONS.items() if sasl or key not in _SASL_APIS
+    }
     versions.update(local_versions())
     return [
         {"api_key": key, "min_version": _ADVERTISED_MIN.get(key, low), "max_version": high}
@@ -81,6 +91,7 @@ class Apis:
         self.channel = request_channel
         self.config = config
         self.replica_manager = ReplicaManager(node_id, controller, config)
+        self._api_keys = advertised_versions(sasl=config.sasl)
         self._time_ms = time_ms
         self._monotonic_ns = monotonic_ns
         self._fetch = FetchHandler(
@@ -96,6 +107,8 @@ class Apis:
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             FIND_COORDINATOR: self.handle_find_coordinator,
+            ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
+            ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
         }
 
     def handle(self, request: Request) -> None:
@@ -131,11 +144,55 @@ class Apis:
             request.error_count += 1
             body = {
                 "error_code": errors.UnsupportedVersionError.code,
-                "api_keys": advertised_versions(),
+                "api_keys": self._api_keys,
             }
             self._send(request, body, version=0)
             return
-        self._send(request, {"error_code": 0, "api_keys": advertised_versions()})
+        self._send(request, {"error_code": 0, "api_keys": self._api_keys})
+
+    # ---- SaslHandshake / SaslAuthenticate (no authentication to do) -------------------
+
+    def handle_sasl_handshake(self, request: Request) -> None:
+        """A SASL listener's Processor answers the handshake before authentication; here
+        there is nothing (more) to authenticate."""
+        request.error_count += 1
+        if self.config.sasl:
+            log.info(
+                "%s: SaslHandshake after authentication (re-authentication is not supported)",
+                request.client_address,
+            )
+            body = {
+                "error_code": errors.IllegalSaslStateError.code,
+                "mechanisms": list(self.config.sasl_enabled_mechanisms),
+            }
+        else:
+            log.info(
+                "%s: SaslHandshake on a %s listener, which has no SASL (the client needs "
+                "security.protocol=%s)",
+                request.client_address,
+                self.config.security_protocol,
+                "SSL" if self.config.tls else "PLAINTEXT",
+            )
+            body = {"error_code": errors.UnsupportedSaslMechanismError.code, "mechanisms": []}
+        self._send(request, body)
+
+    def handle_sasl_authenticate(self, request: Request) -> None:
+        """As ``handle_sasl_handshake``: nothing (more) to authenticate here."""
+        request.error_count += 1
+        why = (
+            "already authenticated (re-authentication is not supported)"
+            if self.config.sasl
+            else f"this {self.config.security_protocol} listener has no SASL"
+        )
+        self._send(
+            request,
+            {
+                "error_code": errors.IllegalSaslStateError.code,
+                "error_message": f"SaslAuthenticate unexpected: {why}",
+                "auth_bytes": b"",
+                "session_lifetime_ms": 0,
+            },
+        )
 
     # ---- Metadata ----------------------------------------------------------------------
 

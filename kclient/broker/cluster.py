@@ -43,7 +43,9 @@ class EmbeddedCluster:
     as a ``config`` or as keyword arguments. With ``port`` != 0 broker i listens on
     ``port + i``. TLS listeners: ``security_protocol="SSL"`` with
     ``ssl_keystore_location`` (and ``ssl_truststore_location`` +
-    ``ssl_client_auth="required"`` for mutual TLS).
+    ``ssl_client_auth="required"`` for mutual TLS). SASL listeners:
+    ``security_protocol="SASL_PLAINTEXT"`` (or ``"SASL_SSL"``) with
+    ``sasl_users={"alice": "secret"}`` (and ``sasl_enabled_mechanisms``).
     """
 
     def __init__(
@@ -58,6 +60,8 @@ class EmbeddedCluster:
         )
         # an SSL listener's PEM files are read now: a bad one fails here, naming its setting
         self.ssl_context = self.config.ssl_context()
+        # a SASL listener's SCRAM credentials are derived once, here, for every broker
+        self.sasl_server = self.config.sasl_server()
         self._lock = threading.RLock()
         self._started = False
         self._closed = False
@@ -73,6 +77,7 @@ class EmbeddedCluster:
                 self.purgatory,
                 base + node_id if base else 0,
                 ssl_context=self.ssl_context,
+                sasl_server=self.sasl_server,
             )
             for node_id in range(brokers)
         }
@@ -124,7 +129,8 @@ class EmbeddedCluster:
 
     @property
     def security_protocol(self) -> str:
-        """What clients set as ``security.protocol``: PLAINTEXT or SSL."""
+        """What clients set as ``security.protocol``: PLAINTEXT, SSL, SASL_PLAINTEXT or
+        SASL_SSL."""
         return self.config.security_protocol
 
     @property

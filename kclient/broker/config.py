@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import re
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
+from kclient.broker.sasl_server import DEFAULT_MAX_RECEIVE_SIZE, MECHANISMS, SaslServer
 from kclient.errors import ConfigError
 from kclient.tls import server_context
 
@@ -21,9 +24,9 @@ DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 #: ``security.protocol`` values the embedded broker's listener speaks.
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL")
-#: Kafka's other protocols: named in the error so that the refusal is explicit.
-_UNSUPPORTED_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: ``sasl.enabled.mechanisms`` by default: every mechanism the broker serves.
+DEFAULT_SASL_MECHANISMS = MECHANISMS
 #: ``ssl.client.auth`` values.
 SSL_CLIENT_AUTH = ("none", "requested", "required")
 
@@ -62,8 +65,9 @@ class BrokerConfig:
     delete_topic_enable: bool = True
     #: Reported in Metadata responses.
     cluster_id: str = "kclient-embedded"
-    #: ``security.protocol`` of the listener (Kafka's ``listeners=SSL://...``): PLAINTEXT
-    #: or SSL. Clients connect back to the same host/port with the same protocol.
+    #: ``security.protocol`` of the listener (Kafka's ``listeners=SSL://...``): PLAINTEXT,
+    #: SSL, SASL_PLAINTEXT or SASL_SSL. Clients connect back to the same host/port with
+    #: the same protocol.
     security_protocol: str = "PLAINTEXT"
     #: ``ssl.keystore.location``: PEM file with the private key and the certificate chain.
     ssl_keystore_location: str | None = None
@@ -73,6 +77,14 @@ class BrokerConfig:
     ssl_truststore_location: str | None = None
     #: ``ssl.client.auth``: none, requested (checked if sent) or required (mutual TLS).
     ssl_client_auth: str = "none"
+    #: ``sasl.enabled.mechanisms`` (SASL listeners): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512;
+    #: a comma-separated string is accepted too.
+    sasl_enabled_mechanisms: tuple[str, ...] = DEFAULT_SASL_MECHANISMS
+    #: The users of a SASL listener: name -> password (Kafka's JAAS ``user_NAME="..."``
+    #: for PLAIN and SCRAM credentials for SCRAM, here one list for every mechanism).
+    sasl_users: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
+    #: ``sasl.server.max.receive.size``: largest request accepted before authentication.
+    sasl_server_max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
 
     def __post_init__(self) -> None:
         positive = {
@@ -84,6 +96,7 @@ class BrokerConfig:
             "num.partitions": self.num_partitions,
             "log.segment.bytes": self.log_segment_bytes,
             "connections.max.idle.ms": self.connections_max_idle_ms,
+            "sasl.server.max.receive.size": self.sasl_server_max_receive_size,
         }
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -101,49 +114,119 @@ class BrokerConfig:
         self._check_security()
 
     def _check_security(self) -> None:
-        """The shape of the TLS settings (the files themselves are read by ``ssl_context``)."""
+        """The shape of the TLS and SASL settings (the PEM files are read by
+        ``ssl_context``, the SCRAM credentials derived by ``sasl_server``)."""
         protocol = self.security_protocol
         if not isinstance(protocol, str) or protocol.upper() not in SECURITY_PROTOCOLS:
-            if isinstance(protocol, str) and protocol.upper() in _UNSUPPORTED_PROTOCOLS:
-                raise ConfigError(
-                    f"'security.protocol' {protocol} is not supported by the embedded broker "
-                    "(use PLAINTEXT or SSL)"
-                )
-            raise ConfigError(f"'security.protocol' must be PLAINTEXT or SSL, got {protocol!r}")
-        object.__setattr__(self, "security_protocol", protocol.upper())
+            raise ConfigError(
+                "'security.protocol' must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, "
+                f"got {protocol!r}"
+            )
+        protocol = protocol.upper()
+        object.__setattr__(self, "security_protocol", protocol)
         if self.ssl_client_auth not in SSL_CLIENT_AUTH:
             raise ConfigError(
                 "'ssl.client.auth' must be none, requested or required, "
                 f"got {self.ssl_client_auth!r}"
             )
-        if self.security_protocol == "SSL":
+        self._check_sasl_settings()
+        if self.tls:
             if not self.ssl_keystore_location:
                 raise ConfigError(
-                    "'security.protocol' SSL needs 'ssl.keystore.location' "
+                    f"'security.protocol' {protocol} needs 'ssl.keystore.location' "
                     "(a PEM file with the broker's private key and certificate chain)"
                 )
-            return
-        # PLAINTEXT: ssl.* settings would be silently ignored, which hides a mistake
-        ssl_settings = {
-            "ssl.keystore.location": self.ssl_keystore_location,
-            "ssl.key.password": self.ssl_key_password,
-            "ssl.truststore.location": self.ssl_truststore_location,
-            "ssl.client.auth": None if self.ssl_client_auth == "none" else self.ssl_client_auth,
-        }
-        for name, value in ssl_settings.items():
-            if value is not None:
+        else:
+            # ssl.* settings would be silently ignored, which hides a mistake
+            ssl_settings = {
+                "ssl.keystore.location": self.ssl_keystore_location,
+                "ssl.key.password": self.ssl_key_password,
+                "ssl.truststore.location": self.ssl_truststore_location,
+                "ssl.client.auth": None if self.ssl_client_auth == "none" else self.ssl_client_auth,
+            }
+            for name, value in ssl_settings.items():
+                if value is not None:
+                    tls_protocol = "SASL_SSL" if self.sasl else "SSL"
+                    raise ConfigError(
+                        f"'{name}' is set but 'security.protocol' is {protocol}: "
+                        f"set security.protocol={tls_protocol} (or leave the ssl.* settings out)"
+                    )
+        if self.sasl and not self.sasl_users:
+            raise ConfigError(
+                f"'security.protocol' {protocol} needs at least one user in 'sasl.users' "
+                "(--sasl-user NAME:PASSWORD): nobody could authenticate"
+            )
+
+    def _check_sasl_settings(self) -> None:
+        """Normalize and check ``sasl.enabled.mechanisms`` and ``sasl.users``; refuse them
+        on a listener without SASL (they would be silently ignored)."""
+        mechanisms = self.sasl_enabled_mechanisms
+        if isinstance(mechanisms, str):
+            mechanisms = tuple(mechanisms.split(","))
+        if not isinstance(mechanisms, (tuple, list)) or not all(
+            isinstance(m, str) for m in mechanisms
+        ):
+            raise ConfigError(
+                f"'sasl.enabled.mechanisms' must be a list of mechanism names, got {mechanisms!r}"
+            )
+        names = tuple(dict.fromkeys(m.strip().upper() for m in mechanisms if m.strip()))
+        unknown = [m for m in names if m not in MECHANISMS]
+        if unknown:
+            raise ConfigError(
+                f"'sasl.enabled.mechanisms' lists {', '.join(unknown)}, which the embedded "
+                f"broker does not serve (it serves {', '.join(MECHANISMS)})"
+            )
+        if not names:
+            raise ConfigError(
+                f"'sasl.enabled.mechanisms' is empty; enable some of {', '.join(MECHANISMS)}"
+            )
+        object.__setattr__(self, "sasl_enabled_mechanisms", names)
+        users = self.sasl_users
+        if not isinstance(users, Mapping):
+            raise ConfigError(
+                f"'sasl.users' must map user names to passwords, got {type(users).__name__}"
+            )
+        for name, password in users.items():
+            if not isinstance(name, str) or not name or "\0" in name:
                 raise ConfigError(
-                    f"'{name}' is set but 'security.protocol' is PLAINTEXT: "
-                    "set security.protocol=SSL (or leave the ssl.* settings out)"
+                    f"'sasl.users' has a bad user name {name!r} (empty, or not a string, "
+                    "or with a NUL character)"
+                )
+            if not isinstance(password, str) or not password or "\0" in password:
+                raise ConfigError(
+                    f"'sasl.users': the password of {name!r} must be a non-empty string "
+                    "without NUL characters"
+                )
+        object.__setattr__(self, "sasl_users", MappingProxyType(dict(users)))
+        if self.sasl:
+            return
+        sasl_settings = {
+            "sasl.users": bool(users),
+            "sasl.enabled.mechanisms": names != DEFAULT_SASL_MECHANISMS,
+            "sasl.server.max.receive.size": (
+                self.sasl_server_max_receive_size != DEFAULT_MAX_RECEIVE_SIZE
+            ),
+        }
+        for name, is_set in sasl_settings.items():
+            if is_set:
+                sasl_protocol = "SASL_SSL" if self.tls else "SASL_PLAINTEXT"
+                raise ConfigError(
+                    f"'{name}' is set but 'security.protocol' is {self.security_protocol}: "
+                    f"set security.protocol={sasl_protocol} (or leave the sasl.* settings out)"
                 )
 
     @property
     def tls(self) -> bool:
-        """Whether the listener speaks TLS (``security.protocol=SSL``)."""
-        return self.security_protocol == "SSL"
+        """Whether the listener speaks TLS (``security.protocol`` SSL or SASL_SSL)."""
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        """Whether clients must authenticate with SASL (SASL_PLAINTEXT or SASL_SSL)."""
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
     def ssl_context(self) -> ssl.SSLContext | None:
-        """The listener's server-side TLS context, or None for PLAINTEXT.
+        """The listener's server-side TLS context, or None without TLS.
 
         Reads the PEM files now, so a missing or unusable file is a ``ConfigError`` naming
         its setting (``ssl.keystore.location`` ...) before any socket is opened. Built once
@@ -157,6 +240,20 @@ class BrokerConfig:
             key_password=self.ssl_key_password,
             truststore_location=self.ssl_truststore_location,
             client_auth=self.ssl_client_auth,
+        )
+
+    def sasl_server(self) -> SaslServer | None:
+        """The listener's SASL mechanisms and users, or None without SASL.
+
+        Derives the SCRAM credentials (salted PBKDF2, 4096 iterations) now: built once per
+        cluster and shared by every Processor, never per connection.
+        """
+        if not self.sasl:
+            return None
+        return SaslServer(
+            self.sasl_enabled_mechanisms,
+            self.sasl_users,
+            max_receive_size=self.sasl_server_max_receive_size,
         )
 
     def replace(self, **changes: Any) -> BrokerConfig:

@@ -18,6 +18,11 @@ with one log line); then ``TlsNetworkReceive`` / ``TlsNetworkSend``. Decrypted b
 inside the TLS object after a complete request are invisible to ``select``: such channels
 are remembered and read again, without waiting, once unmuted. Plaintext channels keep
 the plain ``recv_into`` / ``sendmsg`` path.
+
+SASL channels (registered with a ``SaslSession``) read frames of at most
+``sasl.server.max.receive.size`` until the Processor reports them ``authenticated``, and
+must authenticate within the handshake timeout (counted from the end of the TLS
+handshake, if any); the session itself is driven by the Processor.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
+from kclient.broker.sasl_server import SaslSession
 from kclient.tls import handshake_step, has_pending, recv_into, send_some, tls_chunks
 from kclient.waker import Waker
 
@@ -41,12 +47,17 @@ _IOV_MAX = 1024
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _WAKEUP = "<wakeup>"
-#: Longest a TLS handshake may take (capped by ``connections.max.idle.ms``).
+#: Longest a TLS handshake, or a SASL authentication, may take (capped by
+#: ``connections.max.idle.ms``).
 HANDSHAKE_TIMEOUT_MS = 10_000
 
 
 class InvalidReceiveError(Exception):
     """A size prefix is negative or larger than ``socket.request.max.bytes``."""
+
+    def __init__(self, message: str, size: int = -1) -> None:
+        super().__init__(message)
+        self.size = size
 
 
 class NetworkReceive:
@@ -98,7 +109,8 @@ class NetworkReceive:
         size = int.from_bytes(self._size_buf, "big", signed=True)
         if size < 0 or size > self.max_size:
             raise InvalidReceiveError(
-                f"invalid request size {size} (socket.request.max.bytes is {self.max_size})"
+                f"invalid request size {size} (socket.request.max.bytes is {self.max_size})",
+                size,
             )
         self._size = size
         self._read = 0
@@ -208,6 +220,8 @@ class ServerChannel:
 
     ``receive_type`` / ``send_type`` are the plain or TLS classes, chosen at registration;
     a TLS channel starts ``handshaking`` and waits for ``handshake_events`` meanwhile.
+    ``sasl`` is the SASL state of a connection that has yet to authenticate (None once it
+    has, and on listeners without SASL).
     """
 
     __slots__ = (
@@ -216,17 +230,28 @@ class ServerChannel:
         "handshaking",
         "id",
         "last_active_ns",
+        "max_receive_size",
         "muted",
         "peer",
         "receive",
         "receive_type",
+        "sasl",
         "send",
         "send_type",
         "sock",
         "tls",
     )
 
-    def __init__(self, channel_id: str, sock: socket.socket, peer: str, now_ns: int) -> None:
+    def __init__(
+        self,
+        channel_id: str,
+        sock: socket.socket,
+        peer: str,
+        now_ns: int,
+        max_receive_size: int,
+        *,
+        sasl: SaslSession | None = None,
+    ) -> None:
         self.id = channel_id
         self.sock = sock
         self.peer = peer
@@ -240,6 +265,10 @@ class ServerChannel:
         self.handshake_events = _READ  # a TLS server first waits for the ClientHello
         self.receive_type: type[NetworkReceive] = TlsNetworkReceive if self.tls else NetworkReceive
         self.send_type: type[NetworkSend] = TlsNetworkSend if self.tls else NetworkSend
+        self.sasl = sasl
+        self.max_receive_size = (
+            max_receive_size if sasl is None else min(max_receive_size, sasl.max_receive_size)
+        )
 
 
 class ServerSelector:
@@ -273,15 +302,31 @@ class ServerSelector:
         self._waker = waker
         self._sel.register(waker.fileno(), _READ, _WAKEUP)
 
-    def register(self, channel_id: str, sock: socket.socket, peer: str, now_ns: int) -> None:
+    def register(
+        self,
+        channel_id: str,
+        sock: socket.socket,
+        peer: str,
+        now_ns: int,
+        sasl: SaslSession | None = None,
+    ) -> None:
         """Add a connection; an ``ssl.SSLSocket`` (server side, not yet handshaken) makes
-        it a TLS channel."""
+        it a TLS channel, a ``sasl`` session a channel that must authenticate first."""
         if channel_id in self.channels:
             raise ValueError(f"channel {channel_id} is already registered")
         sock.setblocking(False)
-        channel = ServerChannel(channel_id, sock, peer, now_ns)
+        channel = ServerChannel(channel_id, sock, peer, now_ns, self.max_receive_size, sasl=sasl)
+        if sasl is not None:
+            sasl.deadline_ns = now_ns + self._handshake_ns
         self.channels[channel_id] = channel
         self._update_interest(channel)
+
+    def authenticated(self, channel_id: str) -> None:
+        """The channel's client has authenticated (SASL): any request, of any size, now."""
+        ch = self.channels.get(channel_id)
+        if ch is not None:
+            ch.sasl = None
+            ch.max_receive_size = self.max_receive_size
 
     def channel(self, channel_id: str) -> ServerChannel | None:
         return self.channels.get(channel_id)
@@ -404,16 +449,32 @@ class ServerSelector:
 
     def _read(self, ch: ServerChannel, now_ns: int) -> None:
         if ch.receive is None:
-            ch.receive = ch.receive_type(self.max_receive_size)
+            ch.receive = ch.receive_type(ch.max_receive_size)
         try:
             complete, n = ch.receive.read_from(ch.sock)
         except EOFError as exc:
             reason = str(exc) if ch.receive.started else "connection closed by peer"
+            if ch.sasl is not None and ch.sasl.in_progress:
+                log.info(
+                    "SASL authentication of %s interrupted (connection %s, mechanism %s, "
+                    "user %r): %s",
+                    ch.peer,
+                    ch.id,
+                    ch.sasl.mechanism,
+                    ch.sasl.username,
+                    reason,
+                )
             self.close(ch.id, reason)
             return
         except InvalidReceiveError as exc:
-            log.warning("closing connection %s from %s: %s", ch.id, ch.peer, exc)
-            self.close(ch.id, str(exc))
+            why = str(exc)
+            if ch.sasl is not None:
+                why = (
+                    f"invalid request size {exc.size} before SASL authentication "
+                    f"(sasl.server.max.receive.size is {ch.max_receive_size})"
+                )
+            log.warning("closing connection %s from %s: %s", ch.id, ch.peer, why)
+            self.close(ch.id, why)
             return
         except OSError as exc:
             self.close(ch.id, f"read failed: {exc}")
@@ -460,6 +521,8 @@ class ServerSelector:
             return
         ch.handshaking = False
         ch.last_active_ns = now_ns
+        if ch.sasl is not None:  # the SASL exchange gets its own time, after TLS
+            ch.sasl.deadline_ns = now_ns + self._handshake_ns
         log.debug("TLS handshake with %s complete (%s, %s)", ch.peer, sock.version(), sock.cipher())
         # the client's first request may have arrived with its last handshake flight
         self._read(ch, now_ns)
@@ -495,6 +558,20 @@ class ServerSelector:
                         seconds,
                     )
                     self.close(ch.id, f"TLS handshake not complete after {seconds:g} s")
+            elif ch.sasl is not None and now_ns >= ch.sasl.deadline_ns:
+                seconds = self._handshake_ns / 1e9
+                # a failed exchange was logged already; its client did not read the answer
+                log.log(
+                    logging.DEBUG if ch.sasl.failed else logging.WARNING,
+                    "SASL authentication of %s failed (connection %s, mechanism %s, user %r): "
+                    "not complete after %g s",
+                    ch.peer,
+                    ch.id,
+                    ch.sasl.mechanism,
+                    ch.sasl.username,
+                    seconds,
+                )
+                self.close(ch.id, f"SASL authentication not complete after {seconds:g} s")
             elif ch.last_active_ns < deadline and not ch.muted and ch.send is None:
                 log.info("closing idle connection %s from %s", ch.id, ch.peer)
                 self.close(ch.id, "idle for connections.max.idle.ms")

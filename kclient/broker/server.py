@@ -2,8 +2,9 @@
 
 Wires a RequestChannel, a SocketServer (Acceptor + Processors), a RequestHandlerPool and
 Apis together for one node id, over the cluster's shared Controller and purgatory. The
-listener is PLAINTEXT or SSL (``BrokerConfig.security_protocol``); Metadata advertises
-its host and port either way, so clients connect back with the same protocol.
+listener is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (``BrokerConfig.security_protocol``);
+Metadata advertises its host and port either way, so clients connect back with the same
+protocol.
 ``startup``/``shutdown`` run on the caller's thread and may be repeated: a restarted
 broker listens on the same port again.
 
@@ -25,6 +26,7 @@ from kclient.broker.handler import RequestHandlerPool
 from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.request_channel import RequestChannel
+from kclient.broker.sasl_server import SaslServer
 from kclient.broker.socket_server import SocketServer
 
 log = logging.getLogger(__name__)
@@ -44,11 +46,14 @@ class KafkaServer:
         port: int,
         *,
         ssl_context: ssl.SSLContext | None = None,
+        sasl_server: SaslServer | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
-        # an SSL listener's context: given by the cluster (built once), else built here
+        # an SSL listener's context, a SASL listener's users: given by the cluster (built
+        # once), else built here
         self.ssl_context = ssl_context if ssl_context is not None else config.ssl_context()
+        self.sasl_server = sasl_server if sasl_server is not None else config.sasl_server()
         self.controller = controller
         self.purgatory = purgatory
         self.host = config.host
@@ -86,6 +91,7 @@ class KafkaServer:
             metrics=self.metrics,
             name_prefix=prefix,
             ssl_context=self.ssl_context,
+            sasl_server=self.sasl_server,
         )
         self.port = socket_server.port
         apis = Apis(self.node_id, self.controller, channel, self.purgatory, cfg)

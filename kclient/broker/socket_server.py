@@ -19,6 +19,15 @@ An SSL listener (``security.protocol=SSL``) gives its Processors one ``SSLContex
 Processor wraps the connections handed to it (never the Acceptor, which must not block)
 and its ServerSelector runs their handshakes without blocking; a failed handshake closes
 only that connection.
+
+A SASL listener (SASL_PLAINTEXT, SASL_SSL) gives its Processors one ``SaslServer``; each
+new connection gets a ``SaslSession``, and until it has authenticated the Processor
+itself answers SaslHandshake and SaslAuthenticate (cheap: the SCRAM credentials were
+derived at start-up), lets ApiVersions through to the handlers, and closes the
+connection, with one log line, on any other request. A failed authentication is answered
+(SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM ...) and the connection closed
+once the answer is out, as Kafka does. Authenticated connections, and every connection
+of other listeners, take the usual path (one ``is None`` check per request).
 """
 
 from __future__ import annotations
@@ -47,9 +56,10 @@ from kclient.broker.request_channel import (
     SendResponse,
     api_metric_name,
 )
-from kclient.broker.selector import ServerSelector
+from kclient.broker.sasl_server import SaslReply, SaslServer, SaslSession
+from kclient.broker.selector import ServerChannel, ServerSelector
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
-from kclient.protocol.frame import decode_request, decode_request_header
+from kclient.protocol.frame import decode_request, decode_request_header, encode_response
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -57,6 +67,10 @@ log = logging.getLogger(__name__)
 _POLL_TIMEOUT_S = 0.3
 _SUPPORTED: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
 _SUPPORTED.update(local_versions())
+#: What a SASL listener accepts from a connection that has not authenticated yet.
+_BEFORE_AUTHENTICATION = frozenset(
+    {int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)}
+)
 
 
 def _api_name(api_key: int) -> str:
@@ -66,6 +80,16 @@ def _api_name(api_key: int) -> str:
         return api_metric_name(ApiKey(api_key).name)
     except ValueError:
         return f"Unknown({api_key})"
+
+
+def _hint(sasl_pending: bool) -> str:
+    """What a broken first frame on a SASL listener usually is."""
+    if not sasl_pending:
+        return ""
+    return (
+        " before SASL authentication (a client sending raw SASL tokens without "
+        "SaslHandshake, or not configured for SASL?)"
+    )
 
 
 def _format_address(address: object) -> str:
@@ -90,9 +114,13 @@ class Processor:
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
         name_prefix: str = "kclient-broker",
         ssl_context: ssl.SSLContext | None = None,
+        sasl_server: SaslServer | None = None,
     ) -> None:
         self.id = processor_id
         self._ssl_context = ssl_context
+        self._sasl_server = sasl_server
+        #: connection -> why: close once its response is sent (failed SASL exchanges)
+        self._close_after_send: dict[str, str] = {}
         self._channel = request_channel
         self._metrics = metrics
         self._monotonic_ns = monotonic_ns
@@ -188,7 +216,8 @@ class Processor:
                     sock = self._ssl_context.wrap_socket(
                         sock, server_side=True, do_handshake_on_connect=False
                     )
-                self.selector.register(connection_id, sock, remote, self._monotonic_ns())
+                sasl = SaslSession(self._sasl_server) if self._sasl_server is not None else None
+                self.selector.register(connection_id, sock, remote, self._monotonic_ns(), sasl)
             except (OSError, ValueError) as exc:
                 log.info("processor %d dropped a new connection: %s", self.id, exc)
                 sock.close()
@@ -236,8 +265,11 @@ class Processor:
             channel = self.selector.channel(connection_id)
             if channel is None:
                 continue
-            request = self._parse(connection_id, channel.peer, frame)
+            sasl = channel.sasl
+            request = self._parse(connection_id, channel.peer, frame, sasl is not None)
             if request is None:
+                continue
+            if sasl is not None and self._handle_sasl(channel, sasl, request):
                 continue
             self.selector.mute(connection_id)
             while not self._channel.send_request(request, timeout_s=_POLL_TIMEOUT_S):
@@ -254,6 +286,11 @@ class Processor:
             response = self._inflight.pop(send.destination, None)
             if response is not None:
                 response.request.update_request_metrics(now_ns)
+            if self._close_after_send:
+                why = self._close_after_send.pop(send.destination, None)
+                if why is not None:
+                    self.selector.close(send.destination, why)
+                    continue
             self.selector.unmute(send.destination)
 
     def process_disconnected(self) -> None:
@@ -267,26 +304,39 @@ class Processor:
             response = self._inflight.pop(connection_id, None)
             if response is not None:
                 response.request.update_request_metrics(now_ns)
+            if self._close_after_send:
+                self._close_after_send.pop(connection_id, None)
             if self._metrics is not None:
                 self._metrics.add_counts(connections=-1)
 
     # ---- parsing ---------------------------------------------------------------------
 
-    def _parse(self, connection_id: str, peer: str, frame: bytearray) -> Request | None:
-        """Parse a frame into a Request, or close the connection (one log line)."""
+    def _parse(
+        self, connection_id: str, peer: str, frame: bytearray, sasl_pending: bool = False
+    ) -> Request | None:
+        """Parse a frame into a Request, or close the connection (one log line).
+
+        ``sasl_pending``: the connection has yet to authenticate, so only ApiVersions and
+        the SASL requests are parsed; anything else closes it.
+        """
         start_ns = self._monotonic_ns()
         try:
             header, body_offset = decode_request_header(frame)
         except Exception as exc:
-            self._reject(connection_id, peer, f"unparseable request header ({exc})")
+            self._reject(
+                connection_id, peer, f"unparseable request header ({exc}){_hint(sasl_pending)}"
+            )
             return None
         api_key = int(header.api_key)
         versions = _SUPPORTED.get(api_key)
         if versions is None:
-            self._reject(connection_id, peer, f"unknown api key {api_key}")
+            self._reject(connection_id, peer, f"unknown api key {api_key}{_hint(sasl_pending)}")
             return None
         min_version, max_version = versions
         name = _api_name(api_key)
+        if sasl_pending and api_key not in _BEFORE_AUTHENTICATION:
+            self._reject(connection_id, peer, f"request {name} before SASL authentication")
+            return None
         # an ApiVersions request newer than ours is answered with UNSUPPORTED_VERSION in the
         # v0 format, so any client can negotiate
         unsupported = api_key == ApiKey.API_VERSIONS and header.api_version > max_version
@@ -323,6 +373,67 @@ class Processor:
             client_address=peer,
             unsupported_version=unsupported,
         )
+
+    # ---- SASL (connections of a SASL listener that have yet to authenticate) -------------
+
+    def _handle_sasl(self, channel: ServerChannel, session: SaslSession, request: Request) -> bool:
+        """Answer a SASL request here, on the network thread; False for an ApiVersions
+        request, which takes the usual path."""
+        header = request.header
+        api_key = header.api_key
+        if api_key == ApiKey.API_VERSIONS:
+            if session.accepts_api_versions:
+                return False
+            self._reject(
+                channel.id, channel.peer, "request ApiVersions in the middle of the SASL exchange"
+            )
+            return True
+        body = request.body
+        assert body is not None
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            reply = session.handshake(header.api_version, body["mechanism"])
+        else:
+            reply = session.authenticate(bytes(body["auth_bytes"]))
+        self._send_sasl_reply(channel, session, request, reply)
+        return True
+
+    def _send_sasl_reply(
+        self, channel: ServerChannel, session: SaslSession, request: Request, reply: SaslReply
+    ) -> None:
+        header = request.header
+        now_ns = self._monotonic_ns()
+        request.request_dequeue_time_ns = now_ns
+        request.api_local_complete_time_ns = now_ns
+        request.response_complete_time_ns = now_ns
+        request.response_dequeue_time_ns = now_ns
+        if reply.failure is not None:
+            request.error_count += 1
+            log.warning(
+                "SASL authentication of %s failed (connection %s, mechanism %s, user %r): %s",
+                channel.peer,
+                channel.id,
+                session.mechanism,
+                session.username,
+                reply.failure,
+            )
+            self._close_after_send[channel.id] = f"SASL authentication failed: {reply.failure}"
+        elif reply.authenticated:
+            self.selector.authenticated(channel.id)
+            log.debug(
+                "%s authenticated as %r with %s (connection %s)",
+                channel.peer,
+                session.username,
+                session.mechanism,
+                channel.id,
+            )
+        buffers = encode_response(
+            header.api_key, header.api_version, header.correlation_id, reply.body
+        )
+        if self.selector.send(channel.id, buffers, now_ns):
+            self._inflight[channel.id] = SendResponse(request, buffers)
+        else:
+            self._close_after_send.pop(channel.id, None)
+            request.update_request_metrics(now_ns)
 
     def _reject(self, connection_id: str, peer: str, why: str) -> None:
         log.warning("closing connection %s from %s: %s", connection_id, peer, why)
@@ -432,7 +543,7 @@ class Acceptor:
 
 class SocketServer:
     """The network layer of one broker: an Acceptor and its Processors (TLS connections
-    when given an ``ssl_context``)."""
+    when given an ``ssl_context``, SASL authentication when given a ``sasl_server``)."""
 
     def __init__(
         self,
@@ -446,6 +557,7 @@ class SocketServer:
         metrics: BrokerMetrics | None = None,
         name_prefix: str = "kclient-broker",
         ssl_context: ssl.SSLContext | None = None,
+        sasl_server: SaslServer | None = None,
     ) -> None:
         self.processors = [
             Processor(
@@ -456,6 +568,7 @@ class SocketServer:
                 metrics=metrics,
                 name_prefix=name_prefix,
                 ssl_context=ssl_context,
+                sasl_server=sasl_server,
             )
             for i in range(num_network_threads)
         ]

@@ -9,11 +9,19 @@ a TLS listener::
                         "--ssl-keystore-location", certs.server_keystore) as broker:
         Producer({"bootstrap.servers": broker.bootstrap_servers,
                   "security.protocol": broker.security_protocol, "ssl.ca.location": ...})
+
+or a SASL listener (``--sasl-user`` repeats; ``--sasl-enabled-mechanisms`` narrows)::
+
+    with broker_process("--security-protocol", "SASL_PLAINTEXT",
+                        "--sasl-user", "alice:secret") as broker:
+        Producer({..., "security.protocol": broker.security_protocol,
+                  "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice", ...})
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import select
 import subprocess
 import sys
@@ -24,6 +32,8 @@ from dataclasses import dataclass
 from kclient.errors import KafkaError
 
 _MARKER = "bootstrap.servers="
+_PROTOCOL = re.compile(r"security\.protocol=(\S+)")
+_MECHANISMS = re.compile(r"sasl\.enabled\.mechanisms=(\S+)")
 
 
 @dataclass(frozen=True)
@@ -32,8 +42,10 @@ class BrokerProcess:
 
     bootstrap_servers: str
     proc: subprocess.Popen[str]
-    #: What clients set as ``security.protocol`` (PLAINTEXT or SSL).
+    #: What clients set as ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
     security_protocol: str = "PLAINTEXT"
+    #: A SASL listener's ``sasl.enabled.mechanisms`` (empty without SASL).
+    sasl_mechanisms: tuple[str, ...] = ()
 
     @property
     def pid(self) -> int:
@@ -69,8 +81,14 @@ def broker_process(*args: str, start_timeout_s: float = 30.0) -> Iterator[Broker
                     f"the embedded broker did not start within {start_timeout_s:.0f} s "
                     f"(exit code {proc.poll()}, printed {line.strip()!r}, stderr {errors!r})"
                 )
-            protocol = "SSL" if "security.protocol=SSL" in line else "PLAINTEXT"
-            yield BrokerProcess(line.split(_MARKER, 1)[1].strip(), proc, protocol)
+            protocol = _PROTOCOL.search(line)
+            mechanisms = _MECHANISMS.search(line)
+            yield BrokerProcess(
+                line.split(_MARKER, 1)[1].strip(),
+                proc,
+                protocol.group(1) if protocol else "PLAINTEXT",
+                tuple(mechanisms.group(1).split(",")) if mechanisms else (),
+            )
         finally:
             proc.terminate()
             try:

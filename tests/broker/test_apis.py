@@ -23,17 +23,53 @@ def error_name(code: int) -> str:
 # ---- ApiVersions -------------------------------------------------------------------------
 
 
+SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
+
+
 def test_api_versions_lists_every_api_and_produce_from_v0(harness: Any) -> None:
     body = harness.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t"})
     assert body["error_code"] == NONE
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     for key, (low, high) in SUPPORTED_VERSIONS.items():
-        if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+        if key in SASL_APIS:
             assert key not in ranges  # a PLAINTEXT/SSL listener does not serve SASL
             continue
         assert ranges[key][1] == high
         assert ranges[key][0] == (0 if key == ApiKey.PRODUCE else low)
     assert 10 in ranges  # FindCoordinator: librdkafka's LZ4 feature needs it listed
+
+
+def test_a_sasl_listener_advertises_sasl_handshake_v1_and_sasl_authenticate(
+    make_harness: Any,
+) -> None:
+    h = make_harness(security_protocol="SASL_PLAINTEXT", sasl_users={"alice": "secret"})
+    body = h.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t"})
+    ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+    # v0 listed, as Kafka 3 does (librdkafka 2.0 needs it), though a v0 request is refused
+    assert ranges[ApiKey.SASL_HANDSHAKE] == (0, 1)
+    assert ranges[ApiKey.SASL_AUTHENTICATE] == SUPPORTED_VERSIONS[ApiKey.SASL_AUTHENTICATE]
+    assert ranges[ApiKey.PRODUCE][0] == 0 and ApiKey.METADATA in ranges
+
+
+def test_sasl_requests_on_a_listener_without_sasl_get_clean_errors(harness: Any) -> None:
+    handshake = harness.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    assert handshake == {
+        "error_code": errors.UnsupportedSaslMechanismError.code,
+        "mechanisms": [],
+    }
+    auth = harness.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\x00a\x00b"})
+    assert auth["error_code"] == errors.IllegalSaslStateError.code
+    assert "no SASL" in auth["error_message"]
+
+
+def test_sasl_requests_after_authentication_get_illegal_sasl_state(make_harness: Any) -> None:
+    # the Processor answers them before authentication; these reach Apis only after it
+    h = make_harness(security_protocol="SASL_PLAINTEXT", sasl_users={"alice": "secret"})
+    handshake = h.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    assert handshake["error_code"] == errors.IllegalSaslStateError.code
+    assert handshake["mechanisms"] == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    auth = h.call(ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": b""})
+    assert auth["error_code"] == errors.IllegalSaslStateError.code
 
 
 def test_api_versions_newer_than_supported_gets_a_v0_error_response(harness: Any) -> None:
@@ -43,10 +79,7 @@ def test_api_versions_newer_than_supported_gets_a_v0_error_response(harness: Any
     frame = b"".join(bytes(b) for b in response.buffers)[4:]
     _, body = decode_response(ApiKey.API_VERSIONS, 0, frame)
     assert body["error_code"] == errors.UnsupportedVersionError.code
-    served = {int(k) for k in SUPPORTED_VERSIONS} - {
-        ApiKey.SASL_HANDSHAKE,
-        ApiKey.SASL_AUTHENTICATE,
-    }
+    served = {int(k) for k in SUPPORTED_VERSIONS} - set(SASL_APIS)
     assert {k["api_key"] for k in body["api_keys"]} >= served
 
 

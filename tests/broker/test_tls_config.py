@@ -48,15 +48,18 @@ def test_ssl_without_a_keystore_names_ssl_keystore_location() -> None:
         BrokerConfig(security_protocol="SSL")
 
 
-@pytest.mark.parametrize("protocol", ["SASL_SSL", "SASL_PLAINTEXT", "sasl_ssl"])
-def test_sasl_protocols_are_refused_as_not_supported(protocol: str) -> None:
-    with pytest.raises(ConfigError, match=r"'security\.protocol' .* is not supported"):
-        BrokerConfig(security_protocol=protocol, ssl_keystore_location="k.pem")
+@pytest.mark.parametrize("protocol", ["SASL_SSL", "sasl_ssl"])
+def test_sasl_ssl_needs_a_keystore_like_ssl(protocol: str) -> None:
+    with pytest.raises(ConfigError, match=r"SASL_SSL needs 'ssl\.keystore\.location'"):
+        BrokerConfig(security_protocol=protocol, sasl_users={"alice": "secret"})
 
 
-@pytest.mark.parametrize("protocol", ["TLS", "", "HTTPS"])
+@pytest.mark.parametrize("protocol", ["TLS", "", "HTTPS", "SASL"])
 def test_an_unknown_protocol_names_security_protocol(protocol: str) -> None:
-    with pytest.raises(ConfigError, match=r"'security\.protocol' must be PLAINTEXT or SSL"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'security\.protocol' must be PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    ):
         BrokerConfig(security_protocol=protocol)
 
 
@@ -177,8 +180,8 @@ def test_cli_reports_a_bad_ssl_setting_with_exit_code_2(
     assert "'ssl.keystore.location'" in capsys.readouterr().err
     assert main(["--security-protocol", "SSL"]) == 2
     assert "needs 'ssl.keystore.location'" in capsys.readouterr().err
-    assert main(["--security-protocol", "SASL_SSL"]) == 2
-    assert "SASL_SSL is not supported" in capsys.readouterr().err
+    assert main(["--security-protocol", "SASL_SSL", "--sasl-user", "alice:secret"]) == 2
+    assert "SASL_SSL needs 'ssl.keystore.location'" in capsys.readouterr().err
     assert main(["--ssl-client-auth", "required"]) == 2
     assert "'ssl.client.auth' is set but 'security.protocol' is PLAINTEXT" in (
         capsys.readouterr().err
