@@ -7,14 +7,17 @@ Every loop is bounded; kcat runs are stopped through their handle.
 from __future__ import annotations
 
 import asyncio
+import logging
 import selectors
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any, cast
 
 import confluent_kafka
+import pytest
 
 from integration.peers import kcat_binary, kcat_env, stop_process
 
@@ -314,3 +317,82 @@ def cli_broker(*args: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+# ---- confluent-kafka with any settings (TLS, SASL), and the broker's log ---------------
+
+Record = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
+"""(partition, key, value, headers)"""
+
+
+def confluent_produce_records(
+    settings: dict[str, Any], topic: str, records: list[Record], flush_s: float = 60.0
+) -> list[str]:
+    """Produce ``(partition, key, value, headers)`` records; returns the delivery errors
+    (plus one entry per record still undelivered after ``flush_s``)."""
+    producer = confluent_kafka.Producer({"acks": "all", "linger.ms": 5, **settings})
+    failures: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for partition, key, value, headers in records:
+        producer.produce(
+            topic,
+            value=value,
+            key=key,
+            headers=cast(Any, headers) or None,
+            partition=partition,
+            on_delivery=delivered,
+        )
+        producer.poll(0)
+    left = producer.flush(flush_s)
+    return failures + ["not delivered"] * left
+
+
+def confluent_consume_records(
+    settings: dict[str, Any], topic: str, partitions: int, n: int, timeout_s: float = 60.0
+) -> list[Record]:
+    """Read ``n`` records (assign, from the beginning of each partition: the embedded
+    broker has no group coordinator), in per-partition offset order."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "group.id": "verify-with-settings",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            **settings,
+        }
+    )
+    consumer.assign(
+        [
+            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
+            for p in range(partitions)
+        ]
+    )
+    out: list[tuple[int, int, Record]] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            for msg in consumer.consume(500, 0.2):
+                if msg.error() is not None:
+                    raise confluent_kafka.KafkaException(msg.error())
+                partition, offset = cast(int, msg.partition()), cast(int, msg.offset())
+                headers = cast(list[tuple[str, bytes | None]], list(msg.headers() or []))
+                out.append((partition, offset, (partition, msg.key(), msg.value(), headers)))
+    finally:
+        consumer.close()
+    return [record for _, _, record in sorted(out, key=lambda item: item[:2])]
+
+
+def wait_for_log(
+    caplog: pytest.LogCaptureFixture, text: str, timeout_s: float = 10.0
+) -> logging.LogRecord:
+    """The broker's log record containing ``text`` (written by a Processor thread)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for record in caplog.records:
+            if text in record.getMessage():
+                return record
+        time.sleep(0.02)
+    raise AssertionError(f"no log line with {text!r}: {[r.getMessage() for r in caplog.records]}")

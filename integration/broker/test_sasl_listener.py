@@ -23,13 +23,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import confluent_kafka
 import pytest
 
 from integration.broker import clients
-from integration.broker.clients import cli_broker
+from integration.broker.clients import Record, cli_broker, wait_for_log
+from integration.broker.clients import confluent_consume_records as consume
+from integration.broker.clients import confluent_produce_records as produce
 from kclient import KafkaProducer
 from kclient.broker import EmbeddedBroker, EmbeddedCluster
 from kclient.errors import KafkaError
@@ -44,7 +46,6 @@ PASSWORD = "alice-s3cret"
 #: a user name that SCRAM must escape, a password with the separators of the CLI
 USERS = {"alice": PASSWORD, "b,o=b": "pw:with,odd=chars"}
 
-Record = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 _topics = itertools.count()
 
@@ -92,61 +93,6 @@ def sasl_settings(
     if certs is not None:
         settings["ssl.ca.location"] = certs.ca_cert
     return settings
-
-
-def produce(
-    settings: dict[str, Any], topic: str, records: list[Record], flush_s: float = 60.0
-) -> list[str]:
-    """Produce ``(partition, key, value, headers)``; returns the delivery errors (plus one
-    entry per record still undelivered after ``flush_s``)."""
-    producer = confluent_kafka.Producer({"acks": "all", "linger.ms": 5, **settings})
-    failures: list[str] = []
-
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    for partition, key, value, headers in records:
-        producer.produce(
-            topic,
-            value=value,
-            key=key,
-            headers=cast(Any, headers) or None,
-            partition=partition,
-            on_delivery=delivered,
-        )
-        producer.poll(0)
-    left = producer.flush(flush_s)
-    return failures + ["not delivered"] * left
-
-
-def consume(
-    settings: dict[str, Any], topic: str, partitions: int, n: int, timeout_s: float = 60.0
-) -> list[Record]:
-    """Read ``n`` records from the beginning of each partition (assign: the embedded broker
-    has no group coordinator), in partition, then offset order."""
-    consumer = confluent_kafka.Consumer(
-        {"group.id": "sasl-verify", "enable.auto.commit": False, **settings}
-    )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
-        ]
-    )
-    out: list[tuple[int, int, Record]] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(out) < n and time.monotonic() < deadline:
-            for msg in consumer.consume(500, 0.2):
-                if msg.error() is not None:
-                    raise confluent_kafka.KafkaException(msg.error())
-                partition, offset = cast(int, msg.partition()), cast(int, msg.offset())
-                headers = cast(list[tuple[str, bytes | None]], list(msg.headers() or []))
-                out.append((partition, offset, (partition, msg.key(), msg.value(), headers)))
-    finally:
-        consumer.close()
-    return [record for _, _, record in sorted(out, key=lambda item: item[:2])]
 
 
 def keyed_records(n: int, partitions: int) -> list[Record]:
@@ -390,18 +336,6 @@ class Raw:
         except TimeoutError:
             return False
         return False
-
-
-def wait_for_log(
-    caplog: pytest.LogCaptureFixture, text: str, timeout_s: float = 10.0
-) -> logging.LogRecord:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for record in caplog.records:
-            if text in record.getMessage():
-                return record
-        time.sleep(0.02)
-    raise AssertionError(f"no log line with {text!r}: {[r.getMessage() for r in caplog.records]}")
 
 
 def assert_one_line(caplog: pytest.LogCaptureFixture, peer: str, *texts: str) -> str:

@@ -20,22 +20,21 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import confluent_kafka
 import pytest
 from confluent_kafka.admin import AdminClient
 
 from integration.broker import clients
-from integration.broker.clients import cli_broker
+from integration.broker.clients import Record, cli_broker, wait_for_log
+from integration.broker.clients import confluent_consume_records as consume
+from integration.broker.clients import confluent_produce_records as produce
 from kclient.broker import EmbeddedBroker, EmbeddedCluster
 from kclient.errors import KafkaError
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
 from kclient.testing.broker_process import broker_process
 from kclient.testing.tls import TestCertificates, write_test_certificates
-
-Record = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 _topics = itertools.count()
 
@@ -97,66 +96,6 @@ def ssl_settings(
         settings["ssl.certificate.location"] = certs.client_cert
         settings["ssl.key.location"] = certs.client_key
     return settings
-
-
-def produce(
-    settings: dict[str, Any], topic: str, records: list[Record], flush_s: float = 60.0
-) -> list[str]:
-    """Produce ``(partition, key, value, headers)`` records; returns the delivery errors
-    (plus one entry per record still undelivered after ``flush_s``)."""
-    producer = confluent_kafka.Producer({"acks": "all", "linger.ms": 5, **settings})
-    failures: list[str] = []
-
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    for partition, key, value, headers in records:
-        producer.produce(
-            topic,
-            value=value,
-            key=key,
-            headers=cast(Any, headers) or None,
-            partition=partition,
-            on_delivery=delivered,
-        )
-        producer.poll(0)
-    left = producer.flush(flush_s)
-    return failures + ["not delivered"] * left
-
-
-def consume(
-    settings: dict[str, Any], topic: str, partitions: int, n: int, timeout_s: float = 60.0
-) -> list[Record]:
-    """Read ``n`` records (assign, from the beginning of each partition: the embedded
-    broker has no group coordinator), in per-partition offset order."""
-    consumer = confluent_kafka.Consumer(
-        {
-            "group.id": "tls-verify",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-            **settings,
-        }
-    )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
-        ]
-    )
-    out: list[tuple[int, int, Record]] = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(out) < n and time.monotonic() < deadline:
-            for msg in consumer.consume(500, 0.2):
-                if msg.error() is not None:
-                    raise confluent_kafka.KafkaException(msg.error())
-                partition, offset = cast(int, msg.partition()), cast(int, msg.offset())
-                headers = cast(list[tuple[str, bytes | None]], list(msg.headers() or []))
-                out.append((partition, offset, (partition, msg.key(), msg.value(), headers)))
-    finally:
-        consumer.close()
-    return [record for _, _, record in sorted(out, key=lambda item: item[:2])]
 
 
 def keyed_records(n: int, partitions: int) -> list[Record]:
@@ -350,19 +289,6 @@ def closed_by_broker(sock: socket.socket, timeout_s: float = 10.0) -> bool:
     except TimeoutError:
         return False
     return False
-
-
-def wait_for_log(
-    caplog: pytest.LogCaptureFixture, text: str, timeout_s: float = 10.0
-) -> logging.LogRecord:
-    """The broker's log record containing ``text`` (written by a Processor thread)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for record in caplog.records:
-            if text in record.getMessage():
-                return record
-        time.sleep(0.02)
-    raise AssertionError(f"no log line with {text!r}: {[r.getMessage() for r in caplog.records]}")
 
 
 def client_hello() -> bytes:
