@@ -31,6 +31,9 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
   ``ssl.truststore.type`` / ``ssl.keystore.type`` default to (and must be) ``PEM``.
   ``ssl.endpoint.identification.algorithm`` is ``https`` (check the broker's name) or
   empty (don't). ``ssl.context`` (kclient only) takes a ready ``ssl.SSLContext`` instead.
+  librdkafka's names work too: ``ssl.ca.location`` (= ``ssl.truststore.location``),
+  ``ssl.certificate.location`` + ``ssl.key.location`` (certificate and key in two files),
+  ``sasl.mechanisms`` (= ``sasl.mechanism``), ``sasl.username`` / ``sasl.password``.
   ``ssl.*`` settings with ``security.protocol=PLAINTEXT`` are a ``ConfigError``.
 """
 
@@ -251,6 +254,8 @@ _SETTINGS: tuple[_Setting, ...] = (
     _Setting("ssl.key.password", _parse_optional_str, None),
     _Setting("ssl.endpoint.identification.algorithm", _parse_endpoint_identification, "https"),
     _Setting("ssl.context", _parse_ssl_context, None),
+    _Setting("ssl.certificate.location", _parse_optional_str, None),
+    _Setting("ssl.key.location", _parse_optional_str, None),
     _Setting("sasl.mechanism", _parse_sasl_mechanism, "GSSAPI"),
     _Setting("sasl.username", _parse_optional_str, None),
     _Setting("sasl.password", _parse_optional_str, None),
@@ -262,6 +267,11 @@ _BY_NAME: dict[str, _Setting] = {}
 for _s in _SETTINGS:
     _BY_NAME[_s.name] = _s
     _BY_NAME[_s.attr] = _s
+
+#: librdkafka's (confluent-kafka's) names for the same settings, accepted as they are.
+_ALIASES = {"ssl.ca.location": "ssl.truststore.location", "sasl.mechanisms": "sasl.mechanism"}
+for _alias, _name in _ALIASES.items():
+    _BY_NAME[_alias] = _BY_NAME[_alias.replace(".", "_")] = _BY_NAME[_name]
 
 _UNSUPPORTED = {
     "transactional.id": "transactions are not supported by kclient",
@@ -330,6 +340,8 @@ class ProducerConfig:
     ssl_endpoint_identification_algorithm: str
     ssl_context: ssl.SSLContext | None
     """With SSL: the given ``ssl.context``, else one built from the ``ssl.*`` settings."""
+    ssl_certificate_location: str | None
+    ssl_key_location: str | None
     sasl_mechanism: str
     sasl_username: str | None
     sasl_password: str | None
@@ -356,7 +368,8 @@ class ProducerConfig:
                     raise ConfigError(f"unknown producer setting {key!r}{_suggest(key)}")
                 if setting.name in given:
                     raise ConfigError(
-                        f"{setting.name!r} is given twice (as a Kafka name and in snake_case)"
+                        f"{setting.name!r} is given twice (under two of its names: Kafka's, "
+                        "snake_case or librdkafka's)"
                     )
                 given[setting.name] = value
         values: dict[str, object] = {}
@@ -507,4 +520,6 @@ def _validate_tls(values: dict[str, Any], explicit: frozenset[str]) -> None:
         keystore_key=values["ssl.keystore.key"],
         key_password=values["ssl.key.password"],
         check_hostname=values["ssl.endpoint.identification.algorithm"] == "https",
+        certificate_location=values["ssl.certificate.location"],
+        key_location=values["ssl.key.location"],
     )

@@ -53,6 +53,8 @@ def client_context(
     keystore_key: str | None = None,
     key_password: str | None = None,
     check_hostname: bool = True,
+    certificate_location: str | None = None,
+    key_location: str | None = None,
 ) -> ssl.SSLContext:
     """A client context: trust the given CAs (else the system's), present a client
     certificate when a keystore is given, verify the broker's name when ``check_hostname``
@@ -72,10 +74,44 @@ def client_context(
             raise ConfigError(
                 f"'ssl.truststore.certificates' holds no usable PEM certificate: {exc}"
             ) from exc
+    if certificate_location is not None or key_location is not None:
+        _load_certificate_and_key(
+            context,
+            certificate_location,
+            key_location,
+            key_password,
+            other=keystore_location or keystore_certificate_chain or keystore_key,
+        )
+        return context
     _load_keystore(
         context, keystore_location, keystore_certificate_chain, keystore_key, key_password
     )
     return context
+
+
+def _load_certificate_and_key(
+    context: ssl.SSLContext,
+    certificate: str | None,
+    key: str | None,
+    password: str | None,
+    other: str | None,
+) -> None:
+    """librdkafka's form: the client certificate and its private key in two PEM files."""
+    if certificate is None or key is None:
+        raise ConfigError("'ssl.certificate.location' and 'ssl.key.location' go together: set both")
+    if other is not None:
+        raise ConfigError(
+            "set 'ssl.certificate.location' and 'ssl.key.location' or a keystore "
+            "('ssl.keystore.*'), not both"
+        )
+    cert_path = _readable_file("ssl.certificate.location", certificate)
+    key_path = _readable_file("ssl.key.location", key)
+    try:
+        context.load_cert_chain(cert_path, key_path, password=_password(password))
+    except ssl.SSLError as exc:
+        encrypted = b"ENCRYPTED" in Path(key_path).read_bytes()
+        what = f"'ssl.certificate.location' {certificate!r} / 'ssl.key.location' {key!r}"
+        raise ConfigError(_keystore_message(what, exc, encrypted)) from exc
 
 
 def server_context(

@@ -187,3 +187,47 @@ def test_tls_failures_are_described_with_the_setting_to_check() -> None:
     assert "'ssl.keystore.location'" in describe_os_error(no_cert)
     refused = _ssl_error(ssl.SSLError, "SSLV3_ALERT_BAD_CERTIFICATE")
     assert "refused our client certificate" in describe_os_error(refused)
+
+
+def test_librdkafka_names_work_as_confluent_kafka_users_write_them(
+    certs: TestCertificates,
+) -> None:
+    config = ProducerConfig(
+        {
+            **BOOT,
+            "security.protocol": "SSL",
+            "ssl.ca.location": certs.ca_cert,
+            "ssl.certificate.location": certs.client_cert,
+            "ssl.key.location": certs.client_key,
+            "ssl.key.password": "pw",
+        }
+    )
+    assert config.ssl_truststore_location == certs.ca_cert
+    assert config.ssl_context is not None
+    assert len(config.ssl_context.get_ca_certs()) == 1
+    with pytest.raises(ConfigError, match="'ssl.key.password' does not open it"):
+        ssl_config(
+            **{"ssl.certificate.location": certs.client_cert, "ssl.key.location": certs.client_key}
+        )
+    with pytest.raises(ConfigError, match="'ssl.certificate.location' and 'ssl.key.location' go"):
+        ssl_config(**{"ssl.certificate.location": certs.client_cert})
+    with pytest.raises(ConfigError, match="not both"):
+        ssl_config(
+            **{
+                "ssl.certificate.location": certs.client_cert,
+                "ssl.key.location": certs.client_key,
+                "ssl.keystore.location": certs.client_keystore,
+            }
+        )
+    with pytest.raises(ConfigError, match="'ssl.truststore.location' is given twice"):
+        ssl_config(**{"ssl.ca.location": certs.ca_cert, "ssl.truststore.location": certs.ca_cert})
+    sasl = ProducerConfig(
+        {
+            **BOOT,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-256",
+            "sasl.username": "u",
+            "sasl.password": "p",
+        }
+    )
+    assert sasl.sasl is not None and sasl.sasl.mechanism == "SCRAM-SHA-256"

@@ -147,6 +147,24 @@ def test_mutual_tls_with_the_client_certificate_works_and_without_it_fails_clear
         assert "'ssl.keystore.location'" in message
 
 
+def test_librdkafka_style_settings_do_mutual_tls_too(certs: TestCertificates) -> None:
+    with ssl_cluster(
+        certs, ssl_truststore_location=certs.ca_cert, ssl_client_auth="required"
+    ) as cluster:
+        topic = _topic(cluster, 1)
+        settings = {
+            "security.protocol": "SSL",
+            "ssl.ca.location": certs.ca_cert,
+            "ssl.certificate.location": certs.client_cert,
+            "ssl.key.location": certs.client_key,
+            "ssl.key.password": "s3cret",
+        }
+        with KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, **settings}) as p:
+            assert p.send(topic, value=b"as confluent-kafka users write it").result(30).offset == 0
+        consumed = consume_all(cluster.bootstrap_servers, topic, 1, 1, settings=settings)
+        assert [c.value for c in consumed] == [b"as confluent-kafka users write it"]
+
+
 def test_an_untrusted_broker_is_refused_with_the_reason_and_the_setting(
     cluster: EmbeddedCluster, certs: TestCertificates
 ) -> None:
