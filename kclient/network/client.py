@@ -92,6 +92,9 @@ class NetworkClient:
             f"{'SASL_SSL' if config.uses_sasl else 'SSL'})"
         )
         self._sasl = config.sasl if config.uses_sasl else None
+        # node → correlation id of its first request once READY, to tell a connection
+        # dropped before answering anything (what a SASL listener does to a plain client).
+        self._first_request: dict[int, int] = {}
         self._sasl_exchanges: dict[int, SaslMechanism] = {}  # node → its exchange in progress
         self.connection_states = ClusterConnectionStates(
             config.reconnect_backoff_ms,
@@ -504,6 +507,7 @@ class NetworkClient:
         self._node_ready(node_id)
 
     def _node_ready(self, node_id: int) -> None:
+        self._first_request[node_id] = self._correlation_id  # the next one to go out
         self.connection_states.ready(node_id)
         self.failures.succeeded(self._addresses.get(node_id, ""))
         log.debug("%snode %d is ready: %r", self._prefix, node_id, self._api_versions.get(node_id))
@@ -692,10 +696,24 @@ class NetworkClient:
                     node_id,
                     error,
                 )
+        requests = self.in_flight_requests.clear_all(node_id)
+        first = self._first_request.pop(node_id, None)
+        if (
+            state is ConnectionState.READY
+            and self._sasl is None
+            and not timed_out
+            and requests
+            and requests[0].correlation_id == first
+        ):
+            self._record_failure(
+                node_id,
+                f"{short_reason(str(error))} before answering any request after ApiVersions "
+                "(a SASL listener? check 'security.protocol')",
+            )
         if state is not None:
             self.connection_states.disconnected(node_id, now_ms)
         self._api_versions.remove(node_id)
-        for request in self.in_flight_requests.clear_all(node_id):
+        for request in requests:
             self._fail_request(request, responses, now_ms, error, timed_out)
         self.metadata_updater.handle_server_disconnect(now_ms, node_id)
 

@@ -551,6 +551,27 @@ def test_a_connection_dropped_before_api_versions_suggests_tls() -> None:
     assert "set 'security.protocol' to SSL" in text
 
 
+def test_a_connection_dropped_before_its_first_real_answer_suggests_sasl() -> None:
+    env = make_env(bootstrap_only=[("localhost", 9094)])
+    for _ in range(3):
+        env.poll()  # connect, ApiVersions answered, the Metadata request goes out
+    assert env.selector.unanswered(-1)[0].api_key == ApiKey.METADATA
+    env.selector.server_disconnect(-1, KafkaConnectionError("connection reset by peer"))
+    env.poll()
+    text = str(env.client.no_broker_reachable_error(1_000))
+    assert "before answering any request after ApiVersions (a SASL listener?" in text
+
+
+def test_a_connection_that_answered_before_dropping_is_no_sasl_suspect(env: Env) -> None:
+    env.selector.serve(ApiKey.METADATA, metadata_response_for)
+    node = env.connect(1)
+    env.client.send(ClientRequest(node.id, ApiKey.METADATA, {"topics": None}, env.now), env.now)
+    env.poll()  # answered
+    env.selector.server_disconnect(node.id)
+    env.poll()
+    assert "SASL" not in str(env.client.no_broker_reachable_error(1_000))
+
+
 def test_every_resolved_address_of_a_bootstrap_server_is_tried() -> None:
     def two_addresses(host: str, port: int) -> list[Address]:
         return [(socket.AF_INET, "10.0.0.1", port), (socket.AF_INET, "10.0.0.2", port)]
