@@ -26,6 +26,7 @@ from __future__ import annotations
 import enum
 import math
 import random
+import re
 import socket
 import threading
 from collections.abc import Callable
@@ -407,12 +408,17 @@ class ClusterConnectionStates:
         state.state = new
 
 
+_NODE_AT = re.compile(r"^node -?\d+ at \S+ ")
+
+
 def short_reason(text: str) -> str:
-    """'connection to node -1 at h:1 failed: connection refused' → 'connection refused'."""
+    """'connection to node -1 at h:1 failed: connection refused' → 'connection refused';
+    'node -1 at h:1 closed the connection' → 'closed the connection' (the address is
+    named next to the reason already)."""
     for marker in (" failed: ", " lost: "):
         if marker in text:
             return text.split(marker, 1)[1]
-    return text
+    return _NODE_AT.sub("", text, count=1)
 
 
 class ConnectionFailures:

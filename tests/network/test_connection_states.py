@@ -171,3 +171,13 @@ def test_a_node_that_moves_to_another_host_starts_afresh() -> None:
 def test_exponential_backoff_without_range_is_constant() -> None:
     backoff = ExponentialBackoff(100, 2, 100, 0.2, random.Random(0))
     assert [backoff.backoff_ms(n) for n in range(4)] == [100, 100, 100, 100]
+
+
+def test_short_reason_keeps_only_the_reason() -> None:
+    from kclient.network.connection_states import short_reason
+
+    assert short_reason("connection to node -1 at h:1 failed: connection refused") == (
+        "connection refused"
+    )
+    assert short_reason("node -2 at 127.0.0.1:9 closed the connection") == "closed the connection"
+    assert short_reason("something else") == "something else"
