@@ -16,8 +16,10 @@ callers check ``has_pending`` after reading.
 
 from __future__ import annotations
 
+import os
 import selectors
 import ssl
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -198,9 +200,6 @@ def _load_keystore(
 def _load_inline_keystore(
     context: ssl.SSLContext, chain: str, key: str, password: str | None
 ) -> None:
-    import os
-    import tempfile
-
     # The ssl module loads certificates and keys from files only: a private temporary one.
     descriptor, path = tempfile.mkstemp(prefix="kclient-keystore-", suffix=".pem")
     try:

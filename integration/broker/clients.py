@@ -7,6 +7,7 @@ Every loop is bounded; kcat runs are stopped through their handle.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import selectors
 import subprocess
@@ -20,6 +21,7 @@ import confluent_kafka
 import pytest
 
 from integration.peers import kcat_binary, kcat_env, stop_process
+from kclient.broker import EmbeddedCluster
 
 Headers = list[tuple[str, bytes | None]]
 Rec = tuple[bytes | None, bytes | None, Headers]
@@ -396,3 +398,13 @@ def wait_for_log(
                 return record
         time.sleep(0.02)
     raise AssertionError(f"no log line with {text!r}: {[r.getMessage() for r in caplog.records]}")
+
+
+_topic_numbers = itertools.count()
+
+
+def new_topic(cluster: EmbeddedCluster, prefix: str, partitions: int = 1) -> str:
+    """A topic name not used before in this process, created on ``cluster``."""
+    name = f"{prefix}-{next(_topic_numbers)}"
+    cluster.create_topic(name, partitions=partitions)
+    return name

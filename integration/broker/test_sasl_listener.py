@@ -29,7 +29,7 @@ import confluent_kafka
 import pytest
 
 from integration.broker import clients
-from integration.broker.clients import Record, cli_broker, wait_for_log
+from integration.broker.clients import Record, cli_broker, new_topic, wait_for_log
 from integration.broker.clients import confluent_consume_records as consume
 from integration.broker.clients import confluent_produce_records as produce
 from kclient import KafkaProducer
@@ -47,9 +47,6 @@ PASSWORD = "alice-s3cret"
 USERS = {"alice": PASSWORD, "b,o=b": "pw:with,odd=chars"}
 
 
-_topics = itertools.count()
-
-
 @pytest.fixture(scope="module")
 def broker() -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(security_protocol="SASL_PLAINTEXT", sasl_users=USERS) as b:
@@ -65,12 +62,6 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> TestCertificates:
 def broker_log(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     caplog.set_level(logging.INFO, logger="kclient.broker")
     return caplog
-
-
-def new_topic(cluster: EmbeddedCluster, prefix: str, partitions: int = 1) -> str:
-    name = f"{prefix}-{next(_topics)}"
-    cluster.create_topic(name, partitions=partitions)
-    return name
 
 
 # ---- confluent-kafka -------------------------------------------------------------------------

@@ -10,7 +10,6 @@ with one log line, while the broker keeps serving good clients. Every wait is bo
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
 import socket
 import ssl
@@ -26,7 +25,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from integration.broker import clients
-from integration.broker.clients import Record, cli_broker, wait_for_log
+from integration.broker.clients import Record, cli_broker, new_topic, wait_for_log
 from integration.broker.clients import confluent_consume_records as consume
 from integration.broker.clients import confluent_produce_records as produce
 from kclient.broker import EmbeddedBroker, EmbeddedCluster
@@ -35,8 +34,6 @@ from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
 from kclient.testing.broker_process import broker_process
 from kclient.testing.tls import TestCertificates, write_test_certificates
-
-_topics = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +70,6 @@ def tls_cluster(
         brokers, security_protocol="SSL", ssl_keystore_location=certs.server_keystore
     ) as cluster:
         yield cluster
-
-
-def new_topic(cluster: EmbeddedCluster, prefix: str, partitions: int = 1) -> str:
-    name = f"{prefix}-{next(_topics)}"
-    cluster.create_topic(name, partitions=partitions)
-    return name
 
 
 # ---- confluent-kafka over TLS ---------------------------------------------------------------
