@@ -388,7 +388,7 @@ class KafkaProducer:
         values["buffer-total-bytes"] = float(self._pool.total_bytes)
         values["bufferpool-wait-time"] = float(self._pool.wait_time_ns_total)
         values["bufferpool-wait-time-ns-total"] = float(self._pool.wait_time_ns_total)
-        values["requests-in-flight"] = float(self._sender.metrics.requests_in_flight)
+        values["requests-in-flight"] = float(self._client.in_flight_request_count())
         return values
 
     def __repr__(self) -> str:

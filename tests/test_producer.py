@@ -42,6 +42,7 @@ class LiveMockClient(MockClient):
         super().__init__(SYSTEM_CLOCK, metadata_update_with(1, {"t": partitions}))
         self._wake = threading.Event()
         self.hold = False
+        self.request_sent = threading.Event()
         self.offsets: dict[tuple[str, int], int] = defaultdict(int)
         self.records: dict[tuple[str, int], list[Any]] = defaultdict(list)
 
@@ -58,6 +59,7 @@ class LiveMockClient(MockClient):
         elif request.api_key == ApiKey.PRODUCE and not self.hold:
             self.prepare_response(self.answer(request), api_key=ApiKey.PRODUCE)
         super().send(request, now_ms)
+        self.request_sent.set()
 
     def answer(self, request: ClientRequest) -> dict[str, Any]:
         responses = []
@@ -313,6 +315,21 @@ def test_partitions_for_and_metrics(producer: KafkaProducer) -> None:
     ):
         assert name in metrics
     assert metrics["buffer-available-bytes"] == 32 * 1024 * 1024
+
+
+def test_metrics_count_the_requests_in_flight(
+    producer: KafkaProducer, client: LiveMockClient
+) -> None:
+    producer.send("t", b"v", partition=0).result(10)
+    client.hold = True
+    client.request_sent.clear()
+    future = producer.send("t", b"v", partition=0)
+    assert client.request_sent.wait(10)
+    assert producer.metrics()["requests-in-flight"] == 1  # sent, not answered
+    client.hold = False
+    client.release()
+    future.result(10)
+    assert producer.metrics()["requests-in-flight"] == 0
 
 
 def test_a_forked_child_gets_a_clear_error(producer: KafkaProducer) -> None:

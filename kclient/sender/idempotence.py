@@ -20,7 +20,7 @@ Owned by the Sender thread (the producer only reads ``fatal_error``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -260,11 +260,26 @@ class TransactionManager:
         state = self._partitions.get(batch.tp)
         return state is None or state.needs_reset or self.is_next_in_line(batch)
 
-    def on_rejected(self, batch: ProducerBatch) -> None:
+    def on_rejected(
+        self, batch: ProducerBatch, on_the_wire: Collection[ProducerBatch] = ()
+    ) -> None:
         """The broker did not write the batch and will not take its sequence: resend it
-        after the partition's epoch bump (the batch is re-enqueued by the caller)."""
+        after the partition's epoch bump (the batch is re-enqueued by the caller).
+
+        The broker writes a partition's sequences in order, so the batches after this one
+        were not written either. Those waiting to be retried give up their sequences too
+        and are resent under the new epoch behind it (Java re-sequences them the same
+        way); otherwise they would wait for ever for their turn as the oldest. Those in
+        ``on_the_wire`` (sent, not answered) keep theirs until their answers come back.
+        """
         state = self._partitions.get(batch.tp)
         if state is not None:
+            if batch in state.in_flight:
+                later = state.in_flight[state.in_flight.index(batch) + 1 :]
+                for waiting in later:
+                    if waiting not in on_the_wire:
+                        state.in_flight.remove(waiting)
+                        waiting.clear_producer_state()
             state.remove(batch)
             state.needs_reset = True
         batch.clear_producer_state()

@@ -71,7 +71,6 @@ class SenderMetrics:
         self.outgoing_bytes = SampledStat()
         self.batch_splits = 0
         self.records_sent_total = 0
-        self.requests_in_flight = 0
         self.record_errors_total = 0
 
     def record_request(self, batches: int, records: int, size_bytes: int, now_ms: int) -> None:

@@ -418,7 +418,7 @@ class Sender:
                 code == _UNKNOWN_PRODUCER_ID
                 or (code == _OUT_OF_ORDER_SEQUENCE and tm.should_resequence(batch))
             ):
-                tm.on_rejected(batch)
+                tm.on_rejected(batch, self._in_flight_batches.get(tp, ()))
             self._remove_in_flight(batch)
             self._accumulator.reenqueue(batch, now_ms)
             self.metrics.record_retries_for(batch.record_count, now_ms)

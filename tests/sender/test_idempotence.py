@@ -225,3 +225,36 @@ def test_repeated_splits_under_batch_size_keep_the_sequence_range() -> None:
     assert sum(count for _, count in sequences) == 8
     assert [f.result(0).offset for f in futures] == list(range(8))
     assert h.sender.metrics.batch_splits >= 2
+
+
+@pytest.mark.parametrize(
+    "rejection", [errors.UnknownProducerIdError.code, OUT_OF_ORDER], ids=["unknown-pid", "ooo"]
+)
+def test_a_rejected_retry_resequences_the_batches_waiting_behind_it(rejection: int) -> None:
+    """Three batches of a partition all fail (retriable) and wait to be resent; the oldest
+    is then rejected (not written). The two behind it were not written either: all three
+    go out again under a new epoch from sequence 0, in order, instead of the partition
+    stalling until delivery.timeout.ms."""
+    h = _ready(batch_size=200, retry_backoff_ms=10, retry_backoff_max_ms=10)
+    futures = h.send("t", 0, value=bytes(100), n=3)  # three batches of one record
+    h.run(3)
+    requests = h.produce_requests()
+    assert [_state(r)[0][3] for r in requests] == [0, 1, 2]
+    for request in requests:
+        h.client.respond_to(request, ok(request, code=NOT_LEADER))
+    h.run()
+    h.clock.advance(20)
+    h.run(3)
+    (resent,) = h.produce_requests()  # only the oldest goes out while the others wait
+    assert _state(resent)[0][2:4] == (0, 0)
+    h.client.respond(ok(resent, code=rejection))
+    h.run()
+    h.clock.advance(20)
+    h.run(3)
+    requests = h.produce_requests()
+    assert [_state(r)[0][2:4] for r in requests] == [(1, 0), (1, 1), (1, 2)]
+    for offset, request in enumerate(requests):
+        h.client.respond_to(request, ok(request, base_offset=offset))
+    h.run()
+    assert [f.result(0).offset for f in futures] == [0, 1, 2]
+    assert h.tm is not None and h.tm.epoch_bumps == 1
