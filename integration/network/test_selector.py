@@ -1,4 +1,8 @@
-"""KSelector over local socket pairs and a loopback listener (fast; bounded loops)."""
+"""KSelector over real sockets: local socket pairs and a loopback listener (fast; bounded loops).
+
+The idle-expiry bookkeeping alone is unit-tested without sockets in
+``tests/network/test_idle_expiry.py``.
+"""
 
 import os
 import selectors
@@ -11,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from kclient.errors import IllegalStateError, KafkaConnectionError, ProtocolDecodeError
-from kclient.network.selector import IdleExpiryManager, KSelector, NetworkSend
+from kclient.network.selector import KSelector, NetworkSend
 from kclient.testing import MockClock
 from kclient.waker import Waker
 
@@ -178,15 +182,6 @@ def test_connections_idle_longer_than_connections_max_idle_ms_are_closed(
         b.close()
 
 
-def test_activity_keeps_a_connection_open() -> None:
-    manager = IdleExpiryManager(1000)
-    manager.update(1, 0)
-    manager.update(2, 500)
-    manager.update(1, 900)  # node 1 was used again: node 2 is now the oldest
-    assert manager.poll_expired(1000) is None
-    assert manager.poll_expired(1501) == 2
-
-
 def test_wakeup_from_another_thread_ends_a_long_poll(selector: KSelector) -> None:
     waker = threading.Thread(target=selector.wakeup)
     waker.start()
@@ -207,6 +202,54 @@ def test_connect_to_a_listener_reports_connected_with_tcp_nodelay(selector: KSel
         channel = selector.channel(7)
         assert channel is not None
         assert channel.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def buffer_sizes(sock: socket.socket) -> tuple[int, int]:
+    return (
+        sock.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF),
+        sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+    )
+
+
+def reference_buffer_sizes(port: int, send_bytes: int, receive_bytes: int) -> tuple[int, int]:
+    """What the OS reports for a plain socket given those sizes (<= 0: left alone) and
+    connected to ``port``: Linux doubles a requested size, and grows a send buffer left at
+    its default once the connection is established, so only a connected socket compares."""
+    with socket.socket() as sock:
+        if send_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_bytes)
+        if receive_bytes > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_bytes)
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", port))
+        return buffer_sizes(sock)
+
+
+# 65536 is the usual request; 262144 is a receive size the OS default (131072 on Linux,
+# the same as 65536 doubled) cannot pass for.
+@pytest.mark.parametrize(
+    ("send_bytes", "receive_bytes"), [(65536, 65536), (65536, 262144), (-1, -1)]
+)
+def test_send_and_receive_buffer_bytes_size_the_socket_and_minus_one_keeps_os_defaults(
+    clock: MockClock, send_bytes: int, receive_bytes: int
+) -> None:
+    selector = KSelector(clock, send_buffer_bytes=send_bytes, receive_buffer_bytes=receive_bytes)
+    try:
+        with socket.socket() as server:
+            server.bind(("127.0.0.1", 0))
+            server.listen()
+            port = server.getsockname()[1]
+            selector.connect(7, "127.0.0.1", port)
+            poll_until(selector, lambda: 7 in selector.connected)
+            channel = selector.channel(7)
+            assert channel is not None
+            sizes = buffer_sizes(channel.sock)
+            # -1: what a plain socket gets (nothing set); else what the OS makes of the request
+            assert sizes == reference_buffer_sizes(port, send_bytes, receive_bytes)
+            if send_bytes > 0:
+                assert sizes[0] >= send_bytes and sizes[1] >= receive_bytes
+    finally:
+        selector.close()
 
 
 def test_connect_to_a_closed_port_fails_naming_node_address_and_reason(

@@ -6,7 +6,8 @@ there first:
 
 * the thread that appended to one of its partitions (``check_and_complete``), when the
   operation's ``try_complete`` now succeeds;
-* the purgatory's **expiration reaper** thread, at ``max_wait_ms``;
+* the purgatory's **expiration reaper** thread, at ``max_wait_ms`` (``expire_due``, which
+  tests started with ``start(reaper_thread=False)`` call themselves, with a fake clock);
 * ``shutdown`` (the broker is stopping), which drops it without an answer.
 
 ``try_complete`` is called under no lock of the purgatory; ``on_complete`` runs once.
@@ -87,12 +88,15 @@ class DelayedOperationPurgatory:
         self._running = False
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self, *, reaper_thread: bool = True) -> None:
+        """Accept operations. Without the reaper thread nothing expires unless
+        ``expire_due`` is called (deterministic tests)."""
         self._running = True
-        self._thread = threading.Thread(
-            target=self._reap, name=f"{self.name}-expiration-reaper", daemon=True
-        )
-        self._thread.start()
+        if reaper_thread:
+            self._thread = threading.Thread(
+                target=self._reap, name=f"{self.name}-expiration-reaper", daemon=True
+            )
+            self._thread.start()
 
     def try_complete_else_watch(self, op: DelayedOperation, keys: Iterable[Hashable]) -> bool:
         """Complete now if possible, else watch ``keys`` until completion or the deadline.
@@ -141,25 +145,51 @@ class DelayedOperationPurgatory:
             else:
                 del self._watchers[key]
 
+    def expire_due(self) -> int:
+        """Complete, as expired, every operation whose deadline has passed by the
+        purgatory's ``monotonic_ns``; returns how many this call completed.
+
+        The reaper thread does this as deadlines pass; without it (``start(reaper_thread=
+        False)``) the caller decides when.
+        """
+        with self._lock:
+            due = self._pop_due(self._monotonic_ns())
+        return self._complete_expired(due)
+
+    def _pop_due(self, now_ns: int) -> list[DelayedOperation]:
+        """Take the operations due by ``now_ns`` (and completed ones) off the timeouts.
+        Called under the lock."""
+        due: list[DelayedOperation] = []
+        while self._timeouts and (
+            self._timeouts[0][0] <= now_ns or self._timeouts[0][2].is_completed
+        ):
+            due.append(heapq.heappop(self._timeouts)[2])
+        return due
+
+    def _complete_expired(self, due: list[DelayedOperation]) -> int:
+        """Complete ``due`` as expired (no lock held); returns how many this completed."""
+        completed = 0
+        for op in due:
+            if op.force_complete(expired=True):
+                completed += 1
+            for key in op.keys:
+                self._purge(key)
+        return completed
+
     def _reap(self) -> None:
+        # expire_due's two steps, with the pop in the same critical section as the
+        # running check and the wait
         while True:
-            expired: list[DelayedOperation] = []
             with self._lock:
                 if not self._running:
                     return
                 now_ns = self._monotonic_ns()
-                while self._timeouts and (
-                    self._timeouts[0][0] <= now_ns or self._timeouts[0][2].is_completed
-                ):
-                    expired.append(heapq.heappop(self._timeouts)[2])
+                expired = self._pop_due(now_ns)
                 if not expired:
                     wait_s = (self._timeouts[0][0] - now_ns) / 1e9 if self._timeouts else 1.0
                     self._lock.wait(min(max(wait_s, 0.0005), 1.0))
                     continue
-            for op in expired:
-                op.force_complete(expired=True)
-                for key in op.keys:
-                    self._purge(key)
+            self._complete_expired(expired)
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         """Stop the reaper; pending operations are dropped unanswered."""

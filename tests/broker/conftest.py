@@ -1,4 +1,5 @@
-"""Fixtures for the broker's unit tests: Apis, Controller and RequestChannel with no sockets."""
+"""Fixtures for the broker's unit tests: Apis, Controller and RequestChannel with no sockets,
+no threads and a fake clock."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kclient.broker.request_channel import Request, RequestChannel, Response, Se
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_request, decode_response, encode_request
 from kclient.record import RecordBatchBuilder
+from kclient.testing import MockClock
 
 NOW_MS = 1_700_000_000_000
 
@@ -42,16 +44,22 @@ def batch(
 
 
 class ApiHarness:
-    """An Apis per broker over one Controller, answering into one RequestChannel."""
+    """An Apis per broker over one Controller, answering into one RequestChannel.
+
+    Wall time is ``now_ms``; monotonic time is ``clock``, shared by the Apis and the fetch
+    purgatory, which runs no reaper thread: ``clock.advance`` then ``purgatory.expire_due()``
+    expires the long polls whose ``max_wait_ms`` passed.
+    """
 
     def __init__(self, brokers: int = 1, **settings: Any) -> None:
         self.config = BrokerConfig(**settings)
         self.now_ms = NOW_MS
+        self.clock = MockClock()
         self.controller = Controller(self.config, range(brokers))
         for node in range(brokers):
             self.controller.broker_started(BrokerEndpoint(node, "127.0.0.1", 9092 + node))
-        self.purgatory = DelayedOperationPurgatory("test-fetch")
-        self.purgatory.start()
+        self.purgatory = DelayedOperationPurgatory("test-fetch", self.clock.monotonic_ns)
+        self.purgatory.start(reaper_thread=False)
         self.controller.add_append_listener(self.purgatory.check_and_complete)
         self.channel = RequestChannel(100)
         self.channel.add_processor(0, lambda: None)
@@ -63,6 +71,7 @@ class ApiHarness:
                 self.purgatory,
                 self.config,
                 time_ms=lambda: self.now_ms,
+                monotonic_ns=self.clock.monotonic_ns,
             )
             for node in range(brokers)
         ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -422,21 +421,20 @@ def test_fetch_long_poll_completes_on_append(harness: Any, make_batch: Any) -> N
 
 def test_fetch_long_poll_expires_after_max_wait(harness: Any) -> None:
     harness.controller.create_topic("t", 1)
-    started = time.monotonic()
-    assert (
-        harness.handle(
-            harness.request(ApiKey.FETCH, 11, harness.fetch_body("t", 0, max_wait_ms=100))
-        )
-        is None
-    )
-    response = None
-    while response is None and time.monotonic() - started < 5:
-        time.sleep(0.01)
-        response = harness.channel.receive_response(0)
-    assert isinstance(response, SendResponse)
-    assert time.monotonic() - started >= 0.09
+    request = harness.request(ApiKey.FETCH, 11, harness.fetch_body("t", 0, max_wait_ms=100))
+    assert harness.handle(request) is None  # parked in the purgatory
+    harness.clock.advance(99)
+    assert harness.purgatory.expire_due() == 0
+    assert harness.channel.receive_response(0) is None  # still waiting at 99 ms
+    assert harness.purgatory.watched() == 1
+    harness.clock.advance(1)
+    assert harness.purgatory.expire_due() == 1
+    response = harness.channel.receive_response(0)
+    assert isinstance(response, SendResponse) and response.request is request
     part = harness.decode(response)["responses"][0]["partitions"][0]
     assert part["error_code"] == NONE and bytes(part["records"] or b"") == b""
+    assert harness.purgatory.watched() == 0
+    assert harness.purgatory.expire_due() == 0  # answered once
 
 
 def test_list_offsets_earliest_latest_and_by_timestamp(harness: Any, make_batch: Any) -> None:

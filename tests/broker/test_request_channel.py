@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from kclient.broker.handler import RequestHandlerPool
 from kclient.broker.metrics import BrokerMetrics, Histogram, Meter, format_snapshot
@@ -46,7 +45,7 @@ def test_the_request_queue_is_bounded() -> None:
     channel = RequestChannel(2)
     assert channel.send_request(make_request(corr=1))
     assert channel.send_request(make_request(corr=2))
-    assert not channel.send_request(make_request(corr=3), timeout_s=0.05)
+    assert not channel.send_request(make_request(corr=3), timeout_s=0)  # full: refused at once
     assert channel.request_queue_size() == 2
     first = channel.receive_request(0.01)
     assert isinstance(first, Request) and first.header.correlation_id == 1
@@ -56,7 +55,7 @@ def test_the_request_queue_is_bounded() -> None:
 def test_receive_request_times_out_with_none_and_stamps_dequeue_time() -> None:
     clock = Clock()
     channel = RequestChannel(5, monotonic_ns=clock)
-    assert channel.receive_request(0.01) is None
+    assert channel.receive_request(0) is None  # empty: no wait
     channel.send_request(make_request())
     clock.ns = 42
     request = channel.receive_request(0.01)
@@ -137,27 +136,32 @@ class _Apis:
 
 def test_handler_pool_handles_requests_and_survives_errors() -> None:
     channel = RequestChannel(10)
-    channel.add_processor(0, lambda: None)
+    queued = threading.Condition()
+    wakeups = 0
+
+    def wakeup() -> None:  # the Processor's wakeup: called once a response is queued for it
+        nonlocal wakeups
+        with queued:
+            wakeups += 1
+            queued.notify_all()
+
+    channel.add_processor(0, wakeup)
     apis = _Apis(channel)
     pool = RequestHandlerPool(channel, apis, 2, name_prefix="test")
     pool.start()
     try:
         for corr in (1, 13, 2):
             channel.send_request(make_request(corr=corr))
-        responses = []
-        deadline = time.monotonic() + 5
-        while len(responses) < 3 and time.monotonic() < deadline:
-            r = channel.receive_response(0)
-            if r is None:
-                time.sleep(0.005)
-            else:
-                responses.append(r)
-        kinds = {r.request.header.correlation_id: type(r) for r in responses}
+        with queued:
+            assert queued.wait_for(lambda: wakeups >= 3, timeout=5), f"{wakeups} responses"
+        responses = [channel.receive_response(0) for _ in range(3)]
+        assert channel.receive_response(0) is None
+        kinds = {r.request.header.correlation_id: type(r) for r in responses if r is not None}
         assert kinds == {1: NoOpResponse, 2: NoOpResponse, 13: CloseConnectionResponse}
+        assert sorted(apis.seen) == [1, 2]
     finally:
         pool.shutdown()
     assert not any(h.thread.is_alive() for h in pool.handlers)
-    assert threading.active_count() >= 1
 
 
 def test_shutdown_request_is_a_singleton_marker() -> None:
