@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
+import queue
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -304,9 +305,47 @@ def test_close_all_closes_every_producer() -> None:
     assert len(producers) == 0
 
 
+class ReaperClock(ManualClock):
+    """``now_s`` for the test's own thread; the reaper thread, instead, waits at each read
+    until the test answers it, so the test decides when the reaper looks, and at what time.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._test_thread = threading.current_thread()
+        self._reads: queue.Queue[threading.Thread] = queue.Queue()
+        self._answers: queue.Queue[float] = queue.Queue()
+
+    def __call__(self) -> float:
+        if threading.current_thread() is self._test_thread:
+            return self.now_s
+        self._reads.put(threading.current_thread())
+        return self._answers.get(timeout=10)  # a safety net only
+
+    def await_read(self) -> threading.Thread:
+        """Wait until the reaper reads the clock; returns the reaper's thread."""
+        try:
+            return self._reads.get(timeout=10)  # a safety net only
+        except queue.Empty:
+            raise AssertionError("the reaper did not read the clock") from None
+
+    def answer(self, now_s: float) -> None:
+        self._answers.put(now_s)
+
+
 def test_the_reaper_thread_closes_an_idle_producer() -> None:
-    producers = ProducerCache(FakeProducer)
-    entry = producers.acquire({"x": 1}, 0.05)
-    producers.release(entry)
-    assert entry.producer.closed.wait(10), "the idle producer was not closed"
+    clock = ReaperClock()
+    producers = ProducerCache(FakeProducer, monotonic=clock)
+    entry = producers.acquire({"x": 1}, 60)  # the first producer starts the reaper
+    reaper = clock.await_read()
+    producers.release(entry)  # unused from 1000 s on
+    clock.answer(1059.999)  # not idle for 60 s yet...
+    assert clock.await_read() is reaper  # ...so it waited the 1 ms left, and looks again
+    assert entry.producer.closed_with == []
+    assert len(producers) == 1
+    clock.answer(1060)
+    assert entry.producer.closed.wait(10), "the idle producer was not closed"  # a safety net
+    assert entry.producer.closed_with == [None]  # a normal close: delivers what is left
+    reaper.join(10)
+    assert not reaper.is_alive()  # nothing left to watch: the reaper ends
     assert len(producers) == 0

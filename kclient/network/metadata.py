@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +48,16 @@ __all__ = [
 ]
 
 
+WaitForFn = Callable[[threading.Condition, Callable[[], bool], float | None], bool]
+"""``wait_for(condition, predicate, timeout_s)``: ``Condition.wait_for`` on a held condition."""
+
+
+def _real_wait_for(
+    condition: threading.Condition, predicate: Callable[[], bool], timeout_s: float | None
+) -> bool:
+    return condition.wait_for(predicate, timeout_s)
+
+
 @dataclass(frozen=True)
 class MetadataRequestAndVersion:
     """What to send for the next refresh, and the request version that asked for it."""
@@ -58,7 +68,11 @@ class MetadataRequestAndVersion:
 
 
 class Metadata:
-    """The producer's metadata: topics in use, the current Cluster, refresh bookkeeping."""
+    """The producer's metadata: topics in use, the current Cluster, refresh bookkeeping.
+
+    ``wait_for`` is how ``await_update`` blocks (``Condition.wait_for`` by default): a seam
+    so tests can know a caller is waiting, without sleeping.
+    """
 
     def __init__(
         self,
@@ -70,6 +84,7 @@ class Metadata:
         allow_auto_topic_creation: bool = True,
         log_prefix: str = "",
         rng: random.Random | None = None,
+        wait_for: WaitForFn | None = None,
     ) -> None:
         self.refresh_backoff_ms = refresh_backoff_ms
         self._refresh_backoff = ExponentialBackoff(
@@ -87,6 +102,7 @@ class Metadata:
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
         """Waiters in ``await_update``; methods that only read or write take ``_lock``."""
+        self._wait_for = wait_for or _real_wait_for
         self._cluster = Cluster.empty()
         self._topics: dict[str, int] = {}  # topic → expiry time (ms)
         self._new_topics: set[str] = set()
@@ -171,13 +187,14 @@ class Metadata:
         Returns False when ``timeout_ms`` passes first. Raises the fatal error, if any.
         """
         with self._lock:
-            done = self._cond.wait_for(
+            done = self._wait_for(
+                self._cond,
                 lambda: (
                     self._update_version > last_version
                     or self._closed
                     or self._fatal_error is not None
                 ),
-                timeout=max(timeout_ms, 0) / 1000.0,
+                max(timeout_ms, 0) / 1000.0,
             )
             if self._fatal_error is not None:
                 raise self._fatal_error

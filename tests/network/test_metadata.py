@@ -2,6 +2,7 @@
 
 import random
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -194,14 +195,42 @@ def test_a_response_with_an_older_leader_epoch_keeps_the_newer_leader() -> None:
     assert md.update_requested()
 
 
+class ReportedWait:
+    """``Metadata``'s ``wait_for`` that reports a caller is about to wait.
+
+    The report is made with the metadata lock held, and the wait releases it, so an update
+    or error the test makes after ``wait_until_blocked`` reaches a waiting caller. The
+    caller's own timeout stays (only a safety net in these tests).
+    """
+
+    def __init__(self) -> None:
+        self.blocked = threading.Event()
+
+    def __call__(
+        self, condition: threading.Condition, predicate: Callable[[], bool], timeout_s: float | None
+    ) -> bool:
+        if not predicate():
+            self.blocked.set()
+        return condition.wait_for(predicate, timeout_s)
+
+    def wait_until_blocked(self) -> None:
+        assert self.blocked.wait(10), "await_update never blocked"  # a safety net only
+
+
 def test_await_update_wakes_when_another_thread_updates() -> None:
-    md = metadata()
+    waits = ReportedWait()
+    md = Metadata(wait_for=waits)
     version = md.update_version
-    timer = threading.Timer(0.02, lambda: refreshed(md, metadata_update_with(1), T0))
-    timer.start()
-    assert md.await_update(version, 5_000)
-    timer.join()
-    assert not md.await_update(md.update_version, 1)
+    woke: list[bool] = []
+    waiter = threading.Thread(
+        target=lambda: woke.append(md.await_update(version, 60_000)), daemon=True
+    )
+    waiter.start()
+    waits.wait_until_blocked()
+    refreshed(md, metadata_update_with(1), T0)
+    waiter.join(10)
+    assert woke == [True]  # woken by the update, long before its 60 s timeout
+    assert not md.await_update(md.update_version, 0)  # no newer update: times out
 
 
 def test_await_update_raises_a_fatal_error() -> None:
@@ -212,12 +241,11 @@ def test_await_update_raises_a_fatal_error() -> None:
 
 
 def test_a_fatal_error_wakes_a_waiter_at_once_and_clearing_it_ends_it() -> None:
-    md = metadata()
+    waits = ReportedWait()
+    md = Metadata(wait_for=waits)
     raised: list[BaseException] = []
-    started = threading.Event()
 
     def wait() -> None:
-        started.set()
         try:
             md.await_update(md.update_version, 60_000)  # far longer than the join below
         except errors.KafkaError as exc:
@@ -225,9 +253,9 @@ def test_a_fatal_error_wakes_a_waiter_at_once_and_clearing_it_ends_it() -> None:
 
     waiter = threading.Thread(target=wait, daemon=True)
     waiter.start()
-    assert started.wait(5)
+    waits.wait_until_blocked()
     md.fatal_error(errors.SaslAuthenticationError("wrong password"))
-    waiter.join(5)
+    waiter.join(10)
     assert not waiter.is_alive()
     assert isinstance(raised[0], errors.SaslAuthenticationError)
     md.fatal_error(None)

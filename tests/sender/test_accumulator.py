@@ -6,6 +6,7 @@ from kclient.errors import BufferExhaustedError, IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.record import RecordBatch
 from kclient.sender.accumulator import RecordAccumulator, TopicQueues
+from kclient.sender.buffer_pool import BufferPool
 from kclient.testing import MockClock
 from tests.sender.helpers import NODE0, NODE1, accumulator, cluster
 
@@ -181,10 +182,10 @@ def test_await_flush_completion_waits_for_batches_created_before_the_flush() -> 
     upto = acc.begin_flush()
     (batch,) = acc.drain(cluster(leaders), [NODE0], 1 << 20, 0)[0]
     _send(acc, q["t"], 0)  # after the flush started: not waited for
-    assert acc.await_flush_completion(upto, timeout_s=0.01) is False
+    assert acc.await_flush_completion(upto, timeout_s=0) is False  # times out at once
     batch.complete(0, -1)
     acc.deallocate(batch)
-    assert acc.await_flush_completion(upto, timeout_s=0.01) is True
+    assert acc.await_flush_completion(upto, timeout_s=0) is True
     acc.end_flush()
 
 
@@ -201,9 +202,14 @@ def test_exhausted_memory_fails_the_send_after_max_block_ms() -> None:
 def test_a_send_blocked_on_memory_makes_batches_ready() -> None:
     clock = MockClock()
     leaders = {"t": [NODE0]}
-    acc, q = _setup(
-        clock, leaders, linger_ms=60_000, batch_size=1000, buffer_memory=1500, real_wait=True
-    )
+    acc, q = _setup(clock, leaders, linger_ms=60_000, batch_size=1000)
+    blocked = threading.Event()
+
+    def wait(condition: threading.Condition, timeout_ms: int) -> None:
+        blocked.set()  # still holding the pool's lock: it is released by the wait below
+        condition.wait()  # until close(); time stands still
+
+    acc.pool = BufferPool(1500, clock, wait=wait)
     _send(acc, q["t"], 0)
     assert acc.ready(cluster(leaders), 0).ready_nodes == set()
     errors: list[BaseException] = []
@@ -214,15 +220,13 @@ def test_a_send_blocked_on_memory_makes_batches_ready() -> None:
         except BaseException as exc:
             errors.append(exc)
 
-    thread = threading.Thread(target=blocked_send)
+    thread = threading.Thread(target=blocked_send, daemon=True)
     thread.start()
-    for _ in range(5000):
-        if acc.pool.queued:
-            break
-        threading.Event().wait(0.001)
+    assert blocked.wait(10), "the send never blocked for memory"  # a safety net only
     assert acc.ready(cluster(leaders), 0).ready_nodes == {NODE0}
     acc.pool.close()
     thread.join(10)
+    assert not thread.is_alive()
     assert isinstance(errors[0], IllegalStateError)
 
 

@@ -2,6 +2,8 @@ import asyncio
 import concurrent.futures
 import logging
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -105,7 +107,7 @@ def test_result_with_timeout_raises_when_still_pending() -> None:
     batch = _batch()
     (future,) = _append(batch, 1)
     with pytest.raises(KafkaTimeoutError, match="orders-3"):
-        future.result(timeout=0.01)
+        future.result(timeout=0)  # times out at once
     assert not future.cancel()
     assert not future.cancelled()
 
@@ -133,20 +135,44 @@ def test_done_callbacks_run_on_completion_or_at_once_when_done() -> None:
     assert calls == ["first", "second"]
 
 
+def _as_completed_waiting_on(
+    futures: list[concurrent.futures.Future[Any]],
+) -> Iterator[concurrent.futures.Future[Any]]:
+    """``as_completed(futures)``, advanced until its waiter is installed on every one.
+
+    The generator installs its waiter before yielding the first finished future, so an
+    already finished probe, passed first, is yielded once that is done: whatever
+    completes the futures afterwards, on any thread, must wake that waiter.
+    """
+    probe: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    probe.set_result(None)
+    pending = concurrent.futures.as_completed([probe, *futures], timeout=10)  # a safety net
+    assert next(pending) is probe
+    return pending
+
+
 def test_concurrent_futures_wait_and_as_completed_work() -> None:
     batch = _batch()
     futures = _append(batch, 3)
-    threading.Timer(0.02, lambda: batch.complete(5, -1)).start()
-    done, not_done = concurrent.futures.wait(futures, timeout=10)
+    done, not_done = concurrent.futures.wait(futures, timeout=0)
+    assert not done and len(not_done) == 3  # nothing delivered yet
+    pending = _as_completed_waiting_on(futures)
+    sender = threading.Thread(target=batch.complete, args=(5, -1))
+    sender.start()
+    assert sorted(f.result().offset for f in pending) == [5, 6, 7]
+    sender.join(10)
+    done, not_done = concurrent.futures.wait(futures, timeout=0)
     assert len(done) == 3 and not not_done
-    assert sorted(f.result().offset for f in concurrent.futures.as_completed(futures)) == [5, 6, 7]
 
 
 def test_as_completed_waits_for_pending_records() -> None:
     batch = _batch()
     futures = _append(batch, 2)
-    threading.Timer(0.02, lambda: batch.fail(NotEnoughReplicasError())).start()
-    finished = list(concurrent.futures.as_completed(futures, timeout=10))
+    pending = _as_completed_waiting_on(futures)
+    sender = threading.Thread(target=batch.fail, args=(NotEnoughReplicasError(),))
+    sender.start()
+    finished = list(pending)
+    sender.join(10)
     assert len(finished) == 2
     assert all(isinstance(f.exception(), NotEnoughReplicasError) for f in finished)
 
@@ -156,10 +182,14 @@ def test_asyncio_wrap_future_works() -> None:
     (future,) = _append(batch, 1)
 
     async def main() -> RecordMetadata:
-        asyncio.get_running_loop().call_later(
-            0.01, lambda: threading.Thread(target=batch.complete, args=(9, -1)).start()
-        )
-        return await asyncio.wrap_future(future)
+        wrapped = asyncio.wrap_future(future)  # registers for completion on any thread
+        assert not wrapped.done()
+        sender = threading.Thread(target=batch.complete, args=(9, -1))
+        sender.start()
+        try:
+            return await asyncio.wait_for(wrapped, 10)  # a safety net
+        finally:
+            sender.join(10)
 
     assert asyncio.run(main()).offset == 9
 
