@@ -62,6 +62,8 @@ from kclient.sasl import SaslMechanism
 
 log = logging.getLogger(__name__)
 
+_NEVER_MS = 2**63 - 1
+
 
 class NetworkClient:
     """``KafkaClient`` over real connections (or any ``Selectable``)."""
@@ -96,6 +98,9 @@ class NetworkClient:
         # dropped before answering anything (what a SASL listener does to a plain client).
         self._first_request: dict[int, int] = {}
         self._sasl_exchanges: dict[int, SaslMechanism] = {}  # node → its exchange in progress
+        # KIP-368: node → when to re-authenticate (85-95% into the broker's session lifetime)
+        self._reauthenticate_at_ms: dict[int, int] = {}
+        self._next_reauthentication_ms = _NEVER_MS
         self.connection_states = ClusterConnectionStates(
             config.reconnect_backoff_ms,
             config.reconnect_backoff_max_ms,
@@ -359,6 +364,8 @@ class NetworkClient:
         states = self.connection_states
         if states.connecting_nodes:
             timeout_ms = min(timeout_ms, states.next_setup_timeout_ms(now_ms))
+        if self._next_reauthentication_ms != _NEVER_MS:
+            timeout_ms = max(min(timeout_ms, self._next_reauthentication_ms - now_ms), 0)
         selector = self._selector
         selector.poll(timeout_ms)
         now_ms = self._clock.monotonic_ms()
@@ -378,6 +385,8 @@ class NetworkClient:
             self._handle_timed_out_connections(responses, now_ms)
         if in_flight.count and now_ms >= in_flight.earliest_deadline_ms:
             self._handle_timed_out_requests(responses, now_ms)
+        if now_ms >= self._next_reauthentication_ms:
+            self._reauthenticate_due(now_ms)
         if responses:
             self._complete(responses)
         return responses
@@ -530,6 +539,10 @@ class NetworkClient:
             )
             return
         self.connection_states.authenticating(node_id)
+        self._send_sasl_handshake(node_id, now_ms)
+
+    def _send_sasl_handshake(self, node_id: int, now_ms: int) -> None:
+        assert self._sasl is not None
         request = ClientRequest(
             node_id,
             ApiKey.SASL_HANDSHAKE,
@@ -589,15 +602,41 @@ class NetworkClient:
             self._send_sasl_token(node_id, token, now_ms)
             return
         del self._sasl_exchanges[node_id]
+        lifetime_ms = body.get("session_lifetime_ms") or 0
         log.debug(
-            "%sauthenticated to node %d as %r (%s)",
+            "%sauthenticated to node %d as %r (%s; session lifetime %s)",
             self._prefix,
             node_id,
             self._sasl.username,
             self._sasl.mechanism,
+            f"{lifetime_ms} ms" if lifetime_ms > 0 else "unlimited",
         )
+        if lifetime_ms > 0:
+            # Java re-authenticates at a random 85-95% of the session lifetime.
+            at_ms = now_ms + int(lifetime_ms * self._rng.uniform(0.85, 0.95))
+            self._reauthenticate_at_ms[node_id] = at_ms
+            self._next_reauthentication_ms = min(self._next_reauthentication_ms, at_ms)
         self._metadata.fatal_error(None)
         self._node_ready(node_id)
+
+    def _reauthenticate_due(self, now_ms: int) -> None:
+        """KIP-368: before a SASL session expires, authenticate again on the same
+        connection. No new request goes to the node meanwhile (it is AUTHENTICATING);
+        answers to requests already sent arrive first, as the broker handles one request
+        per connection at a time. A node whose channel is busy writing waits a poll."""
+        due = self._reauthenticate_at_ms
+        for node_id, at_ms in list(due.items()):
+            if at_ms > now_ms or not self._selector.is_channel_ready(node_id):
+                continue
+            del due[node_id]
+            if self.connection_states.state(node_id) is not ConnectionState.READY:
+                continue
+            log.debug("%sre-authenticating to node %d (KIP-368)", self._prefix, node_id)
+            self.connection_states.authenticating(node_id)
+            self._send_sasl_handshake(node_id, now_ms)
+        next_ms = min(due.values(), default=_NEVER_MS)
+        # a node still due waits for its channel: look again in a millisecond, not at once
+        self._next_reauthentication_ms = next_ms if next_ms > now_ms else now_ms + 1
 
     def _sasl_failed(
         self, responses: list[ClientResponse], node_id: int, now_ms: int, reason: str
@@ -608,6 +647,7 @@ class NetworkClient:
         error = errors.SaslAuthenticationError(f"SASL with node {node_id} at {address}: {reason}")
         log.error("%s%s", self._prefix, error)
         self._sasl_exchanges.pop(node_id, None)
+        self._reauthenticate_at_ms.pop(node_id, None)
         self._selector.close(node_id)
         self._record_failure(node_id, reason)
         self.connection_states.authentication_failed(node_id, now_ms)
@@ -678,6 +718,7 @@ class NetworkClient:
     ) -> None:
         self._unanswered.pop(node_id, None)
         self._sasl_exchanges.pop(node_id, None)
+        self._reauthenticate_at_ms.pop(node_id, None)
         state = self.connection_states.state(node_id)
         if state in (
             ConnectionState.CONNECTING,
@@ -742,6 +783,7 @@ class NetworkClient:
         for request in self.in_flight_requests.clear_all(node_id):
             self._fail_request(request, self._aborted, now_ms, error, False)
         self._api_versions.remove(node_id)
+        self._reauthenticate_at_ms.pop(node_id, None)
         self.connection_states.disconnected(node_id, now_ms)
 
     # ---- lifecycle ------------------------------------------------------------------

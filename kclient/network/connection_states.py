@@ -9,6 +9,9 @@ Each node moves through an explicit table of allowed transitions (``ALLOWED_TRAN
          ▲                           │                             │                  │
          └──────────── disconnected ─┴─────────────────────────────┴──────────────────┘
 
+With SASL, CHECKING_API_VERSIONS → AUTHENTICATING → READY; a READY node whose SASL session
+is about to expire goes back to AUTHENTICATING while it re-authenticates (KIP-368).
+
 A transition outside the table is a bug in the caller and raises ``IllegalStateError``.
 
 Backoff follows Java's ``ExponentialBackoff``: after the n-th consecutive failure a node
@@ -91,7 +94,7 @@ ALLOWED_TRANSITIONS: dict[ConnectionState, frozenset[ConnectionState]] = {
         {_S.READY, _S.AUTHENTICATING, _S.DISCONNECTED, _S.AUTHENTICATION_FAILED}
     ),
     _S.AUTHENTICATING: frozenset({_S.READY, _S.DISCONNECTED, _S.AUTHENTICATION_FAILED}),
-    _S.READY: frozenset({_S.DISCONNECTED}),
+    _S.READY: frozenset({_S.DISCONNECTED, _S.AUTHENTICATING}),  # SASL re-authentication
     _S.AUTHENTICATION_FAILED: frozenset({_S.CONNECTING}),
 }
 """Which state may follow which. Anything else is a bug and raises IllegalStateError."""
@@ -346,7 +349,7 @@ class ClusterConnectionStates:
         self.connecting_nodes.discard(node_id)
 
     def authenticating(self, node_id: int) -> None:
-        """API versions are known; the SASL exchange begins."""
+        """API versions are known, or the SASL session is ending: a SASL exchange begins."""
         self._transition(node_id, self.node_state(node_id), ConnectionState.AUTHENTICATING)
 
     def ready(self, node_id: int) -> None:

@@ -18,6 +18,7 @@ from kclient.network.metadata import Metadata
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.sasl import SaslCredentials
 from kclient.testing import MockClock, MockSelector, SentRequest, api_versions_body
+from kclient.testing.client import metadata_update_with
 from kclient.testing.selector import MockSelector as _MockSelector
 
 NODE = -1  # the bootstrap node
@@ -31,6 +32,7 @@ class Broker:
     ) -> None:  # type: ignore[no-untyped-def]
         self.password = password.encode()
         self.mechanisms = list(mechanisms)
+        self.session_lifetime_ms = 0
         self.tokens: list[bytes] = []
         self._scram_state: tuple[str, bytes, bytes] | None = None
         selector.serve(ApiKey.SASL_HANDSHAKE, self.handshake)
@@ -74,13 +76,12 @@ class Broker:
         server_key = hmac.digest(salted, b"Server Key", "sha256")
         return self._ok(b"v=" + base64.b64encode(hmac.digest(server_key, auth, "sha256")))
 
-    @staticmethod
-    def _ok(token: bytes) -> dict[str, object]:
+    def _ok(self, token: bytes) -> dict[str, object]:
         return {
             "error_code": 0,
             "error_message": None,
             "auth_bytes": token,
-            "session_lifetime_ms": 0,
+            "session_lifetime_ms": self.session_lifetime_ms,
         }
 
     @staticmethod
@@ -201,3 +202,74 @@ def test_a_broker_without_sasl_apis_is_refused_without_sending_a_handshake() -> 
     with pytest.raises(SaslAuthenticationError, match="is it a SASL listener"):
         metadata.maybe_raise_for_topic("t")
     assert not selector.requests(NODE, ApiKey.SASL_HANDSHAKE)
+
+
+# ---- re-authentication (KIP-368) -----------------------------------------------------------
+
+
+def answer_metadata(clock: MockClock, selector: MockSelector, client: NetworkClient) -> None:
+    """Answer the metadata request that went out after authenticating, as a broker would
+    before anything sent later on the connection."""
+    selector.respond(NODE, metadata_update_with(1, {}))
+    run(clock, client)
+    assert not selector.unanswered(NODE)
+
+
+def test_a_session_with_a_lifetime_is_renewed_at_85_to_95_percent_of_it() -> None:
+    clock, selector, _, client = make("SCRAM-SHA-256")
+    broker = Broker(selector, mechanisms=("SCRAM-SHA-256",))
+    broker.session_lifetime_ms = 10_000
+    run(clock, client)
+    answer_metadata(clock, selector, client)
+    assert client.connection_states.state(NODE) is ConnectionState.READY
+    clock.advance(8_499)
+    run(clock, client)
+    assert len(selector.requests(NODE, ApiKey.SASL_HANDSHAKE)) == 1  # not yet
+    clock.advance(1_001)  # 9,500 ms: due whatever the jitter
+    client.poll(0, clock.monotonic_ms())
+    # no new request goes out on the connection until it has re-authenticated
+    assert client.connection_states.state(NODE) is ConnectionState.AUTHENTICATING
+    assert not client.can_send_request(NODE, clock.monotonic_ms())
+    run(clock, client)
+    assert len(selector.requests(NODE, ApiKey.SASL_HANDSHAKE)) == 2
+    assert len(broker.tokens) == 4  # two SCRAM rounds, twice: the same connection
+    assert client.connection_states.state(NODE) is ConnectionState.READY
+    assert client.can_send_request(NODE, clock.monotonic_ms())
+    assert selector.is_connected(NODE)
+    clock.advance(9_500)  # the renewed session is renewed again
+    run(clock, client)
+    assert len(selector.requests(NODE, ApiKey.SASL_HANDSHAKE)) == 3
+
+
+def test_an_idle_client_wakes_up_to_renew_its_session() -> None:
+    clock, selector, _, client = make()
+    Broker(selector).session_lifetime_ms = 10_000
+    run(clock, client)
+    client.poll(60_000, clock.monotonic_ms())
+    assert selector.poll_timeouts_ms[-1] <= 9_500
+
+
+def test_no_lifetime_means_no_reauthentication() -> None:
+    clock, selector, _, client = make()
+    Broker(selector)  # session_lifetime_ms 0: the broker does not expire sessions
+    run(clock, client)
+    answer_metadata(clock, selector, client)
+    clock.advance(10_000_000)
+    run(clock, client)
+    assert len(selector.requests(NODE, ApiKey.SASL_HANDSHAKE)) == 1
+    assert client.connection_states.state(NODE) is ConnectionState.READY
+
+
+def test_a_refused_reauthentication_closes_the_connection_with_the_reason() -> None:
+    clock, selector, metadata, client = make()
+    broker = Broker(selector)
+    broker.session_lifetime_ms = 10_000
+    run(clock, client)
+    answer_metadata(clock, selector, client)
+    broker.password = b"changed"  # the user's password changed on the broker meanwhile
+    clock.advance(9_500)
+    run(clock, client)
+    assert client.connection_states.state(NODE) is ConnectionState.AUTHENTICATION_FAILED
+    assert not selector.is_connected(NODE)
+    with pytest.raises(SaslAuthenticationError, match="Invalid username or password"):
+        metadata.maybe_raise_for_topic("t")
