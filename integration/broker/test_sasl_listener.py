@@ -6,6 +6,8 @@ enabled fail within bounded time. Raw sockets (kclient's SCRAM client computing 
 tokens) try what a broken or hostile client would: requests before authenticating,
 garbage, truncated and replayed tokens, a wrong nonce, huge frames, going silent. Each
 such connection is closed with one log line and the broker keeps serving others.
+Re-authentication (KIP-368, ``connections.max.reauth.ms``): librdkafka re-authenticates
+while producing; a raw client that does not is closed once its session has expired.
 Everything listens on 127.0.0.1; every wait is bounded.
 """
 
@@ -249,8 +251,10 @@ def test_a_sasl_client_on_a_plaintext_listener_fails_and_it_keeps_serving() -> N
 class Raw:
     """One client connection speaking Kafka frames."""
 
-    def __init__(self, cluster: EmbeddedCluster) -> None:
-        host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    def __init__(self, cluster: EmbeddedCluster | str) -> None:
+        """A connection to the first broker of ``cluster`` (or of a bootstrap string)."""
+        bootstrap = cluster if isinstance(cluster, str) else cluster.bootstrap_servers
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=10)
         #: how the broker names this client in its log lines
         self.peer = f"127.0.0.1:{self.sock.getsockname()[1]}"
@@ -299,21 +303,27 @@ class Raw:
         return self.call(ApiKey.METADATA, 12, {"topics": []})
 
     def login(
-        self, mechanism: str = "SCRAM-SHA-256", user: str = "alice", password: str = PASSWORD
-    ) -> None:
+        self,
+        mechanism: str = "SCRAM-SHA-256",
+        user: str = "alice",
+        password: str = PASSWORD,
+        version: int = 2,
+    ) -> dict[str, Any]:
+        """Authenticate (or re-authenticate); the last SaslAuthenticate response."""
         assert self.handshake(mechanism)["error_code"] == 0
         if mechanism == "PLAIN":
-            done = self.authenticate(f"\0{user}\0{password}".encode())
+            done = self.authenticate(f"\0{user}\0{password}".encode(), version)
             assert done["error_code"] == 0, done
-            return
+            return done
         client = ScramMechanism(mechanism, user, password)
-        first = self.authenticate(client.initial_response())
+        first = self.authenticate(client.initial_response(), version)
         assert first["error_code"] == 0, first
         final = client.respond(bytes(first["auth_bytes"]))
         assert final is not None
-        last = self.authenticate(final)
+        last = self.authenticate(final, version)
         assert last["error_code"] == 0, last
         assert client.respond(bytes(last["auth_bytes"])) is None  # the server's signature is right
+        return last
 
     def closed_by_broker(self, timeout_s: float = 10.0) -> bool:
         self.sock.settimeout(timeout_s)
@@ -359,7 +369,8 @@ def test_raw_plain_and_scram_logins_then_any_request(broker: EmbeddedBroker) -> 
         with Raw(broker) as raw:  # no ApiVersions first: allowed too
             raw.login(mechanism)
             assert raw.metadata()["cluster_id"] == "kclient-embedded"
-            # no re-authentication: a second handshake gets a clean error, not a crash
+            # re-authentication is off (connections.max.reauth.ms is 0): a second handshake
+            # gets a clean error, not a crash
             assert raw.handshake(mechanism)["error_code"] == 34  # ILLEGAL_SASL_STATE
             assert raw.metadata()["brokers"]
 
@@ -578,6 +589,136 @@ def test_many_clients_authenticate_at_once(broker: EmbeddedBroker) -> None:
     assert handshakes.requests >= 30
 
 
+# ---- re-authentication (KIP-368) -------------------------------------------------------------
+
+#: Short enough for a test, long enough that a login and a request fit well within it.
+RAW_LIFETIME_MS = 500
+
+
+def expired_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "SASL session" in r.getMessage()]
+
+
+def test_confluent_kafka_re_authenticates_while_producing(
+    broker_log: pytest.LogCaptureFixture,
+) -> None:
+    with EmbeddedCluster(
+        2,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_users=USERS,
+        sasl_enabled_mechanisms=("SCRAM-SHA-256",),
+        connections_max_reauth_ms=1000,
+    ) as cluster:
+        topic = new_topic(cluster, "reauth", partitions=2)
+        assert {cluster.leader(topic, p) for p in range(2)} == {0, 1}
+        reported: list[confluent_kafka.KafkaError] = []
+        producer = confluent_kafka.Producer(
+            {
+                **sasl_settings(cluster, "SCRAM-SHA-256"),
+                "acks": "all",
+                "linger.ms": 5,
+                "error_cb": reported.append,
+            }
+        )
+        failures: list[str] = []
+
+        def delivered(err: object, _msg: object) -> None:
+            if err is not None:
+                failures.append(str(err))
+
+        sent = 0
+        deadline = time.monotonic() + 3.0  # three lifetimes: librdkafka re-authenticates at 90%
+        while time.monotonic() < deadline:
+            producer.produce(topic, value=b"r%d" % sent, partition=sent % 2, on_delivery=delivered)
+            sent += 1
+            producer.poll(0.01)
+        assert producer.flush(15) == 0, "not every record was acknowledged"
+        assert failures == [] and reported == []
+        stored = [r.value for p in range(2) for r in cluster.read_records(topic, p)]
+        assert sorted(stored) == sorted(b"r%d" % i for i in range(sent))
+        snapshots = cluster.metrics()
+        # every broker's connection lived through its session's end by re-authenticating
+        assert all(s.successful_reauthentications >= 1 for s in snapshots), snapshots
+        assert [s.expired_connections_killed for s in snapshots] == [0, 0]
+        assert expired_lines(broker_log) == []
+
+
+@pytest.fixture(scope="module")
+def expiring_broker() -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_users=USERS,
+        connections_max_reauth_ms=RAW_LIFETIME_MS,
+    ) as b:
+        yield b
+
+
+def killed(broker: EmbeddedBroker) -> int:
+    return broker.metrics()[0].expired_connections_killed
+
+
+@pytest.mark.parametrize("version", [0, 2])
+def test_a_client_that_does_not_re_authenticate_is_closed_after_expiry(
+    expiring_broker: EmbeddedBroker, broker_log: pytest.LogCaptureFixture, version: int
+) -> None:
+    before = killed(expiring_broker)
+    with Raw(expiring_broker) as raw:
+        assert raw.api_versions()["error_code"] == 0
+        done = raw.login("PLAIN", version=version)
+        # SaslAuthenticate v0 has no session_lifetime_ms: that client only sees the close
+        assert done.get("session_lifetime_ms") == (RAW_LIFETIME_MS if version else None)
+        assert raw.metadata()["brokers"]  # within the session
+        time.sleep(RAW_LIFETIME_MS / 1000 + 0.1)
+        assert raw.api_versions()["error_code"] == 0  # still let through
+        raw.send(ApiKey.METADATA, 12, {"topics": []})
+        assert raw.closed_by_broker()
+        assert_one_line(
+            broker_log,
+            raw.peer,
+            "SASL session (user 'alice') expired",
+            f"connections.max.reauth.ms is {RAW_LIFETIME_MS}",
+            "Metadata",
+        )
+    assert killed(expiring_broker) == before + 1
+    assert_still_serving(expiring_broker)
+
+
+def test_re_authentication_renews_the_session_on_the_same_connection(
+    expiring_broker: EmbeddedBroker, broker_log: pytest.LogCaptureFixture
+) -> None:
+    before = expiring_broker.metrics()[0]
+    with Raw(expiring_broker) as raw:
+        assert raw.login("SCRAM-SHA-256")["session_lifetime_ms"] == RAW_LIFETIME_MS
+        time.sleep(RAW_LIFETIME_MS / 1000 + 0.1)  # expired: only re-authentication is left
+        assert raw.login("SCRAM-SHA-256")["session_lifetime_ms"] == RAW_LIFETIME_MS
+        assert raw.metadata()["brokers"]  # served: the session was renewed
+        assert raw.login("SCRAM-SHA-256")["session_lifetime_ms"] == RAW_LIFETIME_MS  # early too
+        assert raw.metadata()["brokers"]
+        # another user, with the right password: refused, the connection closed
+        assert raw.handshake("PLAIN")["error_code"] == 0
+        refused = raw.authenticate(f"\0alice\0{PASSWORD}".encode())
+        assert refused["error_code"] == 58  # SASL_AUTHENTICATION_FAILED
+        assert "mechanism cannot change from SCRAM-SHA-256 to PLAIN" in refused["error_message"]
+        assert raw.closed_by_broker()
+        assert_one_line(broker_log, raw.peer, "SASL re-authentication of", "mechanism PLAIN")
+    with Raw(expiring_broker) as other:
+        other.login("SCRAM-SHA-512")
+        client = ScramMechanism("SCRAM-SHA-512", "b,o=b", USERS["b,o=b"])
+        assert other.handshake("SCRAM-SHA-512")["error_code"] == 0
+        first = other.authenticate(client.initial_response())
+        assert first["error_code"] == 0
+        final = client.respond(bytes(first["auth_bytes"]))
+        assert final is not None
+        refused = other.authenticate(final)
+        assert refused["error_code"] == 58
+        assert refused["error_message"].endswith("the user cannot change from alice to b,o=b")
+        assert other.closed_by_broker()
+        assert_one_line(broker_log, other.peer, "SASL re-authentication of", "as user 'b,o=b'")
+    after = expiring_broker.metrics()[0]
+    assert after.successful_reauthentications == before.successful_reauthentications + 2
+    assert after.expired_connections_killed == before.expired_connections_killed
+
+
 # ---- kclient's own producer --------------------------------------------------------------
 
 
@@ -736,9 +877,12 @@ def test_cli_runs_a_sasl_broker_with_the_mechanisms_it_is_given() -> None:
 
 def test_broker_process_reports_the_sasl_listener() -> None:
     flags = ["--security-protocol", "SASL_PLAINTEXT", "--sasl-user", "alice:" + PASSWORD]
-    with broker_process(*flags, "--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-512") as process:
+    flags += ["--sasl-enabled-mechanisms", "PLAIN,SCRAM-SHA-512"]
+    with broker_process(*flags, "--connections-max-reauth-ms", "60000") as process:
         assert process.security_protocol == "SASL_PLAINTEXT"
         assert process.sasl_mechanisms == ("PLAIN", "SCRAM-SHA-512")
+        with Raw(process.bootstrap_servers) as raw:  # the flag reached the listener
+            assert raw.login("PLAIN")["session_lifetime_ms"] == 60000
         settings = {
             "bootstrap.servers": process.bootstrap_servers,
             "security.protocol": process.security_protocol,

@@ -13,7 +13,8 @@ broker"). Uses only ``kclient.protocol``, ``kclient.record`` and ``kclient.error
 TLS listeners: ``EmbeddedBroker(security_protocol="SSL", ssl_keystore_location=PEM)``
 (plus ``ssl_truststore_location`` and ``ssl_client_auth="required"`` for mutual TLS).
 SASL listeners: ``EmbeddedBroker(security_protocol="SASL_PLAINTEXT", sasl_users={"alice":
-"secret"})`` (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; SASL_SSL adds the keystore).
+"secret"})`` (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; SASL_SSL adds the keystore;
+``connections_max_reauth_ms`` for re-authentication, KIP-368).
 
 Command line: ``kclient-broker`` / ``python -m kclient.broker`` (``--help``).
 """

@@ -145,6 +145,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a user who may authenticate (repeat for more; at least one with SASL). "
         "Other local users can read command lines: for development only",
     )
+    sasl.add_argument(
+        "--connections-max-reauth-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="lifetime of an authenticated session: clients must re-authenticate (KIP-368) "
+        "within it or be disconnected (connections.max.reauth.ms; default: 0, never)",
+    )
     p.add_argument(
         "--metrics-interval",
         type=float,
@@ -215,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings["sasl_enabled_mechanisms"] = args.sasl_enabled_mechanisms
         if args.sasl_user:
             settings["sasl_users"] = parse_sasl_users(args.sasl_user)
+        if args.connections_max_reauth_ms is not None:
+            settings["connections_max_reauth_ms"] = args.connections_max_reauth_ms
         config = BrokerConfig(**settings)
         if args.metrics_interval < 0:
             raise ConfigError("--metrics-interval must be 0 (off) or a positive number")
@@ -250,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if config.sasl
                 else ""
             )
+            if config.connections_max_reauth_ms:
+                mechanisms += f"connections.max.reauth.ms={config.connections_max_reauth_ms} "
             print(
                 f"kclient-broker: {args.brokers} broker(s) ready; "
                 f"security.protocol={cluster.security_protocol} {mechanisms}"

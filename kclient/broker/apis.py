@@ -15,9 +15,11 @@ librdkafka only compresses when it sees Produce v0).
 SaslHandshake and SaslAuthenticate are advertised on SASL listeners only, SaslHandshake
 as v0-v1 like Kafka 3 (librdkafka 2.0, Debian's kcat, turns SASL on only when it sees
 v0 listed), though a v0 request (raw token frames to follow) is refused. The listener's
-Processors answer both before authentication (``sasl_server``); those reaching the
-handlers come from a connection with nothing (more) to authenticate, a SASL request on
-another listener or after authentication (no re-authentication), and get a clean error:
+Processors answer both before authentication, and for re-authentication (KIP-368, when
+``connections.max.reauth.ms`` is set; ``sasl_session``); those reaching the handlers come
+from a connection with nothing (more) to authenticate: a SASL request on another
+listener, a SaslHandshake after authentication with re-authentication off, or a
+SaslAuthenticate without its SaslHandshake. They get a clean error:
 UNSUPPORTED_SASL_MECHANISM with no mechanisms on a listener without SASL,
 ILLEGAL_SASL_STATE after authentication.
 """
@@ -153,12 +155,13 @@ class Apis:
     # ---- SaslHandshake / SaslAuthenticate (no authentication to do) -------------------
 
     def handle_sasl_handshake(self, request: Request) -> None:
-        """A SASL listener's Processor answers the handshake before authentication; here
-        there is nothing (more) to authenticate."""
+        """A SASL listener's Processor answers the handshake before authentication, and
+        when it re-authenticates; here there is nothing (more) to authenticate."""
         request.error_count += 1
         if self.config.sasl:
             log.info(
-                "%s: SaslHandshake after authentication (re-authentication is not supported)",
+                "%s: SaslHandshake after authentication, and re-authentication is off "
+                "(connections.max.reauth.ms is 0)",
                 request.client_address,
             )
             body = {
@@ -179,11 +182,12 @@ class Apis:
     def handle_sasl_authenticate(self, request: Request) -> None:
         """As ``handle_sasl_handshake``: nothing (more) to authenticate here."""
         request.error_count += 1
-        why = (
-            "already authenticated (re-authentication is not supported)"
-            if self.config.sasl
-            else f"this {self.config.security_protocol} listener has no SASL"
-        )
+        if not self.config.sasl:
+            why = f"this {self.config.security_protocol} listener has no SASL"
+        elif self.config.connections_max_reauth_ms:
+            why = "already authenticated (re-authentication starts with SaslHandshake)"
+        else:
+            why = "already authenticated (re-authentication is off: connections.max.reauth.ms is 0)"
         self._send(
             request,
             {

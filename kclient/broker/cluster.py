@@ -45,7 +45,8 @@ class EmbeddedCluster:
     ``ssl_keystore_location`` (and ``ssl_truststore_location`` +
     ``ssl_client_auth="required"`` for mutual TLS). SASL listeners:
     ``security_protocol="SASL_PLAINTEXT"`` (or ``"SASL_SSL"``) with
-    ``sasl_users={"alice": "secret"}`` (and ``sasl_enabled_mechanisms``).
+    ``sasl_users={"alice": "secret"}`` (and ``sasl_enabled_mechanisms``;
+    ``connections_max_reauth_ms`` makes clients re-authenticate, KIP-368).
     """
 
     def __init__(

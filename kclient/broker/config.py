@@ -85,6 +85,10 @@ class BrokerConfig:
     sasl_users: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
     #: ``sasl.server.max.receive.size``: largest request accepted before authentication.
     sasl_server_max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
+    #: ``connections.max.reauth.ms`` (SASL listeners, KIP-368): an authenticated session
+    #: lasts this long; then the client must re-authenticate on its connection or have it
+    #: closed at its next request. 0 (Kafka's default): sessions never expire.
+    connections_max_reauth_ms: int = 0
 
     def __post_init__(self) -> None:
         positive = {
@@ -101,6 +105,12 @@ class BrokerConfig:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"'{name}' must be a positive integer, got {value!r}")
+        reauth_ms = self.connections_max_reauth_ms
+        if not isinstance(reauth_ms, int) or isinstance(reauth_ms, bool) or reauth_ms < 0:
+            raise ConfigError(
+                "'connections.max.reauth.ms' must be 0 (sessions never expire) or a positive "
+                f"number of milliseconds, got {reauth_ms!r}"
+            )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"listener port must be 0..65535, got {self.port}")
         if self.num_partitions > 100_000:
@@ -206,13 +216,14 @@ class BrokerConfig:
             "sasl.server.max.receive.size": (
                 self.sasl_server_max_receive_size != DEFAULT_MAX_RECEIVE_SIZE
             ),
+            "connections.max.reauth.ms": self.connections_max_reauth_ms != 0,
         }
         for name, is_set in sasl_settings.items():
             if is_set:
                 sasl_protocol = "SASL_SSL" if self.tls else "SASL_PLAINTEXT"
                 raise ConfigError(
                     f"'{name}' is set but 'security.protocol' is {self.security_protocol}: "
-                    f"set security.protocol={sasl_protocol} (or leave the sasl.* settings out)"
+                    f"set security.protocol={sasl_protocol} (or leave '{name}' out)"
                 )
 
     @property
@@ -254,6 +265,7 @@ class BrokerConfig:
             self.sasl_enabled_mechanisms,
             self.sasl_users,
             max_receive_size=self.sasl_server_max_receive_size,
+            connections_max_reauth_ms=self.connections_max_reauth_ms,
         )
 
     def replace(self, **changes: Any) -> BrokerConfig:

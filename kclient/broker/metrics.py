@@ -3,8 +3,10 @@
 Per API (``Produce``, ``Fetch`` ...): RequestsPerSec, RequestQueueTimeMs, LocalTimeMs,
 RemoteTimeMs, ResponseQueueTimeMs, ResponseSendTimeMs, TotalTimeMs and ErrorsPerSec,
 plus broker-wide gauges (request queue size, per-processor response queue sizes,
-connection count). Samples are recorded by the Processor threads when a response has
-been sent (``Request.update_request_metrics``); snapshots are read from any thread.
+connection count) and the SASL session counters of KIP-368 (successful
+re-authentications, connections closed because their session expired). Samples are
+recorded by the Processor threads when a response has been sent
+(``Request.update_request_metrics``); snapshots are read from any thread.
 Every method that needs the time takes ``now_ns``.
 """
 
@@ -194,6 +196,10 @@ class BrokerMetricsSnapshot:
     bytes_in: int
     bytes_out: int
     requests: dict[str, RequestMetricsSnapshot]
+    #: Kafka's ``successful-reauthentication-total``.
+    successful_reauthentications: int = 0
+    #: Kafka's ``expired-connections-killed-count``: closed after their SASL session ended.
+    expired_connections_killed: int = 0
 
 
 class BrokerMetrics:
@@ -210,6 +216,8 @@ class BrokerMetrics:
         self.connections = 0
         self.bytes_in = 0
         self.bytes_out = 0
+        self.successful_reauthentications = 0
+        self.expired_connections_killed = 0
 
     def for_api(self, api: str) -> RequestMetrics:
         metrics = self._by_api.get(api)
@@ -229,11 +237,21 @@ class BrokerMetrics:
     def remove_response_queue_gauge(self, processor_id: int) -> None:
         self._response_queue_gauges.pop(processor_id, None)
 
-    def add_counts(self, *, connections: int = 0, bytes_in: int = 0, bytes_out: int = 0) -> None:
+    def add_counts(
+        self,
+        *,
+        connections: int = 0,
+        bytes_in: int = 0,
+        bytes_out: int = 0,
+        successful_reauthentications: int = 0,
+        expired_connections_killed: int = 0,
+    ) -> None:
         with self._counter_lock:
             self.connections += connections
             self.bytes_in += bytes_in
             self.bytes_out += bytes_out
+            self.successful_reauthentications += successful_reauthentications
+            self.expired_connections_killed += expired_connections_killed
 
     def snapshot(self, now_ns: int) -> BrokerMetricsSnapshot:
         gauge = self._gauges.get("request_queue_size")
@@ -245,6 +263,8 @@ class BrokerMetrics:
             bytes_in=self.bytes_in,
             bytes_out=self.bytes_out,
             requests={api: m.snapshot(now_ns) for api, m in sorted(list(self._by_api.items()))},
+            successful_reauthentications=self.successful_reauthentications,
+            expired_connections_killed=self.expired_connections_killed,
         )
 
 

@@ -9,9 +9,10 @@ that the two must agree with each other and with librdkafka):
   repeated per connection). Immutable afterwards, so every Processor thread shares it.
 * ``PlainExchange`` / ``ScramExchange``: one authentication attempt; ``evaluate`` turns a
   client token into the server's answer or raises ``SaslFailure``.
-* ``SaslSession``: one connection's state before it has authenticated (SaslHandshake,
-  then SaslAuthenticate rounds), owned by its Processor thread. It answers with the
-  response bodies; the Processor encodes, sends and closes.
+
+One connection's state (SaslHandshake, SaslAuthenticate rounds, and with
+``connections.max.reauth.ms`` its session's expiry and re-authentication) is a
+``SaslSession``, in ``kclient.broker.sasl_session``.
 
 Passwords are compared as UTF-8 bytes without SASLprep, as Kafka's Java code does.
 Unknown SCRAM users get a made-up (but stable) salt and fail at the proof, like a wrong
@@ -28,20 +29,18 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
-
-from kclient import errors
+from typing import Final, Protocol
 
 __all__ = [
     "MECHANISMS",
     "SCRAM_ITERATIONS",
     "PlainExchange",
+    "SaslExchange",
     "SaslFailure",
-    "SaslReply",
     "SaslServer",
-    "SaslSession",
     "ScramCredential",
     "ScramExchange",
+    "loggable_name",
     "scram_credential",
 ]
 
@@ -348,7 +347,7 @@ def _sasl_name(text: str) -> str | None:
     return _ESCAPE.sub(lambda m: "," if m.group(1) == "2C" else "=", text)
 
 
-def _short(name: str) -> str:
+def loggable_name(name: str) -> str:
     """A name from the client as it may appear in a log line: bounded, printable."""
     if len(name) > _LOGGED_NAME_CHARS:
         name = name[:_LOGGED_NAME_CHARS] + f"...({len(name)} chars)"
@@ -362,7 +361,10 @@ class SaslServer:
     """Enabled mechanisms and users of one SASL listener, with the SCRAM credentials
     derived once, here. Shared, read-only, by every Processor of a cluster.
 
-    ``salt`` and ``server_nonce`` are injectable for tests (RFC test vectors).
+    ``connections_max_reauth_ms`` (Kafka's ``connections.max.reauth.ms``): the lifetime
+    of an authenticated session, after which the client must re-authenticate (KIP-368);
+    0, the default, means sessions never expire. ``salt`` and ``server_nonce`` are
+    injectable for tests (RFC test vectors).
     """
 
     def __init__(
@@ -371,6 +373,7 @@ class SaslServer:
         users: Mapping[str, str],
         *,
         max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE,
+        connections_max_reauth_ms: int = 0,
         iterations: int = SCRAM_ITERATIONS,
         salt: Callable[[str, str], bytes] | None = None,
         server_nonce: Callable[[], str] = _default_server_nonce,
@@ -379,7 +382,12 @@ class SaslServer:
         unknown = [m for m in self.mechanisms if m not in MECHANISMS]
         if unknown:
             raise ValueError(f"unknown SASL mechanisms {unknown}")
+        if connections_max_reauth_ms < 0:
+            raise ValueError(
+                f"connections_max_reauth_ms must be >= 0, got {connections_max_reauth_ms}"
+            )
         self.max_receive_size = max_receive_size
+        self.connections_max_reauth_ms = connections_max_reauth_ms
         self._server_nonce = server_nonce
         self._iterations = iterations
         self._passwords = {name: password.encode() for name, password in users.items()}
@@ -424,133 +432,7 @@ class SaslServer:
         return ScramCredential(salt, self._iterations, secrets.token_bytes(64), b"")
 
     def __repr__(self) -> str:
-        return f"SaslServer(mechanisms={self.mechanisms}, users={self.users})"
-
-
-# ---- one connection ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SaslReply:
-    """What to answer to a SaslHandshake / SaslAuthenticate request.
-
-    ``close``: close the connection once this is sent. ``failure``: why the exchange
-    failed, for the one log line. ``authenticated``: the connection may now send any request.
-    """
-
-    body: dict[str, Any]
-    close: bool = False
-    failure: str | None = None
-    authenticated: bool = False
-
-
-_HANDSHAKE, _AUTHENTICATE, _FAILED, _DONE = "handshake", "authenticate", "failed", "done"
-
-
-class SaslSession:
-    """A SASL listener's connection until it has authenticated (Processor thread only).
-
-    Kafka's order: optional ApiVersions, SaslHandshake v1 naming an enabled mechanism,
-    then SaslAuthenticate rounds until the mechanism is complete. Anything else fails the
-    connection. ``deadline_ns`` (set by the selector) bounds the whole exchange.
-    """
-
-    __slots__ = ("_exchange", "_server", "_state", "deadline_ns", "requested_mechanism")
-
-    def __init__(self, server: SaslServer) -> None:
-        self._server = server
-        self._state = _HANDSHAKE
-        self._exchange: SaslExchange | None = None
-        self.requested_mechanism: str | None = None
-        self.deadline_ns = 0
-
-    @property
-    def max_receive_size(self) -> int:
-        return self._server.max_receive_size
-
-    @property
-    def accepts_api_versions(self) -> bool:
-        """ApiVersions may come before SaslHandshake, not in the middle of the exchange."""
-        return self._state == _HANDSHAKE
-
-    @property
-    def in_progress(self) -> bool:
-        """A mechanism was chosen and the exchange has not ended."""
-        return self._state == _AUTHENTICATE
-
-    @property
-    def failed(self) -> bool:
-        """The exchange failed: the connection closes once the error response is out."""
-        return self._state == _FAILED
-
-    @property
-    def mechanism(self) -> str | None:
-        return self.requested_mechanism
-
-    @property
-    def username(self) -> str | None:
-        """The claimed user (bounded in length, for log lines), once the client named it."""
-        name = self._exchange.username if self._exchange is not None else None
-        return _short(name) if name is not None else None
-
-    def handshake(self, version: int, mechanism: str) -> SaslReply:
-        """SaslHandshake: choose the mechanism."""
-        enabled = list(self._server.mechanisms)
-        self.requested_mechanism = _short(mechanism)
-        if self._state != _HANDSHAKE:
-            return self._fail(
-                {"error_code": errors.IllegalSaslStateError.code, "mechanisms": enabled},
-                "SaslHandshake in the middle of the SASL exchange",
-            )
-        if version < 1:
-            return self._fail(
-                {"error_code": errors.UnsupportedVersionError.code, "mechanisms": enabled},
-                "SaslHandshake v0 (SASL tokens as raw frames) is not supported; the client must "
-                "use SaslHandshake v1 and SaslAuthenticate (Kafka 1.0 and later)",
-            )
-        if mechanism not in enabled:
-            return self._fail(
-                {"error_code": errors.UnsupportedSaslMechanismError.code, "mechanisms": enabled},
-                f"mechanism {_short(mechanism)!r} is not enabled (sasl.enabled.mechanisms: "
-                f"{','.join(enabled)})",
-            )
-        self._exchange = self._server.new_exchange(mechanism)
-        self._state = _AUTHENTICATE
-        return SaslReply({"error_code": 0, "mechanisms": enabled})
-
-    def authenticate(self, token: bytes) -> SaslReply:
-        """SaslAuthenticate: one round of the chosen mechanism."""
-        exchange = self._exchange
-        if self._state != _AUTHENTICATE or exchange is None:
-            return self._fail(
-                _authenticate_body(
-                    errors.IllegalSaslStateError.code, "SaslAuthenticate before SaslHandshake"
-                ),
-                "SaslAuthenticate before a successful SaslHandshake",
-            )
-        try:
-            answer = exchange.evaluate(token)
-        except SaslFailure as failure:
-            return self._fail(
-                _authenticate_body(
-                    errors.SaslAuthenticationFailedError.code, failure.client_message
-                ),
-                failure.reason,
-            )
-        if exchange.complete:
-            self._state = _DONE
-            return SaslReply(_authenticate_body(0, None, answer), authenticated=True)
-        return SaslReply(_authenticate_body(0, None, answer))
-
-    def _fail(self, body: dict[str, Any], reason: str) -> SaslReply:
-        self._state = _FAILED
-        return SaslReply(body, close=True, failure=reason)
-
-
-def _authenticate_body(code: int, message: str | None, auth_bytes: bytes = b"") -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "auth_bytes": auth_bytes,
-        "session_lifetime_ms": 0,  # no re-authentication (KIP-368)
-    }
+        return (
+            f"SaslServer(mechanisms={self.mechanisms}, users={self.users}, "
+            f"connections_max_reauth_ms={self.connections_max_reauth_ms})"
+        )

@@ -22,7 +22,10 @@ the plain ``recv_into`` / ``sendmsg`` path.
 SASL channels (registered with a ``SaslSession``) read frames of at most
 ``sasl.server.max.receive.size`` until the Processor reports them ``authenticated``, and
 must authenticate within the handshake timeout (counted from the end of the TLS
-handshake, if any); the session itself is driven by the Processor.
+handshake, if any); the session itself is driven by the Processor. With
+``connections.max.reauth.ms`` an authenticated channel keeps its session
+(``reauth_session``), and is back under those limits while it re-authenticates
+(``reauthenticating``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
-from kclient.broker.sasl_server import SaslSession
+from kclient.broker.sasl_session import SaslSession
 from kclient.tls import handshake_step, has_pending, recv_into, send_some, tls_chunks
 from kclient.waker import Waker
 
@@ -220,8 +223,10 @@ class ServerChannel:
 
     ``receive_type`` / ``send_type`` are the plain or TLS classes, chosen at registration;
     a TLS channel starts ``handshaking`` and waits for ``handshake_events`` meanwhile.
-    ``sasl`` is the SASL state of a connection that has yet to authenticate (None once it
-    has, and on listeners without SASL).
+    ``sasl`` is the SASL state of a connection that has yet to authenticate, or is
+    re-authenticating (None once it has, and on listeners without SASL).
+    ``reauth_session`` is the session of an authenticated connection whose session
+    expires (``connections.max.reauth.ms``), else None.
     """
 
     __slots__ = (
@@ -233,6 +238,7 @@ class ServerChannel:
         "max_receive_size",
         "muted",
         "peer",
+        "reauth_session",
         "receive",
         "receive_type",
         "sasl",
@@ -266,6 +272,7 @@ class ServerChannel:
         self.receive_type: type[NetworkReceive] = TlsNetworkReceive if self.tls else NetworkReceive
         self.send_type: type[NetworkSend] = TlsNetworkSend if self.tls else NetworkSend
         self.sasl = sasl
+        self.reauth_session: SaslSession | None = None
         self.max_receive_size = (
             max_receive_size if sasl is None else min(max_receive_size, sasl.max_receive_size)
         )
@@ -322,11 +329,24 @@ class ServerSelector:
         self._update_interest(channel)
 
     def authenticated(self, channel_id: str) -> None:
-        """The channel's client has authenticated (SASL): any request, of any size, now."""
+        """The channel's client has authenticated (SASL): any request, of any size, now.
+        A session that expires stays with the channel (``reauth_session``)."""
         ch = self.channels.get(channel_id)
         if ch is not None:
+            session = ch.sasl
             ch.sasl = None
+            ch.reauth_session = session if session is not None and session.expires else None
             ch.max_receive_size = self.max_receive_size
+
+    def reauthenticating(self, channel_id: str, now_ns: int) -> None:
+        """The authenticated channel's client started to re-authenticate (KIP-368): SASL
+        frames only, of at most ``sasl.server.max.receive.size``, within the handshake
+        timeout, until ``authenticated`` again."""
+        ch = self.channels.get(channel_id)
+        if ch is not None and ch.reauth_session is not None:
+            session = ch.sasl = ch.reauth_session
+            session.deadline_ns = now_ns + self._handshake_ns
+            ch.max_receive_size = min(self.max_receive_size, session.max_receive_size)
 
     def channel(self, channel_id: str) -> ServerChannel | None:
         return self.channels.get(channel_id)

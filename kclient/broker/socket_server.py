@@ -28,6 +28,12 @@ connection, with one log line, on any other request. A failed authentication is 
 (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM ...) and the connection closed
 once the answer is out, as Kafka does. Authenticated connections, and every connection
 of other listeners, take the usual path (one ``is None`` check per request).
+
+With ``connections.max.reauth.ms`` (KIP-368) an authenticated connection keeps its
+session: a SaslHandshake on it starts a re-authentication, answered here like the first
+authentication; once the session has expired, any request but SaslHandshake and
+ApiVersions closes the connection, with one log line (one more ``is None`` check per
+request for every connection).
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ from kclient.broker.request_channel import (
     SendResponse,
     api_metric_name,
 )
-from kclient.broker.sasl_server import SaslReply, SaslServer, SaslSession
+from kclient.broker.sasl_server import SaslServer
+from kclient.broker.sasl_session import SaslReply, SaslSession
 from kclient.broker.selector import ServerChannel, ServerSelector
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import decode_request, decode_request_header, encode_response
@@ -269,7 +276,12 @@ class Processor:
             request = self._parse(connection_id, channel.peer, frame, sasl is not None)
             if request is None:
                 continue
-            if sasl is not None and self._handle_sasl(channel, sasl, request):
+            if sasl is not None:
+                if self._handle_sasl(channel, sasl, request):
+                    continue
+            elif channel.reauth_session is not None and self._check_session(
+                channel, channel.reauth_session, request
+            ):
                 continue
             self.selector.mute(connection_id)
             while not self._channel.send_request(request, timeout_s=_POLL_TIMEOUT_S):
@@ -393,8 +405,36 @@ class Processor:
         if api_key == ApiKey.SASL_HANDSHAKE:
             reply = session.handshake(header.api_version, body["mechanism"])
         else:
-            reply = session.authenticate(bytes(body["auth_bytes"]))
+            reply = session.authenticate(bytes(body["auth_bytes"]), request.start_time_ns)
         self._send_sasl_reply(channel, session, request, reply)
+        return True
+
+    def _check_session(
+        self, channel: ServerChannel, session: SaslSession, request: Request
+    ) -> bool:
+        """A request on an authenticated connection whose session expires: True when
+        handled here (a SaslHandshake begins a re-authentication; after expiry, anything
+        but ApiVersions closes the connection), False to take the usual path."""
+        api_key = request.header.api_key
+        now_ns = request.start_time_ns
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            self.selector.reauthenticating(channel.id, now_ns)
+            return self._handle_sasl(channel, session, request)
+        if session.admits(api_key, now_ns):
+            return False
+        log.info(
+            "closing connection %s from %s: its SASL session (user %r) expired %d ms ago "
+            "without re-authentication (connections.max.reauth.ms is %d); got %s",
+            channel.id,
+            channel.peer,
+            session.username,
+            (now_ns - session.expiry_ns) // 1_000_000,
+            session.lifetime_ms,
+            request.api_name,
+        )
+        if self._metrics is not None:
+            self._metrics.add_counts(expired_connections_killed=1)
+        self.selector.close(channel.id, "SASL session expired (connections.max.reauth.ms)")
         return True
 
     def _send_sasl_reply(
@@ -409,7 +449,8 @@ class Processor:
         if reply.failure is not None:
             request.error_count += 1
             log.warning(
-                "SASL authentication of %s failed (connection %s, mechanism %s, user %r): %s",
+                "SASL %s of %s failed (connection %s, mechanism %s, user %r): %s",
+                "re-authentication" if session.reauthenticating else "authentication",
                 channel.peer,
                 channel.id,
                 session.mechanism,
@@ -419,9 +460,12 @@ class Processor:
             self._close_after_send[channel.id] = f"SASL authentication failed: {reply.failure}"
         elif reply.authenticated:
             self.selector.authenticated(channel.id)
+            if reply.reauthenticated and self._metrics is not None:
+                self._metrics.add_counts(successful_reauthentications=1)
             log.debug(
-                "%s authenticated as %r with %s (connection %s)",
+                "%s %s as %r with %s (connection %s)",
                 channel.peer,
+                "re-authenticated" if reply.reauthenticated else "authenticated",
                 session.username,
                 session.mechanism,
                 channel.id,

@@ -20,10 +20,10 @@ from kclient.broker.sasl_server import (
     PLAIN_REFUSED,
     SaslFailure,
     SaslServer,
-    SaslSession,
     ScramExchange,
     scram_credential,
 )
+from kclient.broker.sasl_session import SaslSession
 from kclient.errors import ConfigError
 from kclient.sasl import ScramMechanism
 
@@ -369,7 +369,7 @@ def test_a_plain_session_authenticates() -> None:
     assert reply.body == {"error_code": 0, "mechanisms": list(MECHS)}
     assert not reply.close and reply.failure is None
     assert not s.accepts_api_versions and s.in_progress
-    reply = s.authenticate(b"\x00alice\x00s3cret")
+    reply = s.authenticate(b"\x00alice\x00s3cret", 0)
     assert reply.authenticated and not reply.close
     assert reply.body["error_code"] == 0 and reply.body["auth_bytes"] == b""
     assert s.username == "alice" and s.mechanism == "PLAIN"
@@ -379,11 +379,11 @@ def test_a_scram_session_takes_two_rounds() -> None:
     s = session()
     s.handshake(1, "SCRAM-SHA-512")
     client = ScramMechanism("SCRAM-SHA-512", "alice", "s3cret")
-    first = s.authenticate(client.initial_response())
+    first = s.authenticate(client.initial_response(), 0)
     assert first.body["error_code"] == 0 and not first.authenticated
     final = client.respond(first.body["auth_bytes"])
     assert final is not None
-    last = s.authenticate(final)
+    last = s.authenticate(final, 0)
     assert last.authenticated
     assert client.respond(last.body["auth_bytes"]) is None
 
@@ -391,7 +391,7 @@ def test_a_scram_session_takes_two_rounds() -> None:
 def test_a_wrong_password_fails_the_session_and_closes() -> None:
     s = session()
     s.handshake(1, "PLAIN")
-    reply = s.authenticate(b"\x00alice\x00nope")
+    reply = s.authenticate(b"\x00alice\x00nope", 0)
     assert reply.close and reply.failure == "wrong password" and not reply.authenticated
     assert reply.body["error_code"] == errors.SaslAuthenticationFailedError.code
     assert reply.body["error_message"] == "Authentication failed: Invalid username or password"
@@ -415,7 +415,7 @@ def test_sasl_handshake_v0_is_refused_with_a_clear_reason() -> None:
 
 
 def test_out_of_order_requests_are_illegal_sasl_state() -> None:
-    early = session().authenticate(b"\x00alice\x00s3cret")
+    early = session().authenticate(b"\x00alice\x00s3cret", 0)
     assert early.body["error_code"] == errors.IllegalSaslStateError.code and early.close
     twice = session()
     twice.handshake(1, "PLAIN")
@@ -426,7 +426,7 @@ def test_out_of_order_requests_are_illegal_sasl_state() -> None:
 def test_long_user_names_are_cut_in_what_is_logged() -> None:
     s = session()
     s.handshake(1, "PLAIN")
-    s.authenticate(b"\x00" + b"u" * 100_000 + b"\x00pw")
+    s.authenticate(b"\x00" + b"u" * 100_000 + b"\x00pw", 0)
     assert s.username is not None and len(s.username) < 100
 
 
@@ -437,7 +437,7 @@ def test_names_from_the_client_cannot_forge_log_lines() -> None:
     assert reply.failure is not None and "\n" not in reply.failure
     t = session()
     t.handshake(1, "PLAIN")
-    t.authenticate(b"\x00al\nice\x00pw")
+    t.authenticate(b"\x00al\nice\x00pw", 0)
     assert t.username is not None and "\n" not in t.username
 
 
