@@ -4,6 +4,7 @@ embedded broker's SASL listeners, read back by confluent-kafka authenticating on
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections.abc import Iterator
 
@@ -152,3 +153,41 @@ def test_sasl_ssl_with_scram(tmp_path_factory: pytest.TempPathFactory) -> None:
             },
         )
         assert sorted(int(c.value or b"") for c in consumed) == list(range(300))
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_sessions_are_renewed_on_the_same_connections_while_producing(
+    mechanism: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Brokers with connections.max.reauth.ms (KIP-368) close a connection whose session
+    expired at its next request; kclient re-authenticates in time on the same connection,
+    so a steady producer sees no disconnect and loses nothing."""
+    caplog.set_level(logging.INFO, logger="kclient.network.client")
+    with EmbeddedCluster(
+        2, security_protocol="SASL_PLAINTEXT", sasl_users=USERS, connections_max_reauth_ms=1_000
+    ) as reauth_cluster:
+        topic = _topic(reauth_cluster, 4)
+        assert {reauth_cluster.leader(topic, p) for p in range(4)} == {0, 1}
+        with KafkaProducer(
+            {"bootstrap.servers": reauth_cluster.bootstrap_servers, "linger.ms": 0}
+            | sasl(mechanism)
+        ) as producer:
+            futures = []
+            deadline = time.monotonic() + 3.5  # three session lifetimes and more
+            while time.monotonic() < deadline:
+                n = len(futures)
+                futures.append(producer.send(topic, value=b"%d" % n, partition=n % 4))
+                time.sleep(0.005)
+            producer.flush(30)
+            assert [f.exception(0) for f in futures] == [None] * len(futures)
+        snapshots = reauth_cluster.metrics()
+        consumed = consume_all(
+            reauth_cluster.bootstrap_servers, topic, 4, len(futures), settings=sasl(mechanism)
+        )
+    assert sorted(int(c.value or b"") for c in consumed) == list(range(len(futures)))
+    assert all(s.successful_reauthentications >= 2 for s in snapshots), [
+        (s.successful_reauthentications, s.connections) for s in snapshots
+    ]
+    assert [s.expired_connections_killed for s in snapshots] == [0, 0]
+    disconnects = [r.getMessage() for r in caplog.records if "disconnected" in r.getMessage()]
+    assert disconnects == []
