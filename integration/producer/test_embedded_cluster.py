@@ -16,6 +16,7 @@ from integration.producer.verify import CODECS, consume_all, dataset
 from kclient import KafkaProducer
 from kclient.broker import EmbeddedCluster
 from kclient.errors import KafkaError
+from kclient.protocol import ApiKey
 
 _topics = itertools.count()
 
@@ -163,6 +164,39 @@ def test_threads_sending_while_brokers_restart_at_random_lose_duplicate_reorder_
         for n in range(threads):
             mine = [v for v in values if v % threads == n]
             assert mine == sorted(mine), f"thread {n}'s records reordered in {partition}"
+
+
+@pytest.mark.parametrize("idempotent", [True, False], ids=["idempotent", "not-idempotent"])
+def test_lost_answers_are_retried_and_idempotence_keeps_each_record_once(
+    cluster: EmbeddedCluster, idempotent: bool
+) -> None:
+    """The leader writes three batches but their answers are lost (the connection closes
+    instead): the producer retries each. With idempotence the broker recognises the
+    retries and every record is there once, at the offset its future reported; without
+    it, the same faults leave duplicates (what makes this test able to fail)."""
+    topic = _topic(cluster, 1)
+    leader = cluster.leader(topic, 0)
+    values = [b"%d" % i for i in range(10)]
+    with KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        linger_ms=0,
+        enable_idempotence=idempotent,
+        acks="all" if idempotent else 1,
+        retry_backoff_ms=10,
+        reconnect_backoff_ms=10,
+    ) as producer:
+        producer.send(topic, b"first", partition=0).result(10)
+        cluster.lose_answers(leader, ApiKey.PRODUCE, 3)
+        placed = [producer.send(topic, value, partition=0).result(30) for value in values]
+    assert cluster.answers_to_lose(leader) == 0  # all three answers were lost
+    consumed = consume_all(cluster.bootstrap_servers, topic, 1, 1 + len(values))
+    got = [c.value for c in consumed]
+    if idempotent:
+        assert got == [b"first", *values]
+        assert [md.offset for md in placed] == list(range(1, 1 + len(values)))
+    else:
+        assert sorted(set(got)) == sorted({b"first", *values})
+        assert len(got) == 1 + len(values) + 3  # each lost answer: one record written twice
 
 
 def test_every_broker_down_fails_every_record_within_the_delivery_timeout(

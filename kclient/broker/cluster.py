@@ -162,6 +162,17 @@ class EmbeddedCluster:
                 raise errors.IllegalStateError("this embedded cluster was closed")
             self._broker(node_id).startup()
 
+    def lose_answers(self, node_id: int, api_key: int, count: int = 1) -> None:
+        """Fault injection for tests: broker ``node_id`` handles the next ``count``
+        requests of ``api_key`` (e.g. ``ApiKey.PRODUCE``: the records are written) but
+        closes the connection instead of answering, as if the network failed right after.
+        A client that retries without idempotence then writes those records twice."""
+        self._broker(node_id).lost_answers.lose(api_key, count)
+
+    def answers_to_lose(self, node_id: int) -> int:
+        """How many of the answers ``lose_answers`` asked for are still to be lost."""
+        return self._broker(node_id).lost_answers.pending()
+
     def _broker(self, node_id: int) -> KafkaServer:
         try:
             return self.brokers[node_id]

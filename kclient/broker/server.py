@@ -27,7 +27,7 @@ from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.request_channel import RequestChannel
 from kclient.broker.sasl_server import SaslServer
-from kclient.broker.socket_server import SocketServer
+from kclient.broker.socket_server import LostAnswers, SocketServer
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,7 @@ class KafkaServer:
         self.port = port
         self.metrics = BrokerMetrics(node_id, time.monotonic_ns())
         self._socket_server: SocketServer | None = None
+        self.lost_answers = LostAnswers()  # kept across restarts
         self._handlers: RequestHandlerPool | None = None
         self.request_channel: RequestChannel | None = None
 
@@ -92,6 +93,7 @@ class KafkaServer:
             name_prefix=prefix,
             ssl_context=self.ssl_context,
             sasl_server=self.sasl_server,
+            lost_answers=self.lost_answers,
         )
         self.port = socket_server.port
         apis = Apis(self.node_id, self.controller, channel, self.purgatory, cfg)

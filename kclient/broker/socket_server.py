@@ -106,6 +106,50 @@ def _format_address(address: object) -> str:
     return str(address) or "local"
 
 
+class LostAnswers:
+    """A testing aid: the answers to the next requests of chosen APIs are lost.
+
+    Such a request is handled as usual (a Produce is written) but, instead of its answer,
+    the connection is closed, as when the network fails right after the broker acted: the
+    client cannot tell whether the request took effect and must retry. Shared by a
+    broker's Processors; ``lose`` may be called from any thread.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[int, int] = {}
+
+    def lose(self, api_key: int, count: int) -> None:
+        """Lose the answers to the next ``count`` requests of ``api_key`` (adds up)."""
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        with self._lock:
+            left = self._counts.get(api_key, 0) + count
+            if left:
+                self._counts[api_key] = left
+
+    def pending(self, api_key: int | None = None) -> int:
+        """Answers still to be lost (for one API, or all)."""
+        with self._lock:
+            if api_key is None:
+                return sum(self._counts.values())
+            return self._counts.get(api_key, 0)
+
+    def take(self, api_key: int) -> bool:
+        """True (and one fewer to lose) if this API's answer is to be lost."""
+        if not self._counts:  # the usual case: no lock
+            return False
+        with self._lock:
+            left = self._counts.get(api_key, 0)
+            if not left:
+                return False
+            if left == 1:
+                del self._counts[api_key]
+            else:
+                self._counts[api_key] = left - 1
+            return True
+
+
 class Processor:
     """One network thread: owns a ServerSelector and the connections handed to it."""
 
@@ -122,8 +166,10 @@ class Processor:
         name_prefix: str = "kclient-broker",
         ssl_context: ssl.SSLContext | None = None,
         sasl_server: SaslServer | None = None,
+        lost_answers: LostAnswers | None = None,
     ) -> None:
         self.id = processor_id
+        self._lost_answers = lost_answers
         self._ssl_context = ssl_context
         self._sasl_server = sasl_server
         #: connection -> why: close once its response is sent (failed SASL exchanges)
@@ -239,6 +285,18 @@ class Processor:
             connection_id = request.connection_id
             now_ns = self._monotonic_ns()
             if isinstance(response, SendResponse):
+                lost = self._lost_answers
+                if lost is not None and lost.take(request.header.api_key):
+                    request.update_request_metrics(now_ns)
+                    log.info(
+                        "processor %d: losing the answer to %s from %s (lose_answers); "
+                        "closing the connection",
+                        self.id,
+                        _api_name(request.header.api_key),
+                        request.connection_id,
+                    )
+                    self.selector.close(connection_id, "the answer was lost (lose_answers)")
+                    continue
                 if self.selector.send(connection_id, response.buffers, now_ns):
                     self._inflight[connection_id] = response
                 else:
@@ -602,6 +660,7 @@ class SocketServer:
         name_prefix: str = "kclient-broker",
         ssl_context: ssl.SSLContext | None = None,
         sasl_server: SaslServer | None = None,
+        lost_answers: LostAnswers | None = None,
     ) -> None:
         self.processors = [
             Processor(
@@ -613,6 +672,7 @@ class SocketServer:
                 name_prefix=name_prefix,
                 ssl_context=ssl_context,
                 sasl_server=sasl_server,
+                lost_answers=lost_answers,
             )
             for i in range(num_network_threads)
         ]
