@@ -22,12 +22,13 @@ import time
 from kclient.broker.apis import Apis
 from kclient.broker.config import BrokerConfig
 from kclient.broker.controller import BrokerEndpoint, Controller
+from kclient.broker.faults import LostAnswers
 from kclient.broker.handler import RequestHandlerPool
 from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.request_channel import RequestChannel
 from kclient.broker.sasl_server import SaslServer
-from kclient.broker.socket_server import LostAnswers, SocketServer
+from kclient.broker.socket_server import SocketServer
 
 log = logging.getLogger(__name__)
 

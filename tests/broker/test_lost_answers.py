@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kclient.broker.socket_server import LostAnswers
+from kclient.broker.faults import LostAnswers
 from kclient.protocol import ApiKey
 
 
