@@ -13,7 +13,7 @@ from integration.network.brokers import Broker, RestartableTansu
 from integration.peers import free_port
 from kclient.broker import EmbeddedCluster
 from kclient.clock import SYSTEM_CLOCK as CLOCK
-from kclient.errors import KafkaTimeoutError
+from kclient.errors import KafkaTimeoutError, ProtocolDecodeError
 from kclient.network import ClientRequest, ClientResponse, NetworkClient, NetworkClientConfig
 from kclient.network.utils import await_metadata, await_ready, send_and_receive
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
@@ -264,5 +264,6 @@ def test_a_non_kafka_service_gives_a_protocol_error_not_a_hang(
     assert time.monotonic() - started < 5
     [reason] = client.connection_failures().values()
     assert "Kafka listener" in reason
-    with pytest.raises(KafkaTimeoutError, match="Kafka listener"):
+    with pytest.raises(KafkaTimeoutError, match="Kafka listener") as timed_out:
         await_metadata(client, CLOCK, 500)
+    assert isinstance(timed_out.value.__cause__, ProtocolDecodeError)  # typed, for callers

@@ -244,12 +244,12 @@ class NetworkClient:
         every address tried and the last OS error for each (thread-safe)."""
         return self.failures.no_broker_reachable_error(waited_ms)
 
-    def _record_failure(self, node_id: int, reason: str) -> None:
+    def _record_failure(self, node_id: int, reason: str, error: KafkaError | None = None) -> None:
         address = self._addresses.get(node_id)
         if address is None:
             node = self._metadata.fetch().node_by_id(node_id)
             address = node.address if node is not None else f"node {node_id}"
-        self.failures.failed(address, reason)
+        self.failures.failed(address, reason, error)
 
     # ---- connecting -----------------------------------------------------------------
 
@@ -729,7 +729,7 @@ class NetworkClient:
             if state is ConnectionState.CHECKING_API_VERSIONS and not timed_out:
                 # Dropped before answering ApiVersions: what a TLS listener does to plaintext.
                 reason += self._before_api_versions_hint
-            self._record_failure(node_id, reason)
+            self._record_failure(node_id, reason, error)
             if state is ConnectionState.CONNECTING:
                 log.warning(
                     "%sconnection to node %d could not be established: %s",

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kclient.errors import IllegalStateError, KafkaTimeoutError
+from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 
 NO_DELAY_LIMIT_MS = 2**63 - 1
 """'Wait until some network event happens': the delay for nodes that are connecting or ready."""
@@ -433,15 +433,21 @@ class ConnectionFailures:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._reasons: dict[str, str] = {}
+        self._errors: dict[str, KafkaError] = {}  # address → the typed error, if one
 
-    def failed(self, address: str, reason: str) -> None:
+    def failed(self, address: str, reason: str, error: KafkaError | None = None) -> None:
         with self._lock:
             self._reasons.pop(address, None)  # keep the most recent failure last
             self._reasons[address] = reason
+            if error is None:
+                self._errors.pop(address, None)
+            else:
+                self._errors[address] = error
 
     def succeeded(self, address: str) -> None:
         with self._lock:
             self._reasons.pop(address, None)
+            self._errors.pop(address, None)
 
     def snapshot(self) -> dict[str, str]:
         with self._lock:
@@ -449,12 +455,18 @@ class ConnectionFailures:
 
     def no_broker_reachable_error(self, waited_ms: int) -> KafkaTimeoutError:
         """'no broker reachable after 5 s (127.0.0.1:9092: connection refused; …)'."""
-        reasons = self.snapshot()
+        with self._lock:
+            reasons = dict(self._reasons)
+            latest = self._errors.get(next(reversed(reasons), ""))
         if reasons:
             tried = "; ".join(f"{address}: {why}" for address, why in reasons.items())
         else:
             tried = "no connection attempt has finished yet"
-        return KafkaTimeoutError(
+        timeout = KafkaTimeoutError(
             f"no broker reachable after {waited_ms / 1000:g} s ({tried}). Check "
             "'bootstrap.servers' and that the brokers are running and reachable."
         )
+        # the typed error behind the most recent failure (e.g. a ProtocolDecodeError from
+        # a port that does not speak Kafka), for callers that look at the cause
+        timeout.__cause__ = latest
+        return timeout

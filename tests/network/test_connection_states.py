@@ -5,12 +5,13 @@ import socket
 
 import pytest
 
-from kclient.errors import IllegalStateError
+from kclient.errors import IllegalStateError, ProtocolDecodeError
 from kclient.network.connection_states import (
     ALLOWED_TRANSITIONS,
     NO_DELAY_LIMIT_MS,
     Address,
     ClusterConnectionStates,
+    ConnectionFailures,
     ConnectionState,
     ExponentialBackoff,
 )
@@ -181,3 +182,15 @@ def test_short_reason_keeps_only_the_reason() -> None:
     )
     assert short_reason("node -2 at 127.0.0.1:9 closed the connection") == "closed the connection"
     assert short_reason("something else") == "something else"
+
+
+def test_the_timeout_error_carries_the_typed_error_of_the_latest_failure() -> None:
+    failures = ConnectionFailures()
+    garbage = ProtocolDecodeError("h:1 sent a frame of 1213486160 bytes")
+    failures.failed("h:1", "sent a frame of 1213486160 bytes", garbage)
+    assert failures.no_broker_reachable_error(1000).__cause__ is garbage
+    failures.failed("h:2", "connection refused")  # no typed error behind this one
+    assert failures.no_broker_reachable_error(1000).__cause__ is None
+    failures.succeeded("h:2")
+    failures.failed("h:1", "connection refused")  # the same address, now refused
+    assert failures.no_broker_reachable_error(1000).__cause__ is None
