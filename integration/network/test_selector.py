@@ -11,6 +11,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -191,13 +192,20 @@ def test_wakeup_from_another_thread_ends_a_long_poll(selector: KSelector) -> Non
     assert time.monotonic() - started < 5
 
 
-def test_connect_to_a_listener_reports_connected_with_tcp_nodelay(selector: KSelector) -> None:
+@contextmanager
+def connected_to_a_listener(selector: KSelector) -> Iterator[int]:
+    """A loopback listener that ``selector`` has connected to as node 7; yields its port."""
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
         selector.connect(7, "127.0.0.1", port)
         poll_until(selector, lambda: 7 in selector.connected)
+        yield port
+
+
+def test_connect_to_a_listener_reports_connected_with_tcp_nodelay(selector: KSelector) -> None:
+    with connected_to_a_listener(selector):
         assert selector.is_channel_ready(7)
         channel = selector.channel(7)
         assert channel is not None
@@ -235,12 +243,7 @@ def test_send_and_receive_buffer_bytes_size_the_socket_and_minus_one_keeps_os_de
 ) -> None:
     selector = KSelector(clock, send_buffer_bytes=send_bytes, receive_buffer_bytes=receive_bytes)
     try:
-        with socket.socket() as server:
-            server.bind(("127.0.0.1", 0))
-            server.listen()
-            port = server.getsockname()[1]
-            selector.connect(7, "127.0.0.1", port)
-            poll_until(selector, lambda: 7 in selector.connected)
+        with connected_to_a_listener(selector) as port:
             channel = selector.channel(7)
             assert channel is not None
             sizes = buffer_sizes(channel.sock)
