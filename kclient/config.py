@@ -45,7 +45,7 @@ import logging
 import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from kclient.errors import ConfigError
 from kclient.sasl import SaslCredentials
@@ -65,7 +65,18 @@ _client_ids = itertools.count(1)
 # ---- value parsers ------------------------------------------------------------------------
 
 
+#: Settings whose values are never shown: not by ``repr``, not in any error or log line.
+SECRET_SETTINGS = frozenset(
+    {"ssl.key.password", "ssl.keystore.key", "sasl.password", "sasl.jaas.config"}
+)
+
+
 def _type_error(name: str, expected: str, value: object) -> ConfigError:
+    if name in SECRET_SETTINGS:
+        return ConfigError(
+            f"{name!r} must be {expected}, got a value of type {type(value).__name__} "
+            "(not shown: the setting is secret)"
+        )
     return ConfigError(f"{name!r} must be {expected}, got {value!r} ({type(value).__name__})")
 
 
@@ -144,9 +155,6 @@ def _parse_partitioner(name: str, value: object) -> object:
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-_SECRETS = frozenset(
-    {"ssl.key.password", "ssl.keystore.key", "sasl.password", "sasl.jaas.config"}
-)  # never shown by repr
 
 
 def _parse_security_protocol(name: str, value: object) -> str:
@@ -273,11 +281,17 @@ _ALIASES = {"ssl.ca.location": "ssl.truststore.location", "sasl.mechanisms": "sa
 for _alias, _name in _ALIASES.items():
     _BY_NAME[_alias] = _BY_NAME[_alias.replace(".", "_")] = _BY_NAME[_name]
 
+_PEM_ONLY = (
+    "kclient reads PEM files only, which have no store password; the password of an "
+    "encrypted PEM private key is 'ssl.key.password'"
+)
 _UNSUPPORTED = {
     "transactional.id": "transactions are not supported by kclient",
     "transaction.timeout.ms": "transactions are not supported by kclient",
     "sasl.oauthbearer.token.endpoint.url": "SASL OAUTHBEARER is not supported by kclient",
     "sasl.kerberos.service.name": "SASL GSSAPI (Kerberos) is not supported by kclient",
+    "ssl.keystore.password": _PEM_ONLY,
+    "ssl.truststore.password": _PEM_ONLY,
 }
 
 
@@ -437,15 +451,27 @@ class ProducerConfig:
         return None if codec == "gzip" and level == -1 else level
 
     def to_dict(self) -> dict[str, object]:
-        """Every setting under its Kafka name."""
+        """Every setting under its Kafka name (secrets included: never log the result)."""
         return {s.name: getattr(self, s.attr) for s in _SETTINGS}
 
     def __repr__(self) -> str:
-        shown = ", ".join(
-            f"{name}={'[hidden]' if name in _SECRETS else repr(getattr(self, _BY_NAME[name].attr))}"
-            for name in sorted(self.explicit)
-        )
+        shown = ", ".join(f"{name}={self._shown(name)}" for name in sorted(self.explicit))
         return f"ProducerConfig({shown})"
+
+    def _shown(self, name: str) -> str:
+        return "[hidden]" if name in SECRET_SETTINGS else repr(getattr(self, _BY_NAME[name].attr))
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            "a ProducerConfig holds secrets and is not pickled; pickle the settings it was "
+            "built from and build it again"
+        )
+
+    def __copy__(self) -> ProducerConfig:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: object) -> ProducerConfig:
+        return self
 
 
 def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> None:

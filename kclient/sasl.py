@@ -13,12 +13,13 @@ signature). Passwords are sent as UTF-8 without SASLprep, as Kafka's Java client
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import hmac
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NoReturn, Protocol
 
 from kclient.errors import ConfigError, SaslAuthenticationError
 
@@ -50,6 +51,10 @@ class SaslMechanism(Protocol):
         ...
 
 
+def _not_pickled(what: str) -> NoReturn:
+    raise TypeError(f"{what} holds a password and is not pickled; pass the settings instead")
+
+
 class PlainMechanism:
     """PLAIN: ``authzid NUL authcid NUL password``, one message, nothing to check after."""
 
@@ -57,6 +62,12 @@ class PlainMechanism:
 
     def __init__(self, username: str, password: str) -> None:
         self._message = b"\x00" + username.encode() + b"\x00" + password.encode()
+
+    def __repr__(self) -> str:
+        return "PlainMechanism()"
+
+    def __reduce__(self) -> NoReturn:
+        _not_pickled("a SASL PLAIN exchange")
 
     def initial_response(self) -> bytes:
         return self._message
@@ -78,6 +89,9 @@ class ScramMechanism:
 
     #: Fewer iterations make the password cheap to brute-force from a captured exchange.
     MIN_ITERATIONS = 4096
+    #: More would let a broker make the client hash for as long as it likes (PBKDF2 runs
+    #: on the producer's I/O thread). Kafka stores SCRAM credentials with 4096 to 16384.
+    MAX_ITERATIONS = 16384
 
     def __init__(
         self, name: str, username: str, password: str, *, nonce: str | None = None
@@ -92,6 +106,12 @@ class ScramMechanism:
         self._client_first_bare = f"n={escaped},r={self._nonce}"
         self._server_signature: bytes | None = None
         self._done = False
+
+    def __repr__(self) -> str:
+        return f"ScramMechanism({self.name})"
+
+    def __reduce__(self) -> NoReturn:
+        _not_pickled(f"a SASL {self.name} exchange")
 
     def initial_response(self) -> bytes:
         return ("n,," + self._client_first_bare).encode()
@@ -108,22 +128,42 @@ class ScramMechanism:
         text = server_first.decode("utf-8", "replace")
         attributes = _attributes(text)
         if "e" in attributes:
-            raise SaslAuthenticationError(f"{self.name}: the broker refused: {attributes['e']}")
+            raise SaslAuthenticationError(
+                f"{self.name}: the broker refused: {_shorten(attributes['e'])}"
+            )
         nonce, salt, iterations = attributes.get("r"), attributes.get("s"), attributes.get("i")
-        if nonce is None or salt is None or iterations is None or not iterations.isdigit():
-            raise SaslAuthenticationError(f"{self.name}: malformed server-first message {text!r}")
+        if (
+            nonce is None
+            or salt is None
+            or iterations is None
+            or not (iterations.isascii() and iterations.isdigit())
+        ):
+            raise SaslAuthenticationError(
+                f"{self.name}: malformed server-first message {_shorten(text)!r}"
+            )
         if not nonce.startswith(self._nonce) or nonce == self._nonce:
             raise SaslAuthenticationError(
                 f"{self.name}: the broker's nonce does not extend ours (a replayed exchange?)"
             )
-        if int(iterations) < self.MIN_ITERATIONS:
+        count = int(iterations) if len(iterations) <= 9 else self.MAX_ITERATIONS + 1
+        if count < self.MIN_ITERATIONS:
             raise SaslAuthenticationError(
-                f"{self.name}: the broker asks for {iterations} iterations, fewer than "
+                f"{self.name}: the broker asks for {count} iterations, fewer than "
                 f"{self.MIN_ITERATIONS}"
             )
-        salted = hashlib.pbkdf2_hmac(
-            self._hash, self._password, base64.b64decode(salt), int(iterations)
-        )
+        if count > self.MAX_ITERATIONS:
+            raise SaslAuthenticationError(
+                f"{self.name}: the broker asks for {_shorten(iterations)} iterations, more than "
+                f"{self.MAX_ITERATIONS} (Kafka's most): refused, as hashing them would stall "
+                "the producer"
+            )
+        try:
+            salt_bytes = base64.b64decode(salt, validate=True)
+        except binascii.Error:
+            raise SaslAuthenticationError(
+                f"{self.name}: malformed server-first message (the salt is not base64)"
+            ) from None
+        salted = hashlib.pbkdf2_hmac(self._hash, self._password, salt_bytes, count)
         client_key = hmac.digest(salted, b"Client Key", self._hash)
         stored_key = hashlib.new(self._hash, client_key).digest()
         without_proof = f"c=biws,r={nonce}"
@@ -137,19 +177,26 @@ class ScramMechanism:
     def _verify_server_final(self, server_final: bytes) -> None:
         attributes = _attributes(server_final.decode("utf-8", "replace"))
         if "e" in attributes:
-            raise SaslAuthenticationError(f"{self.name}: the broker refused: {attributes['e']}")
+            raise SaslAuthenticationError(
+                f"{self.name}: the broker refused: {_shorten(attributes['e'])}"
+            )
         expected = self._server_signature
         signature = attributes.get("v")
-        if (
-            expected is None
-            or signature is None
-            or not hmac.compare_digest(base64.b64decode(signature), expected)
-        ):
+        try:
+            received = base64.b64decode(signature, validate=True) if signature else None
+        except binascii.Error:
+            received = None
+        if expected is None or received is None or not hmac.compare_digest(received, expected):
             raise SaslAuthenticationError(
                 f"{self.name}: the broker's signature is wrong: it does not know the password "
                 "(is this the broker you meant to reach?)"
             )
         self._done = True
+
+
+def _shorten(text: str, limit: int = 200) -> str:
+    """A broker's text as it may appear in an error: bounded (it comes from the wire)."""
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text)} chars)"
 
 
 def _attributes(message: str) -> dict[str, str]:
@@ -193,11 +240,21 @@ def parse_jaas_config(text: str) -> tuple[str, dict[str, str]]:
 
 @dataclass(frozen=True)
 class SaslCredentials:
-    """The mechanism and the user to authenticate as (the password never shows in repr)."""
+    """The mechanism and the user to authenticate as (the password never shows in repr,
+    and the object is not pickled)."""
 
     mechanism: str
     username: str
     password: str = field(repr=False)
+
+    def __reduce__(self) -> NoReturn:
+        _not_pickled("SaslCredentials")
+
+    def __copy__(self) -> SaslCredentials:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: object) -> SaslCredentials:
+        return self
 
     @classmethod
     def from_settings(
@@ -225,8 +282,10 @@ class SaslCredentials:
             module, options = parse_jaas_config(jaas_config)
             wanted = _LOGIN_MODULES.get(module)
             if wanted is None or mechanism not in wanted:
+                # the module's name is shown only if it looks like one (not, say, a password)
+                shown = module if module.endswith("LoginModule") else "an unknown login module"
                 raise ConfigError(
-                    f"'sasl.jaas.config' uses {module}, which does not go with "
+                    f"'sasl.jaas.config' uses {shown}, which does not go with "
                     f"'sasl.mechanism' {mechanism}"
                 )
             username, password = options.get("username"), options.get("password")

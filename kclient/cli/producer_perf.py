@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from kclient.cli.properties import load_properties, parse_pair
+from kclient.cli.properties import load_properties, parse_pairs
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.errors import ConfigError
 
@@ -168,9 +168,7 @@ def run(args: argparse.Namespace, out: IO[str]) -> int:
     props: dict[str, object] = {}
     if args.producer_config:
         props.update(load_properties(args.producer_config))
-    for item in args.producer_props:
-        name, setting = parse_pair(item, "--producer-props")
-        props[name] = setting
+    props.update(parse_pairs(args.producer_props, "--producer-props"))
     if "bootstrap.servers" not in props:
         raise ConfigError("--producer-props bootstrap.servers=HOST:PORT is required")
     rng = random.Random(0)

@@ -48,6 +48,13 @@ class ClientRequest:
         body = self.body
         return body(version) if callable(body) else body
 
+    def __repr__(self) -> str:
+        # never the body: it may be large, and a SaslAuthenticate body holds a password
+        return (
+            f"ClientRequest({api_name(self.api_key)} to node {self.destination}, "
+            f"created at {self.created_time_ms} ms)"
+        )
+
 
 @dataclass(eq=False)
 class ClientResponse:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import random
 
 import pytest
@@ -16,7 +17,7 @@ from kclient.network.config import NetworkClientConfig
 from kclient.network.connection_states import ConnectionState
 from kclient.network.metadata import Metadata
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
-from kclient.sasl import SaslCredentials
+from kclient.sasl import SaslCredentials, ScramMechanism
 from kclient.testing import MockClock, MockSelector, SentRequest, api_versions_body
 from kclient.testing.client import metadata_update_with
 from kclient.testing.selector import MockSelector as _MockSelector
@@ -202,6 +203,53 @@ def test_a_broker_without_sasl_apis_is_refused_without_sending_a_handshake() -> 
     with pytest.raises(SaslAuthenticationError, match="is it a SASL listener"):
         metadata.maybe_raise_for_topic("t")
     assert not selector.requests(NODE, ApiKey.SASL_HANDSHAKE)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_the_password_shows_in_no_log_line_request_or_error(
+    mechanism: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "Zq8secretVALUE3141"
+    caplog.set_level(logging.DEBUG, logger="kclient")
+    clock, selector, metadata, client = make(mechanism, password=secret)
+    selector.serve(ApiKey.SASL_HANDSHAKE, lambda r: {"error_code": 0, "mechanisms": [mechanism]})
+    run(clock, client)  # the first token waits for its answer
+    shown = [repr(request) for request in client.in_flight_requests]
+    shown += [repr(request.request) for request in client.in_flight_requests]
+    selector.respond(NODE, Broker._refuse("Authentication failed: Invalid username or password"))
+    run(clock, client)
+    with pytest.raises(SaslAuthenticationError) as failed:
+        metadata.maybe_raise_for_topic("t")
+    shown += [str(failed.value), repr(failed.value), repr(client.config)]
+    shown += [record.getMessage() for record in caplog.records]
+    assert any("SASL_AUTHENTICATE" in text for text in shown)  # the token request was seen
+    assert not [text for text in shown if secret in text]
+
+
+def _scram_first(server_first: str) -> SaslAuthenticationError:
+    exchange = ScramMechanism("SCRAM-SHA-256", "alice", "pw", nonce="abc")
+    exchange.initial_response()
+    with pytest.raises(SaslAuthenticationError) as refused:
+        exchange.respond(server_first.encode())
+    return refused.value
+
+
+def test_a_broker_asking_for_endless_scram_iterations_is_refused_before_hashing() -> None:
+    for count in ("16385", "4000000000", "9" * 5000):
+        error = _scram_first(f"r=abcdef,s=c2FsdA==,i={count}")
+        assert "more than 16384" in str(error)
+        assert len(str(error)) < 400  # the broker's text is cut short
+    error = _scram_first("r=abcdef,s=c2FsdA==,i=4095")
+    assert "fewer than 4096" in str(error)
+
+
+@pytest.mark.parametrize(
+    "server_first",
+    ["r=abcdef,s=c2FsdA==,i=\u00b2", "r=abcdef,s=%%%,i=4096"],
+    ids=["a digit that is not ASCII", "a salt that is not base64"],
+)
+def test_a_malformed_scram_server_first_is_an_authentication_error(server_first: str) -> None:
+    assert "malformed server-first message" in str(_scram_first(server_first))
 
 
 # ---- re-authentication (KIP-368) -----------------------------------------------------------
