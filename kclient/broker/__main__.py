@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -115,7 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--ssl-key-password",
         default=None,
         metavar="PASSWORD",
-        help="password of an encrypted private key in the keystore (ssl.key.password)",
+        help="password of an encrypted private key in the keystore (ssl.key.password); "
+        "visible to other users of the machine: prefer --ssl-key-password-file or "
+        "KCLIENT_BROKER_SSL_KEY_PASSWORD",
+    )
+    tls.add_argument(
+        "--ssl-key-password-file",
+        default=None,
+        metavar="FILE",
+        help="read ssl.key.password from the first line of FILE",
     )
     tls.add_argument(
         "--ssl-truststore-location",
@@ -138,12 +147,20 @@ def build_parser() -> argparse.ArgumentParser:
         "(sasl.enabled.mechanisms; default: all three)",
     )
     sasl.add_argument(
+        "--sasl-users-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="users who may authenticate: one NAME:PASSWORD per line ('#' comments); "
+        "the way to pass passwords (also: the variable KCLIENT_BROKER_SASL_USERS, same lines)",
+    )
+    sasl.add_argument(
         "--sasl-user",
         action="append",
         default=[],
         metavar="NAME:PASSWORD",
-        help="a user who may authenticate (repeat for more; at least one with SASL). "
-        "Other local users can read command lines: for development only",
+        help="a user who may authenticate (repeat for more). Other local users can read "
+        "command lines: for development only (prints a warning)",
     )
     sasl.add_argument(
         "--connections-max-reauth-ms",
@@ -169,20 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_sasl_users(values: Sequence[str]) -> dict[str, str]:
-    """``--sasl-user NAME:PASSWORD`` values -> {name: password} (the password may hold
-    colons; a name given twice is a mistake)."""
-    users: dict[str, str] = {}
-    for value in values:
-        name, sep, password = value.partition(":")
-        if not sep or not name or not password:
-            raise ConfigError(
-                f"--sasl-user expects NAME:PASSWORD, got {name or '?'}:{'***' if password else ''}"
-            )
-        if name in users:
-            raise ConfigError(f"--sasl-user {name!r} is given more than once")
-        users[name] = password
-    return users
+def _warn(message: str) -> None:
+    print(f"kclient-broker: WARNING: {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -193,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     from kclient.broker.cluster import EmbeddedCluster
     from kclient.broker.config import BrokerConfig, parse_listen
+    from kclient.broker.credentials import load_sasl_users, load_ssl_key_password
     from kclient.broker.metrics import format_snapshot
 
     try:
@@ -213,7 +219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "socket_request_max_bytes": args.socket_request_max_bytes,
             "security_protocol": args.security_protocol,
             "ssl_keystore_location": args.ssl_keystore_location,
-            "ssl_key_password": args.ssl_key_password,
+            "ssl_key_password": load_ssl_key_password(
+                args.ssl_key_password, args.ssl_key_password_file, os.environ, _warn
+            ),
             "ssl_truststore_location": args.ssl_truststore_location,
             "ssl_client_auth": args.ssl_client_auth,
         }
@@ -221,8 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings["message_max_bytes"] = args.message_max_bytes
         if args.sasl_enabled_mechanisms is not None:
             settings["sasl_enabled_mechanisms"] = args.sasl_enabled_mechanisms
-        if args.sasl_user:
-            settings["sasl_users"] = parse_sasl_users(args.sasl_user)
+        users = load_sasl_users(args.sasl_user, args.sasl_users_file, os.environ, _warn)
+        if users:
+            settings["sasl_users"] = users
         if args.connections_max_reauth_ms is not None:
             settings["connections_max_reauth_ms"] = args.connections_max_reauth_ms
         config = BrokerConfig(**settings)

@@ -140,6 +140,11 @@ class BrokerConfig:
                 f"got {self.ssl_client_auth!r}"
             )
         self._check_sasl_settings()
+        if self.ssl_key_password is not None and not isinstance(self.ssl_key_password, str):
+            raise ConfigError(
+                "'ssl.key.password' must be a string, got a value of type "
+                f"{type(self.ssl_key_password).__name__} (not shown: it is secret)"
+            )
         if self.tls:
             if not self.ssl_keystore_location:
                 raise ConfigError(
@@ -164,7 +169,7 @@ class BrokerConfig:
         if self.sasl and not self.sasl_users:
             raise ConfigError(
                 f"'security.protocol' {protocol} needs at least one user in 'sasl.users' "
-                "(--sasl-user NAME:PASSWORD): nobody could authenticate"
+                "(kclient-broker --sasl-users-file FILE): nobody could authenticate"
             )
 
     def _check_sasl_settings(self) -> None:
