@@ -170,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="lifetime of an authenticated session: clients must re-authenticate (KIP-368) "
         "within it or be disconnected (connections.max.reauth.ms; default: 0, never)",
     )
+    sasl.add_argument(
+        "--connection-failed-authentication-delay-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="hold back the answer to a failed authentication this long, so that guessing "
+        "passwords is slow (connection.failed.authentication.delay.ms; default: 100)",
+    )
     p.add_argument(
         "--metrics-interval",
         type=float,
@@ -234,6 +242,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings["sasl_users"] = users
         if args.connections_max_reauth_ms is not None:
             settings["connections_max_reauth_ms"] = args.connections_max_reauth_ms
+        if args.connection_failed_authentication_delay_ms is not None:
+            settings["connection_failed_authentication_delay_ms"] = (
+                args.connection_failed_authentication_delay_ms
+            )
         config = BrokerConfig(**settings)
         if args.metrics_interval < 0:
             raise ConfigError("--metrics-interval must be 0 (off) or a positive number")

@@ -14,7 +14,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from kclient.broker.sasl_server import DEFAULT_MAX_RECEIVE_SIZE, MECHANISMS, SaslServer
+from kclient.broker.sasl_server import (
+    DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
+    DEFAULT_MAX_RECEIVE_SIZE,
+    MECHANISMS,
+    SaslServer,
+)
 from kclient.errors import ConfigError
 from kclient.tls import server_context
 
@@ -89,6 +94,11 @@ class BrokerConfig:
     #: lasts this long; then the client must re-authenticate on its connection or have it
     #: closed at its next request. 0 (Kafka's default): sessions never expire.
     connections_max_reauth_ms: int = 0
+    #: ``connection.failed.authentication.delay.ms`` (SASL listeners): the answer to a
+    #: failed authentication is sent (and the connection closed) only after this long, so
+    #: that guessing passwords is slow; other connections are served meanwhile. Must be
+    #: below ``connections.max.idle.ms``, as in Kafka. 0 answers at once.
+    connection_failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
 
     def __post_init__(self) -> None:
         positive = {
@@ -110,6 +120,17 @@ class BrokerConfig:
             raise ConfigError(
                 "'connections.max.reauth.ms' must be 0 (sessions never expire) or a positive "
                 f"number of milliseconds, got {reauth_ms!r}"
+            )
+        delay_ms = self.connection_failed_authentication_delay_ms
+        if (
+            not isinstance(delay_ms, int)
+            or isinstance(delay_ms, bool)
+            or not 0 <= delay_ms < self.connections_max_idle_ms
+        ):
+            raise ConfigError(
+                "'connection.failed.authentication.delay.ms' must be 0 (answer at once) or a "
+                f"number of milliseconds below 'connections.max.idle.ms' "
+                f"({self.connections_max_idle_ms}), got {delay_ms!r}"
             )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"listener port must be 0..65535, got {self.port}")
@@ -222,6 +243,10 @@ class BrokerConfig:
                 self.sasl_server_max_receive_size != DEFAULT_MAX_RECEIVE_SIZE
             ),
             "connections.max.reauth.ms": self.connections_max_reauth_ms != 0,
+            "connection.failed.authentication.delay.ms": (
+                self.connection_failed_authentication_delay_ms
+                != DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
+            ),
         }
         for name, is_set in sasl_settings.items():
             if is_set:
@@ -271,6 +296,7 @@ class BrokerConfig:
             self.sasl_users,
             max_receive_size=self.sasl_server_max_receive_size,
             connections_max_reauth_ms=self.connections_max_reauth_ms,
+            failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
         )
 
     def replace(self, **changes: Any) -> BrokerConfig:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 __all__ = [
+    "DEFAULT_FAILED_AUTHENTICATION_DELAY_MS",
     "MECHANISMS",
     "SCRAM_ITERATIONS",
     "PlainExchange",
@@ -50,6 +51,9 @@ MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SCRAM_ITERATIONS: Final = 4096
 #: Kafka's ``sasl.server.max.receive.size``: largest frame accepted before authentication.
 DEFAULT_MAX_RECEIVE_SIZE: Final = 524288
+#: Kafka's ``connection.failed.authentication.delay.ms``: how long the answer to a failed
+#: authentication is held back (the connection closes once it is out).
+DEFAULT_FAILED_AUTHENTICATION_DELAY_MS: Final = 100
 
 _SCRAM_HASHES: Final = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 _SALT_BYTES = 32
@@ -363,7 +367,9 @@ class SaslServer:
 
     ``connections_max_reauth_ms`` (Kafka's ``connections.max.reauth.ms``): the lifetime
     of an authenticated session, after which the client must re-authenticate (KIP-368);
-    0, the default, means sessions never expire. ``salt`` and ``server_nonce`` are
+    0, the default, means sessions never expire. ``failed_authentication_delay_ms``
+    (Kafka's ``connection.failed.authentication.delay.ms``): how long the Processors hold
+    back the answer to a failed authentication. ``salt`` and ``server_nonce`` are
     injectable for tests (RFC test vectors).
     """
 
@@ -374,6 +380,7 @@ class SaslServer:
         *,
         max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE,
         connections_max_reauth_ms: int = 0,
+        failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
         iterations: int = SCRAM_ITERATIONS,
         salt: Callable[[str, str], bytes] | None = None,
         server_nonce: Callable[[], str] = _default_server_nonce,
@@ -386,8 +393,13 @@ class SaslServer:
             raise ValueError(
                 f"connections_max_reauth_ms must be >= 0, got {connections_max_reauth_ms}"
             )
+        if failed_authentication_delay_ms < 0:
+            raise ValueError(
+                f"failed_authentication_delay_ms must be >= 0, got {failed_authentication_delay_ms}"
+            )
         self.max_receive_size = max_receive_size
         self.connections_max_reauth_ms = connections_max_reauth_ms
+        self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self._server_nonce = server_nonce
         self._iterations = iterations
         self._passwords = {name: password.encode() for name, password in users.items()}
@@ -434,5 +446,6 @@ class SaslServer:
     def __repr__(self) -> str:
         return (
             f"SaslServer(mechanisms={self.mechanisms}, users={self.users}, "
-            f"connections_max_reauth_ms={self.connections_max_reauth_ms})"
+            f"connections_max_reauth_ms={self.connections_max_reauth_ms}, "
+            f"failed_authentication_delay_ms={self.failed_authentication_delay_ms})"
         )

@@ -25,19 +25,22 @@ refuses that, which only matters for lifetimes near a second, as in tests).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from kclient import errors
 from kclient.broker.sasl_server import SaslExchange, SaslFailure, SaslServer, loggable_name
 from kclient.protocol import ApiKey
 
-__all__ = ["SaslReply", "SaslSession"]
+__all__ = ["DelayedAuthenticationFailures", "SaslReply", "SaslSession"]
 
 #: What an authenticated connection may still send once its session has expired.
 ALLOWED_AFTER_EXPIRY: Final = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.API_VERSIONS)})
 
 _NS_PER_MS = 1_000_000
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -250,3 +253,43 @@ def _authenticate_body(
         "auth_bytes": auth_bytes,
         "session_lifetime_ms": session_lifetime_ms,
     }
+
+
+class DelayedAuthenticationFailures(Generic[_T]):
+    """The answers to failed authentications, held back for
+    ``connection.failed.authentication.delay.ms`` (Kafka's ``Selector`` keeps such
+    connections in ``delayedClosingChannels``), so that a client guessing passwords gets
+    one answer per delay and connection instead of thousands a second.
+
+    Owned by one Processor thread, which keeps serving every other connection meanwhile:
+    ``add`` parks an answer (the connection stays muted), ``pop_due`` hands back those
+    whose time has come, ``timeout_s`` bounds the Processor's poll.
+    """
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self._heap: list[tuple[int, int, _T]] = []
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def add(self, now_ns: int, answer: _T) -> int:
+        """Park ``answer``; returns the monotonic time it is due."""
+        due_ns = now_ns + self.delay_ms * _NS_PER_MS
+        heapq.heappush(self._heap, (due_ns, next(self._order), answer))
+        return due_ns
+
+    def pop_due(self, now_ns: int) -> list[_T]:
+        """The parked answers due by ``now_ns``, oldest first."""
+        heap = self._heap
+        due: list[_T] = []
+        while heap and heap[0][0] <= now_ns:
+            due.append(heapq.heappop(heap)[2])
+        return due
+
+    def timeout_s(self, now_ns: int, timeout_s: float) -> float:
+        """``timeout_s``, or less if an answer falls due sooner."""
+        if not self._heap:
+            return timeout_s
+        return max(0.0, min(timeout_s, (self._heap[0][0] - now_ns) / 1e9))

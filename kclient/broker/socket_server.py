@@ -64,7 +64,7 @@ from kclient.broker.request_channel import (
     api_metric_name,
 )
 from kclient.broker.sasl_server import SaslServer
-from kclient.broker.sasl_session import SaslReply, SaslSession
+from kclient.broker.sasl_session import DelayedAuthenticationFailures, SaslReply, SaslSession
 from kclient.broker.selector import ServerChannel, ServerSelector
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import decode_request, decode_request_header, encode_response
@@ -131,6 +131,12 @@ class Processor:
         self._sasl_server = sasl_server
         #: connection -> why: close once its response is sent (failed SASL exchanges)
         self._close_after_send: dict[str, str] = {}
+        #: answers to failed authentications, held back (connection.failed.auth...delay.ms)
+        self._delayed_failures: DelayedAuthenticationFailures[SendResponse] | None = (
+            DelayedAuthenticationFailures(sasl_server.failed_authentication_delay_ms)
+            if sasl_server is not None and sasl_server.failed_authentication_delay_ms > 0
+            else None
+        )
         self._channel = request_channel
         self._metrics = metrics
         self._monotonic_ns = monotonic_ns
@@ -205,6 +211,8 @@ class Processor:
         self._wakeup_pending = False
         self.configure_new_connections()
         self.process_new_responses()
+        if self._delayed_failures:
+            self._send_delayed_failures(self._delayed_failures)
         self.poll(poll_timeout_s)
         self.process_completed_receives()
         self.process_completed_sends()
@@ -270,6 +278,8 @@ class Processor:
     def poll(self, timeout_s: float) -> None:
         if self.selector.completed_sends or self.selector.disconnected:
             timeout_s = 0.0
+        elif self._delayed_failures:
+            timeout_s = self._delayed_failures.timeout_s(self._monotonic_ns(), timeout_s)
         before_in, before_out = self.selector.bytes_in, self.selector.bytes_out
         self.selector.poll(timeout_s, self._monotonic_ns())
         if self._metrics is not None:
@@ -488,11 +498,25 @@ class Processor:
         buffers = encode_response(
             header.api_key, header.api_version, header.correlation_id, reply.body
         )
-        if self.selector.send(channel.id, buffers, now_ns):
-            self._inflight[channel.id] = SendResponse(request, buffers)
-        else:
-            self._close_after_send.pop(channel.id, None)
-            request.update_request_metrics(now_ns)
+        delayed = self._delayed_failures
+        if reply.failure is not None and delayed is not None:
+            # answered after the delay; the connection stays muted, the others are served
+            due_ns = delayed.add(now_ns, SendResponse(request, buffers))
+            session.deadline_ns = max(session.deadline_ns, due_ns + 1_000_000_000)
+            return
+        self._send_reply(channel.id, SendResponse(request, buffers), now_ns)
+
+    def _send_reply(self, connection_id: str, response: SendResponse, now_ns: int) -> None:
+        if self.selector.send(connection_id, response.buffers, now_ns):
+            self._inflight[connection_id] = response
+        else:  # closed meanwhile
+            self._close_after_send.pop(connection_id, None)
+            response.request.update_request_metrics(now_ns)
+
+    def _send_delayed_failures(self, delayed: DelayedAuthenticationFailures[SendResponse]) -> None:
+        now_ns = self._monotonic_ns()
+        for response in delayed.pop_due(now_ns):
+            self._send_reply(response.request.connection_id, response, now_ns)
 
     def _reject(self, connection_id: str, peer: str, why: str) -> None:
         log.warning("closing connection %s from %s: %s", connection_id, peer, why)
