@@ -20,6 +20,9 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
 * Like Java (KIP-580), when ``retry.backoff.ms`` exceeds ``retry.backoff.max.ms`` the
   maximum is used as a constant backoff (the same holds for ``reconnect.backoff.*`` and
   ``socket.connection.setup.timeout.*``).
+* ``receive.message.max.bytes`` (librdkafka's name; Java has no such limit, 100000000 by
+  default as in librdkafka): a broker's response announced larger than this closes the
+  connection with an error naming the setting, instead of being read into memory.
 * ``key.serializer`` / ``value.serializer`` take a callable (``value -> bytes``), an object
   with Java's ``serialize(topic, data)`` method, or a name: ``bytes``, ``str``, ``json``,
   ``int``, ``long``. ``partitioner`` takes a callable ``(topic, key_bytes, num_partitions)
@@ -241,6 +244,7 @@ _SETTINGS: tuple[_Setting, ...] = (
     _int("connections.max.idle.ms", 540_000, -1, INT64_MAX),
     _int("send.buffer.bytes", 128 * 1024, -1, INT32_MAX),
     _int("receive.buffer.bytes", 32 * 1024, -1, INT32_MAX),
+    _int("receive.message.max.bytes", 100_000_000, 1000, INT32_MAX),
     _int("metadata.max.age.ms", 300_000, 0, INT64_MAX),
     _int("metadata.max.idle.ms", 300_000, 5_000, INT64_MAX),
     _Setting("compression.type", _parse_compression, "none"),
@@ -332,6 +336,7 @@ class ProducerConfig:
     connections_max_idle_ms: int
     send_buffer_bytes: int
     receive_buffer_bytes: int
+    receive_message_max_bytes: int
     metadata_max_age_ms: int
     metadata_max_idle_ms: int
     compression_type: str

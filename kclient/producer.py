@@ -414,6 +414,7 @@ def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
         connections_max_idle_ms=cfg.connections_max_idle_ms,
         send_buffer_bytes=cfg.send_buffer_bytes,
         receive_buffer_bytes=cfg.receive_buffer_bytes,
+        receive_message_max_bytes=cfg.receive_message_max_bytes,
         retry_backoff_ms=cfg.retry_backoff_ms,
         retry_backoff_max_ms=cfg.retry_backoff_max_ms,
         metadata_max_age_ms=cfg.metadata_max_age_ms,

@@ -10,8 +10,11 @@ resumes from a memoryview of the first unwritten buffer.
 Reads go into a 64 KiB chunk buffer, one ``recv_into`` per readable event, and every
 complete size-prefixed frame in it becomes a ``NetworkReceive`` whose ``payload`` (the
 frame without its size) is one buffer of exactly the frame's size. A frame larger than
-the chunk gets its own buffer of its size and is read straight into it. A size above
-``max_receive_bytes`` raises ``ProtocolDecodeError`` before anything is allocated.
+the chunk gets its own buffer, read straight into, which grows (doubling, up to the
+frame's size) as bytes actually arrive: a size prefix alone, however large, allocates
+nothing (a broker announcing 100 MB and sending 10 costs 10). A size above
+``max_receive_bytes`` (``receive.message.max.bytes``) raises ``ProtocolDecodeError``
+naming that setting.
 
 With TLS (``security.protocol=SSL``) the channel's socket becomes an ``ssl.SSLSocket``
 once TCP is connected; it is ``connected`` only after the handshake. Sends are then
@@ -36,6 +39,8 @@ Buffer = bytes | bytearray | memoryview
 
 _IOV_MAX = 1024
 _READ_CHUNK_BYTES = 64 * 1024
+#: The first buffer of a frame larger than the chunk (then doubled as bytes arrive).
+_FIRST_FRAME_BUFFER_BYTES = 256 * 1024
 _SIZE = struct.Struct(">i")
 CONNECT_IN_PROGRESS = frozenset(
     {errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN, errno.EALREADY}
@@ -159,26 +164,49 @@ class NetworkSend:
 
 
 class NetworkReceive:
-    """One size-prefixed frame from a node. ``payload`` is the body without the size."""
+    """One size-prefixed frame from a node. ``payload`` is the body without the size.
 
-    __slots__ = ("_view", "filled", "payload", "size", "source")
+    While a large frame is read, ``payload`` holds the ``filled`` bytes so far and grows
+    toward ``size`` as more arrive; once ``complete`` it is exactly ``size`` bytes.
+    """
 
-    def __init__(self, source: int, payload: bytearray, filled: int | None = None) -> None:
+    __slots__ = ("filled", "payload", "size", "source")
+
+    def __init__(
+        self,
+        source: int,
+        payload: bytearray,
+        filled: int | None = None,
+        size: int | None = None,
+    ) -> None:
         self.source = source
         self.payload = payload
-        self.size = len(payload)
+        self.size = len(payload) if size is None else size
         self.filled = self.size if filled is None else filled
-        self._view = memoryview(payload)
 
     @property
     def complete(self) -> bool:
         return self.filled == self.size
 
     def read_from(self, sock: socket.socket) -> int | None:
-        """Read more of the body straight into ``payload``; 0 means the peer closed, None
-        (TLS only) that no whole TLS record has arrived yet."""
-        view = self._view[self.filled :]
-        n = tls.recv_into(sock, view) if isinstance(sock, ssl.SSLSocket) else sock.recv_into(view)
+        """Read more of the body straight into ``payload`` (grown first if it is full);
+        0 means the peer closed, None (TLS only) that no whole TLS record has arrived yet."""
+        payload = self.payload
+        filled = self.filled
+        room = len(payload) - filled
+        if room == 0:  # double the buffer, up to the frame's size
+            room = min(max(len(payload), _FIRST_FRAME_BUFFER_BYTES), self.size - filled)
+            payload.extend(bytes(room))
+        view = memoryview(payload)
+        try:
+            target = view[filled:]
+            if isinstance(sock, ssl.SSLSocket):
+                n = tls.recv_into(sock, target)
+            else:
+                n = sock.recv_into(target)
+            target.release()
+        finally:
+            view.release()  # no export left: the buffer may grow again
         if n:
             self.filled += n
         return n
@@ -322,18 +350,20 @@ class KafkaChannel:
             size = _SIZE.unpack_from(chunk, pos)[0]
             if size < 0 or size > self.max_receive_bytes:
                 raise ProtocolDecodeError(
-                    f"node {self.node_id} at {self.address} sent a frame of {size} bytes; the "
-                    f"limit is {self.max_receive_bytes} bytes. Is {self.address} a Kafka "
-                    "listener? (it may speak another protocol, or TLS)"
+                    f"node {self.node_id} at {self.address} announced a response of {size} "
+                    f"bytes, more than 'receive.message.max.bytes' ({self.max_receive_bytes}); "
+                    f"closing the connection. Is {self.address} a Kafka listener (it may speak "
+                    "another protocol, or TLS)? If the broker is right, raise "
+                    "'receive.message.max.bytes'"
                 )
             available = end - pos - 4
             if available >= size:
                 completed.append(NetworkReceive(self.node_id, chunk[pos + 4 : pos + 4 + size]))
                 pos += 4 + size
             elif size + 4 > len(chunk):
-                payload = bytearray(size)
-                payload[:available] = chunk[pos + 4 : end]
-                self.receive = NetworkReceive(self.node_id, payload, filled=available)
+                # only what arrived, not the announced size: the buffer grows as bytes come
+                payload = bytearray(chunk[pos + 4 : end])
+                self.receive = NetworkReceive(self.node_id, payload, available, size)
                 pos = end
                 break
             else:

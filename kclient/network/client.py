@@ -151,7 +151,7 @@ class NetworkClient:
             connections_max_idle_ms=config.connections_max_idle_ms,
             send_buffer_bytes=config.send_buffer_bytes,
             receive_buffer_bytes=config.receive_buffer_bytes,
-            max_receive_bytes=config.max_receive_bytes,
+            max_receive_bytes=config.receive_message_max_bytes,
             log_prefix=f"[kclient clientId={config.client_id}] ",
             ssl_context=config.ssl_context if config.uses_tls else None,
         )
@@ -739,7 +739,11 @@ class NetworkClient:
                 )
         requests = self.in_flight_requests.clear_all(node_id)
         first = self._first_request.pop(node_id, None)
-        if (
+        if state is ConnectionState.READY and isinstance(error, errors.ProtocolDecodeError):
+            # it answered, but broke the protocol (e.g. a response over
+            # receive.message.max.bytes): that is what a caller waiting in vain must read
+            self._record_failure(node_id, short_reason(str(error)), error)
+        elif (
             state is ConnectionState.READY
             and self._sasl is None
             and not timed_out

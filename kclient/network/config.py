@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from kclient.errors import ConfigError
-from kclient.network.selector import DEFAULT_MAX_RECEIVE_BYTES
+from kclient.network.selector import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from kclient.sasl import SaslCredentials
 from kclient.tls import client_context
 
@@ -34,7 +34,9 @@ class NetworkClientConfig:
     connections_max_idle_ms: int = 540_000  # connections.max.idle.ms
     send_buffer_bytes: int = 131_072  # send.buffer.bytes (-1: OS default)
     receive_buffer_bytes: int = 32_768  # receive.buffer.bytes (-1: OS default)
-    max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES  # no Java equivalent: response limit
+    # receive.message.max.bytes (librdkafka's; Java has no limit): a larger response
+    # closes the connection
+    receive_message_max_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
     retry_backoff_ms: int = 100  # retry.backoff.ms (metadata refresh backoff)
     retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (… after failures in a row)
     metadata_max_age_ms: int = 300_000  # metadata.max.age.ms
@@ -60,7 +62,7 @@ class NetworkClientConfig:
             "request_timeout_ms",
             "max_in_flight_requests_per_connection",
             "socket_connection_setup_timeout_ms",
-            "max_receive_bytes",
+            "receive_message_max_bytes",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"'{_kafka_name(name)}' must be at least 1")
@@ -95,7 +97,7 @@ _KAFKA_NAMES = {
     "request_timeout_ms": "request.timeout.ms",
     "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
     "socket_connection_setup_timeout_ms": "socket.connection.setup.timeout.ms",
-    "max_receive_bytes": "max_receive_bytes",
+    "receive_message_max_bytes": "receive.message.max.bytes",
     "reconnect_backoff_ms": "reconnect.backoff.ms",
     "retry_backoff_ms": "retry.backoff.ms",
     "retry_backoff_max_ms": "retry.backoff.max.ms",

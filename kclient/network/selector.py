@@ -15,8 +15,10 @@ still does its bookkeeping; what it finished or broke is reported by the next ``
 The rest of a send is written at the start of each ``poll`` and then on writability. A
 request written whole waits in the same poll for its response (one poll per round trip),
 unless its send says no response will come (``awaits_response=False``, acks=0). A
-response size above ``max_receive_bytes`` (garbage from a port that doesn't speak Kafka)
-closes the connection with ``ProtocolDecodeError`` instead of allocating it. Connections
+response size above ``max_receive_bytes`` (``receive.message.max.bytes``: a broken or
+hostile broker, or garbage from a port that doesn't speak Kafka) closes the connection
+with ``ProtocolDecodeError``; below it, a response's buffer grows only as its bytes
+arrive (see ``channel.py``). Connections
 idle longer than ``connections.max.idle.ms`` are closed (one per poll, least recently used
 first).
 
@@ -53,11 +55,14 @@ from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RECEIVE_BYTES = 100 * 1024 * 1024
+#: librdkafka's ``receive.message.max.bytes`` default: above any answer a producer gets
+#: (Metadata for a topic of 300,000 partitions is 8 to 13 MB), and above Kafka's
+#: ``fetch.max.bytes`` default (50 MiB).
+DEFAULT_RECEIVE_MESSAGE_MAX_BYTES = 100_000_000
 _MAX_SELECT_TIMEOUT_MS = 3_600_000
 
 __all__ = [
-    "DEFAULT_MAX_RECEIVE_BYTES",
+    "DEFAULT_RECEIVE_MESSAGE_MAX_BYTES",
     "IdleExpiryManager",
     "KSelector",
     "KafkaChannel",
@@ -150,7 +155,7 @@ class KSelector:
         connections_max_idle_ms: int = 540_000,
         send_buffer_bytes: int = 131_072,
         receive_buffer_bytes: int = 32_768,
-        max_receive_bytes: int = DEFAULT_MAX_RECEIVE_BYTES,
+        max_receive_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES,
         log_prefix: str = "",
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:

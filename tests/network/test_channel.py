@@ -118,6 +118,46 @@ def test_a_size_above_the_limit_is_rejected_before_allocating() -> None:
         channel(sock, limit=100 * 1024 * 1024).read([])
 
 
+def test_a_response_above_receive_message_max_bytes_names_the_setting() -> None:
+    sock = FakeSocket(chunks=[struct.pack(">i", 100_000_001)])
+    with pytest.raises(ProtocolDecodeError) as refused:
+        channel(sock, limit=100_000_000).read([])
+    assert "more than 'receive.message.max.bytes' (100000000)" in str(refused.value)
+    assert "raise 'receive.message.max.bytes'" in str(refused.value)
+
+
+def test_an_announced_size_allocates_only_as_its_bytes_arrive() -> None:
+    """A broker announcing 90 MB and sending 100 KB costs about 100 KB, not 90 MB."""
+    announced = 90_000_000
+    sock = FakeSocket(chunks=[struct.pack(">i", announced) + b"x" * 1000] + [b"y" * 20_000] * 5)
+    ch = channel(sock, limit=100_000_000)
+    completed: list[NetworkReceive] = []
+    while sock.chunks:
+        ch.read(completed)
+    assert ch.receive is not None and ch.receive.filled == 101_000
+    assert ch.receive.size == announced
+    assert len(ch.receive.payload) <= 512 * 1024
+    assert not completed
+
+
+def test_a_frame_read_in_small_pieces_grows_to_exactly_its_size() -> None:
+    body = bytes(range(256)) * 12_000  # about 3 MB: several doublings
+    data = frame(body)
+    pieces = [data[i : i + 7_001] for i in range(0, len(data), 7_001)]
+    sock = FakeSocket(chunks=pieces)
+    ch = channel(sock, limit=10_000_000)
+    completed: list[NetworkReceive] = []
+    capacities: list[int] = []
+    while sock.chunks:
+        ch.read(completed)
+        if ch.receive is not None:
+            capacities.append(len(ch.receive.payload))
+            assert len(ch.receive.payload) <= max(2 * ch.receive.filled, 512 * 1024)
+    assert [bytes(r.payload) for r in completed] == [body]
+    assert len(completed[0].payload) == len(body) == completed[0].size
+    assert capacities == sorted(capacities)  # grown in place, never shrunk
+
+
 def test_a_negative_size_is_rejected() -> None:
     sock = FakeSocket(chunks=[b"\xff\xff\xff\xfe"])
     with pytest.raises(ProtocolDecodeError, match="-2 bytes"):

@@ -41,9 +41,15 @@ def test_a_base_backoff_above_its_maximum_uses_the_maximum() -> None:
 
 def test_settings_come_from_the_producer_config() -> None:
     producer = ProducerConfig(
-        {"bootstrap.servers": "x:1", "client.id": "app", "request.timeout.ms": 1234}
+        {
+            "bootstrap.servers": "x:1",
+            "client.id": "app",
+            "request.timeout.ms": 1234,
+            "receive.message.max.bytes": 5000,
+        }
     )
     config = NetworkClientConfig.from_config(producer)
     assert config.client_id == "app"
     assert config.request_timeout_ms == 1234
-    assert config.max_receive_bytes == NetworkClientConfig().max_receive_bytes
+    assert config.receive_message_max_bytes == 5000
+    assert NetworkClientConfig().receive_message_max_bytes == 100_000_000
