@@ -48,6 +48,7 @@ from kclient.network.connection_states import (
 from kclient.network.in_flight import InFlightRequest, InFlightRequests
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.network.metadata import Metadata, Node
+from kclient.network.metadata_response import decode_metadata_response
 from kclient.network.metadata_updater import DefaultMetadataUpdater
 from kclient.network.selector import (
     KSelector,
@@ -428,7 +429,14 @@ class NetworkClient:
                         f"{request.correlation_id} ({api_name(request.api_key)}) was next; "
                         "closing the connection"
                     )
-                _, body = decode_response(request.api_key, request.api_version, payload)
+                if request.is_internal and request.api_key == ApiKey.METADATA:
+                    # only the topics in use: a broker may answer with many more
+                    in_use = self._metadata.topics()
+                    _, body = decode_metadata_response(
+                        request.api_version, payload, in_use.__contains__
+                    )
+                else:
+                    _, body = decode_response(request.api_key, request.api_version, payload)
             except (errors.ProtocolDecodeError, errors.UnsupportedVersionError) as exc:
                 self._close_on_error(responses, node_id, now_ms, exc, request)
                 if closed is None:

@@ -2,12 +2,17 @@
 
 Values only: any thread may share them. ``cluster_from_response`` builds a ``Cluster``
 from a decoded MetadataResponse body; ``Metadata.update`` swaps the new one in.
+
+A topic may have hundreds of thousands of partitions, so a partition costs little: a
+``PartitionInfo`` has slots and its ``TopicPartition`` made once, partitions with the same
+replicas share one tuple of nodes, and the Cluster finds a partition by its index in the
+topic's sorted tuple (a dict only for a topic whose partitions are not 0..n-1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kclient import errors
@@ -38,7 +43,7 @@ class Node:
         return f"{self.address} (id: {self.id} rack: {self.rack})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PartitionInfo:
     """One partition: its leader (None while unknown or offline), replicas and ISR."""
 
@@ -49,10 +54,11 @@ class PartitionInfo:
     in_sync_replicas: tuple[Node, ...] = ()
     offline_replicas: tuple[Node, ...] = ()
     leader_epoch: int | None = None
+    topic_partition: TopicPartition = field(init=False, repr=False, compare=False)
+    """(topic, partition), made once: the key the producer's maps share."""
 
-    @property
-    def topic_partition(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "topic_partition", TopicPartition(self.topic, self.partition))
 
 
 class Cluster:
@@ -78,26 +84,30 @@ class Cluster:
         self.internal_topics = frozenset(internal_topics)
         self.is_bootstrap_configured = is_bootstrap_configured
         self._nodes_by_id = {node.id: node for node in self.nodes}
-        self._by_tp: dict[TopicPartition, PartitionInfo] = {}
         by_topic: dict[str, list[PartitionInfo]] = {}
         by_node: dict[int, list[PartitionInfo]] = {}
+        leaders: dict[TopicPartition, Node] = {}
         for info in partitions:
-            self._by_tp[info.topic_partition] = info
             by_topic.setdefault(info.topic, []).append(info)
             if info.leader is not None:
                 by_node.setdefault(info.leader.id, []).append(info)
-        self._by_topic = {
-            topic: tuple(sorted(infos, key=lambda i: i.partition))
-            for topic, infos in by_topic.items()
-        }
+                leaders[info.topic_partition] = info.leader
+        self._by_topic: dict[str, tuple[PartitionInfo, ...]] = {}
+        # topics whose partitions are not exactly 0..n-1 (a partition missing, or given
+        # twice: the last one counts, as for the leaders)
+        self._sparse: dict[str, dict[int, PartitionInfo]] = {}
+        for topic, infos in by_topic.items():
+            infos.sort(key=lambda i: i.partition)
+            self._by_topic[topic] = ordered = tuple(infos)
+            if any(info.partition != index for index, info in enumerate(ordered)):
+                self._sparse[topic] = {info.partition: info for info in infos}
         self._available_by_topic = {
             topic: tuple(i for i in infos if i.leader is not None)
             for topic, infos in self._by_topic.items()
         }
         self._by_node = {node_id: tuple(infos) for node_id, infos in by_node.items()}
-        self._leaders: dict[TopicPartition, Node] = {
-            tp: info.leader for tp, info in self._by_tp.items() if info.leader is not None
-        }
+        self._leaders = leaders
+        self._partition_count = sum(len(infos) for infos in self._by_topic.values())
 
     @classmethod
     def empty(cls) -> Cluster:
@@ -113,10 +123,17 @@ class Cluster:
         return self._nodes_by_id.get(node_id)
 
     def partition(self, tp: TopicPartition) -> PartitionInfo | None:
-        return self._by_tp.get(tp)
+        topic, index = tp
+        sparse = self._sparse.get(topic)
+        if sparse is not None:
+            return sparse.get(index)
+        infos = self._by_topic.get(topic)
+        if infos is None or not 0 <= index < len(infos):
+            return None
+        return infos[index]
 
     def leader_for(self, tp: TopicPartition) -> Node | None:
-        info = self._by_tp.get(tp)
+        info = self.partition(tp)
         return info.leader if info is not None else None
 
     def leaders_by_partition(self) -> Mapping[TopicPartition, Node]:
@@ -144,7 +161,7 @@ class Cluster:
 
     def __repr__(self) -> str:
         nodes = ", ".join(str(n) for n in self.nodes)
-        return f"Cluster(id={self.cluster_id}, nodes=[{nodes}], partitions={len(self._by_tp)})"
+        return f"Cluster(id={self.cluster_id}, nodes=[{nodes}], partitions={self._partition_count})"
 
 
 def cluster_from_response(
@@ -164,8 +181,15 @@ def cluster_from_response(
     ]
     by_id = {n.id: n for n in nodes}
 
+    resolved: dict[tuple[int, ...], tuple[Node, ...]] = {(): ()}
+
     def resolve(ids: Iterable[int] | None) -> tuple[Node, ...]:
-        return tuple(by_id.get(i) or Node(i, "", -1) for i in ids or ())
+        """The nodes of these ids; partitions with the same replicas share the tuple."""
+        key = tuple(ids or ())
+        nodes = resolved.get(key)
+        if nodes is None:
+            nodes = resolved[key] = tuple(by_id.get(i) or Node(i, "", -1) for i in key)
+        return nodes
 
     partitions: list[PartitionInfo] = []
     unauthorized: set[str] = set()

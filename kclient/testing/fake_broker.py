@@ -98,6 +98,12 @@ class FakeBroker:
         for thread in self._threads:
             thread.join(timeout=5)
 
+    def prepare(self, api_key: int, versions: range, body: Mapping[str, Any]) -> None:
+        """Encode ``body`` now for these versions (a large answer is then ready when asked
+        for, and the client's wait does not include the encoding)."""
+        for version in versions:
+            self._frame(RequestHeader(int(api_key), version, 0, None), body)
+
     def _produce(self, header: RequestHeader, body: dict[str, Any]) -> Answer:
         if body["acks"] == 0:
             return None

@@ -1,8 +1,10 @@
 """NetworkClient driven by MockSelector + MockClock: no sockets, no sleeps."""
 
+import gc
 import logging
 import random
 import socket
+import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -598,3 +600,35 @@ def test_a_closed_client_refuses_to_poll(env: Env) -> None:
     assert env.selector.closed
     with pytest.raises(IllegalStateError, match="closed"):
         env.poll()
+
+
+def test_topics_nobody_asked_for_are_dropped_before_they_take_memory() -> None:
+    """A broker answers the metadata request for 't' with 20,000 partitions of 'noise'
+    too: they are stepped over in the response's bytes, never decoded into objects."""
+    env = make_env(bootstrap_only=[("broker", 9092)])
+    body = metadata_update_with(1, {"t": 2, "noise": 20_000})
+    encoded: dict[int, bytes] = {}
+
+    def answer(request: SentRequest) -> bytearray:
+        if request.api_version not in encoded:
+            encoded[request.api_version] = bytes(response_payload(request, body))
+        frame = bytearray(encoded[request.api_version])
+        frame[0:4] = request.header.correlation_id.to_bytes(4, "big")
+        return frame
+
+    env.selector.serve(ApiKey.METADATA, answer)
+    for _ in range(3):  # connected, versions, the first (empty) metadata request answered
+        env.poll()
+    env.metadata.add("t", env.now)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(3):
+            env.poll()
+        _, peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert env.metadata.fetch().topics == {"t"}
+    assert env.metadata.fetch().partition_count_for_topic("t") == 2
+    # the 20,000 partitions as dicts would be about 10 MB; their bytes are about 0.5 MB
+    assert peak_bytes < 3_000_000

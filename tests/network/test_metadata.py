@@ -260,3 +260,38 @@ def test_a_fatal_error_wakes_a_waiter_at_once_and_clearing_it_ends_it() -> None:
     assert isinstance(raised[0], errors.SaslAuthenticationError)
     md.fatal_error(None)
     md.maybe_raise_for_topic("t")  # cleared: nothing raised
+
+
+# ---- a partition costs little (a topic may have hundreds of thousands) -------------------
+
+
+def test_partitions_share_their_replica_tuples_and_their_keys() -> None:
+    md = metadata()
+    md.add("t", T0)
+    refreshed(md, metadata_update_with(3, {"t": 300}), T0)
+    cluster = md.fetch()
+    infos = cluster.partitions_for_topic("t")
+    assert infos[0].replicas is infos[3].replicas  # same leader, same one-node tuple
+    assert not hasattr(infos[0], "__dict__")  # slots
+    leaders = cluster.leaders_by_partition()
+    for info in infos[:5]:
+        key = next(k for k in leaders if k == info.topic_partition)
+        assert key is info.topic_partition  # one TopicPartition per partition, shared
+
+
+def test_a_topic_whose_partitions_are_not_0_to_n_is_still_found_by_index() -> None:
+    body = metadata_update_with(2, {"t": 6})
+    partitions = body["topics"][0]["partitions"]
+    body["topics"][0]["partitions"] = [partitions[5], partitions[2], partitions[0]]
+    md = metadata()
+    md.add("t", T0)
+    refreshed(md, body, T0)
+    cluster = md.fetch()
+    assert [p.partition for p in cluster.partitions_for_topic("t")] == [0, 2, 5]
+    found = cluster.partition(TopicPartition("t", 5))
+    assert found is not None and found.partition == 5
+    assert cluster.leader_for(TopicPartition("t", 2)) == Node(0, "localhost", 9092)
+    assert cluster.partition(TopicPartition("t", 1)) is None
+    assert cluster.partition(TopicPartition("t", 6)) is None
+    assert cluster.partition(TopicPartition("t", -1)) is None
+    assert cluster.partition(TopicPartition("nope", 0)) is None
