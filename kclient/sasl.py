@@ -30,6 +30,7 @@ __all__ = [
     "SaslMechanism",
     "ScramMechanism",
     "parse_jaas_config",
+    "shorten",
 ]
 
 #: The mechanisms kclient speaks, by Kafka's ``sasl.mechanism`` name.
@@ -129,7 +130,7 @@ class ScramMechanism:
         attributes = _attributes(text)
         if "e" in attributes:
             raise SaslAuthenticationError(
-                f"{self.name}: the broker refused: {_shorten(attributes['e'])}"
+                f"{self.name}: the broker refused: {shorten(attributes['e'])}"
             )
         nonce, salt, iterations = attributes.get("r"), attributes.get("s"), attributes.get("i")
         if (
@@ -139,7 +140,7 @@ class ScramMechanism:
             or not (iterations.isascii() and iterations.isdigit())
         ):
             raise SaslAuthenticationError(
-                f"{self.name}: malformed server-first message {_shorten(text)!r}"
+                f"{self.name}: malformed server-first message {shorten(text)!r}"
             )
         if not nonce.startswith(self._nonce) or nonce == self._nonce:
             raise SaslAuthenticationError(
@@ -153,7 +154,7 @@ class ScramMechanism:
             )
         if count > self.MAX_ITERATIONS:
             raise SaslAuthenticationError(
-                f"{self.name}: the broker asks for {_shorten(iterations)} iterations, more than "
+                f"{self.name}: the broker asks for {shorten(iterations)} iterations, more than "
                 f"{self.MAX_ITERATIONS} (Kafka's most): refused, as hashing them would stall "
                 "the producer"
             )
@@ -178,7 +179,7 @@ class ScramMechanism:
         attributes = _attributes(server_final.decode("utf-8", "replace"))
         if "e" in attributes:
             raise SaslAuthenticationError(
-                f"{self.name}: the broker refused: {_shorten(attributes['e'])}"
+                f"{self.name}: the broker refused: {shorten(attributes['e'])}"
             )
         expected = self._server_signature
         signature = attributes.get("v")
@@ -194,7 +195,7 @@ class ScramMechanism:
         self._done = True
 
 
-def _shorten(text: str, limit: int = 200) -> str:
+def shorten(text: str, limit: int = 200) -> str:
     """A broker's text as it may appear in an error: bounded (it comes from the wire)."""
     return text if len(text) <= limit else f"{text[:limit]}...({len(text)} chars)"
 

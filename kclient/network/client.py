@@ -59,7 +59,7 @@ from kclient.network.selector import (
 )
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
-from kclient.sasl import SaslMechanism
+from kclient.sasl import SaslMechanism, shorten
 
 log = logging.getLogger(__name__)
 
@@ -566,7 +566,7 @@ class NetworkClient:
         assert self._sasl is not None
         code = body["error_code"]
         if code:
-            enabled = ", ".join(body.get("mechanisms") or []) or "none"
+            enabled = shorten(", ".join(body.get("mechanisms") or []) or "none")
             self._sasl_failed(
                 responses,
                 node_id,
@@ -592,7 +592,7 @@ class NetworkClient:
             return  # the connection was closed meanwhile
         code = body["error_code"]
         if code:
-            detail = body.get("error_message") or errors.for_code(code).name
+            detail = shorten(body.get("error_message") or errors.for_code(code).name)
             self._sasl_failed(
                 responses,
                 node_id,

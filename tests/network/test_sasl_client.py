@@ -252,6 +252,17 @@ def test_a_malformed_scram_server_first_is_an_authentication_error(server_first:
     assert "malformed server-first message" in str(_scram_first(server_first))
 
 
+def test_a_broker_error_message_of_a_megabyte_is_cut_short_in_the_error() -> None:
+    clock, selector, metadata, client = make()
+    selector.serve(ApiKey.SASL_HANDSHAKE, lambda r: {"error_code": 0, "mechanisms": ["PLAIN"]})
+    selector.serve(ApiKey.SASL_AUTHENTICATE, lambda r: Broker._refuse("x" * 1_000_000))
+    run(clock, client)
+    with pytest.raises(SaslAuthenticationError) as failed:
+        metadata.maybe_raise_for_topic("t")
+    assert "(1000000 chars)" in str(failed.value)
+    assert len(str(failed.value)) < 1000
+
+
 # ---- re-authentication (KIP-368) -----------------------------------------------------------
 
 
