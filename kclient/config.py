@@ -26,7 +26,10 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
 * ``key.serializer`` / ``value.serializer`` take a callable (``value -> bytes``), an object
   with Java's ``serialize(topic, data)`` method, or a name: ``bytes``, ``str``, ``json``,
   ``int``, ``long``. ``partitioner`` takes a callable ``(topic, key_bytes, num_partitions)
-  -> partition``. Transactions and SASL are not supported.
+  -> partition``. Transactions are not supported.
+* The values of ``sasl.password``, ``ssl.key.password``, ``ssl.keystore.key`` and
+  ``sasl.jaas.config`` (``SECRET_SETTINGS``) are never shown: not by ``repr``, not in an
+  error (a wrongly typed one is reported by its type), not in a log line.
 * TLS (``security.protocol=SSL``) takes PEM files only: ``ssl.truststore.location`` (CA
   certificates; the system's when unset), ``ssl.keystore.location`` (private key and
   certificate chain, for mutual TLS) and ``ssl.key.password``, or the same as PEM text in
