@@ -206,6 +206,7 @@ class ClusterReader:
                             ],
                         }
                     ],
+                    "timeout_ms": 30_000,
                 },
             )
             for t in body["topics"]:

@@ -25,9 +25,13 @@ so any thread may use them.
 
 Bodies are plain dicts keyed by snake_case field names.
 
-- Encode: a missing key encodes as the field's default; keys for fields the version does
-  not have are ignored. ``records`` accepts bytes/bytearray/memoryview or a list/tuple of
-  them; those buffers go into the output buffer list by reference, never copied.
+- Encode: a missing key encodes as the field's declared default; a field without one
+  (``F(..., default=...)``) must be given, and a key the message does not declare in any
+  version is refused (``EncodeError`` naming it: a misspelt ``"ackz"`` must not quietly
+  send the default ``acks``). Keys for fields declared in other versions only are
+  ignored, so one body serves every version. ``records`` accepts bytes/bytearray/
+  memoryview or a list/tuple of them; those buffers go into the output buffer list by
+  reference, never copied.
 - Decode: every regular field of the version is present. ``records`` decode to a
   zero-copy ``memoryview`` of the input (or ``None``); it keeps the input alive, so copy
   it (``bytes(view)``) before reusing a receive buffer.
@@ -57,7 +61,7 @@ from kclient.protocol.scalars import (
     fixed_group_encoder,
     scalar_codec,
 )
-from kclient.protocol.schema import FIXED_TYPES, Field, Message
+from kclient.protocol.schema import FIXED_TYPES, Field, Message, declared_keys
 from kclient.protocol.types import (
     INT16,
     INT32,
@@ -287,9 +291,13 @@ def _compile_struct(
             raise
         return d
 
+    allowed = declared_keys(fields) | {UNKNOWN_TAGGED}
+    required = [f.key for f in present if f.required_in(version, flexible)]
+
     def encode(w: Writer, d: Any) -> None:
         if type(d) is not dict and not isinstance(d, Mapping):
             raise EncodeError(f"expected a dict, got {type(d).__name__}")
+        _check_keys(d, allowed, required)
         key = None
         try:
             for key, step, default in enc_steps:
@@ -308,6 +316,22 @@ def _compile_struct(
             raise err from exc
 
     return decode, encode, min_size
+
+
+def _check_keys(d: Mapping[str, Any], allowed: frozenset[str], required: list[str]) -> None:
+    """Raise EncodeError for a key the struct does not declare in any version, or for a
+    field of this version that has no default and is missing."""
+    if not allowed.issuperset(d):
+        unknown = sorted(str(k) for k in d if k not in allowed)
+        raise EncodeError(
+            f"unknown field {', '.join(map(repr, unknown))}; the fields are "
+            f"{', '.join(sorted(k for k in allowed if k != UNKNOWN_TAGGED))}"
+        )
+    for key in required:
+        if key not in d:
+            err = EncodeError("missing, and it has no default")
+            err.path.append(key)
+            raise err
 
 
 # ---- values --------------------------------------------------------------------------------
@@ -933,11 +957,18 @@ def _encode_struct(src: _Source, fields: tuple[Field, ...], depth: int, d: str) 
     version = src.version
     src.add(depth, f"if type({d}) is not dict and not isinstance({d}, _Mapping):")
     src.add(depth + 1, "raise _Miss")
+    # a key the struct does not declare: the careful path names it
+    allowed = src.const(declared_keys(fields) | {UNKNOWN_TAGGED}, "keys")
+    src.add(depth, f"if not {allowed}.issuperset({d}):")
+    src.add(depth + 1, "raise _Miss")
     regular, tagged = _layout(fields, version, src.flexible)
     run: list[tuple[str, str]] = []  # (struct format, value) of fixed fields not yet written
     for fld in regular:
-        # not ``get = d.get`` once: ``d.get(...)`` itself is the faster call
-        value = f"{d}.get({fld.key!r}, {src.literal(fld.default_value(version))})"
+        if fld.required_in(version, src.flexible):
+            value = f"{d}[{fld.key!r}]"  # missing: KeyError, and the careful path names it
+        else:
+            # not ``get = d.get`` once: ``d.get(...)`` itself is the faster call
+            value = f"{d}.get({fld.key!r}, {src.literal(fld.default_value(version))})"
         if not fld.is_array and fld.type in FIXED_TYPES:
             run.append((FIXED_TYPES[fld.type][0], value))
             continue

@@ -109,6 +109,15 @@ class Field:
         """A struct or an array of structs (the field has sub-fields)."""
         return bool(self.fields)
 
+    def required_in(self, version: int, flexible: bool) -> bool:
+        """Whether a body must give this field at ``version``: it is there, not tagged, and
+        has no declared default (an encoder refuses a body without it)."""
+        return (
+            self.default is _UNSET
+            and version in self.versions
+            and not (flexible and version in self.tagged_versions)
+        )
+
     def default_value(self, version: int) -> Any:
         """A fresh default for this field at ``version`` (lists and dicts are new objects)."""
         if self.default is not _UNSET:
@@ -131,6 +140,13 @@ class Field:
         if kind == "bytes":
             return b""
         return None if version in self.nullable_versions else b""  # records
+
+
+def declared_keys(fields: tuple[Field, ...]) -> frozenset[str]:
+    """The keys a body of a struct with ``fields`` may hold, in any version: every field's
+    snake_case name. An encoder refuses any other key (a misspelt ``"ackz"`` must not
+    quietly send the default of ``acks``)."""
+    return frozenset(f.key for f in fields)
 
 
 def F(  # reads like the JSON line it mirrors

@@ -26,7 +26,9 @@ SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 
 
 def test_api_versions_lists_every_api_and_produce_from_v0(harness: Any) -> None:
-    body = harness.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t"})
+    body = harness.call(
+        ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+    )
     assert body["error_code"] == NONE
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     for key, (low, high) in SUPPORTED_VERSIONS.items():
@@ -42,7 +44,9 @@ def test_a_sasl_listener_advertises_sasl_handshake_v1_and_sasl_authenticate(
     make_harness: Any,
 ) -> None:
     h = make_harness(security_protocol="SASL_PLAINTEXT", sasl_users={"alice": "secret"})
-    body = h.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t"})
+    body = h.call(
+        ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+    )
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     # v0 listed, as Kafka 3 does (librdkafka 2.0 needs it), though a v0 request is refused
     assert ranges[ApiKey.SASL_HANDSHAKE] == (0, 1)
@@ -72,7 +76,9 @@ def test_sasl_requests_after_authentication_get_illegal_sasl_state(make_harness:
 
 
 def test_api_versions_newer_than_supported_gets_a_v0_error_response(harness: Any) -> None:
-    request = harness.request(ApiKey.API_VERSIONS, 3, {})
+    request = harness.request(
+        ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+    )
     request.unsupported_version = True  # what the Processor sets for e.g. v99
     response = harness.handle(request)
     frame = b"".join(bytes(b) for b in response.buffers)[4:]
@@ -164,7 +170,9 @@ def test_create_topics_reports_each_topic(harness: Any) -> None:
 
 def test_delete_topics_by_name(harness: Any) -> None:
     harness.controller.create_topic("gone", 1)
-    body = harness.call(ApiKey.DELETE_TOPICS, 5, {"topic_names": ["gone", "never"]})
+    body = harness.call(
+        ApiKey.DELETE_TOPICS, 5, {"topic_names": ["gone", "never"], "timeout_ms": 1000}
+    )
     codes = {r["name"]: r["error_code"] for r in body["responses"]}
     assert codes == {"gone": NONE, "never": errors.UnknownTopicOrPartitionError.code}
     assert harness.controller.topic("gone") is None
@@ -203,6 +211,7 @@ def test_produce_acks_zero_sends_no_response_and_closes_on_error(
         9,
         {
             "acks": 0,
+            "timeout_ms": 1000,
             "topic_data": [
                 {"name": "t", "partition_data": [{"index": 0, "records": make_batch([b"a"])}]}
             ],
@@ -214,6 +223,7 @@ def test_produce_acks_zero_sends_no_response_and_closes_on_error(
         9,
         {
             "acks": 0,
+            "timeout_ms": 1000,
             "topic_data": [
                 {"name": "nope", "partition_data": [{"index": 0, "records": make_batch([b"a"])}]}
             ],
@@ -285,6 +295,7 @@ def test_produce_to_a_follower_gets_not_leader_with_the_current_leader(
         10,
         {
             "acks": 1,
+            "timeout_ms": 1000,
             "topic_data": [
                 {"name": "t", "partition_data": [{"index": 0, "records": make_batch([b"a"])}]}
             ],
@@ -310,11 +321,17 @@ def test_zstd_needs_produce_v7(harness: Any, make_batch: Any) -> None:
 
 
 def test_init_producer_id_gives_distinct_ids_and_refuses_transactions(harness: Any) -> None:
-    a = harness.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None})
-    b = harness.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None})
+    a = harness.call(
+        ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": -1}
+    )
+    b = harness.call(
+        ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": -1}
+    )
     assert a["error_code"] == b["error_code"] == NONE
     assert a["producer_id"] != b["producer_id"] and a["producer_epoch"] == 0
-    t = harness.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": "tx"})
+    t = harness.call(
+        ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": "tx", "transaction_timeout_ms": 60000}
+    )
     assert t["error_code"] == errors.InvalidRequestError.code
 
 
@@ -322,7 +339,9 @@ def test_duplicate_batch_returns_original_offset_and_is_not_stored_twice(
     harness: Any, make_batch: Any
 ) -> None:
     harness.controller.create_topic("t", 1)
-    pid = harness.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None})["producer_id"]
+    pid = harness.call(
+        ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": -1}
+    )["producer_id"]
     harness.produce("t", make_batch([b"other"]))
     b0 = make_batch([b"a", b"b"], producer_id=pid, producer_epoch=0, base_sequence=0)
     b1 = make_batch([b"c"], producer_id=pid, producer_epoch=0, base_sequence=2)
@@ -403,6 +422,7 @@ def test_fetch_long_poll_completes_on_append(harness: Any, make_batch: Any) -> N
         9,
         {
             "acks": 1,
+            "timeout_ms": 1000,
             "topic_data": [
                 {"name": "t", "partition_data": [{"index": 0, "records": make_batch([b"late"])}]}
             ],

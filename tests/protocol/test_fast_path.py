@@ -127,7 +127,11 @@ def test_fast_path_encodes_and_decodes_like_the_careful_path(
 
 
 def test_decoded_records_are_views_of_the_input() -> None:
-    body = {"topic_data": [{"name": "t", "partition_data": [{"index": 1, "records": b"abc"}]}]}
+    body = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 1, "records": b"abc"}]}],
+    }
     encoded = frame_bytes(careful_buffers("request", ApiKey.PRODUCE, 9, body))
     decoded, _ = plan(REQUESTS[ApiKey.PRODUCE], 9).fast_decode(memoryview(encoded), 0)
     records = decoded["topic_data"][0]["partition_data"][0]["records"]
@@ -301,7 +305,11 @@ PRODUCE: dict[str, Any] = {
 
 
 def _produce_response(version: int) -> bytes:
-    body = {"responses": [{"name": "t", "partition_responses": [{"index": 0, "base_offset": 9}]}]}
+    body = {
+        "responses": [
+            {"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 9}]}
+        ]
+    }
     return frame_bytes(encode_response(ApiKey.PRODUCE, version, 5, body))[4:]
 
 
@@ -340,7 +348,11 @@ def test_encode_request_errors_on_the_fast_path_are_the_careful_ones() -> None:
 def test_the_careful_path_starts_from_what_the_fast_path_was_given() -> None:
     body_plan = Plan(REQUESTS[ApiKey.PRODUCE], 9)  # a private one, to break its fast path
     records = memoryview(b"records")
-    body = {"topic_data": [{"partition_data": [{"index": 0, "records": records}]}]}
+    body = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}],
+    }
 
     def gives_up_halfway(buf: bytearray, parts: list[Any], d: Any) -> Any:
         buf += b"half"
@@ -461,7 +473,11 @@ def test_lengths_at_varint_boundaries(size: int) -> None:
     # one, two and more bytes of compact length, written and read inline or by the helper
     name = "n" * min(size, 20_000)
     records = memoryview(bytes(size))
-    body = {"topic_data": [{"name": name, "partition_data": [{"records": records}]}]}
+    body = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": name, "partition_data": [{"index": 0, "records": records}]}],
+    }
     for version in (8, 9):  # classic int16/int32 lengths, then compact ones
         expected = careful_buffers("request", ApiKey.PRODUCE, version, body)
         got = fast_buffers("request", ApiKey.PRODUCE, version, body)
@@ -500,7 +516,11 @@ def test_the_varint_helper_reads_what_the_reader_reads(data: bytes) -> None:
 def test_kept_string_encodings_stay_bounded() -> None:
     body_plan = plan(REQUESTS[ApiKey.PRODUCE], 9)
     for i in range(_STRINGS_KEPT + 10):
-        body = {"topic_data": [{"name": f"topic-{i}", "partition_data": []}]}
+        body = {
+            "acks": 1,
+            "timeout_ms": 1000,
+            "topic_data": [{"name": f"topic-{i}", "partition_data": []}],
+        }
         assert frame_bytes(body_plan.encode(body)) == frame_bytes(
             careful_buffers("request", ApiKey.PRODUCE, 9, body)
         )

@@ -10,7 +10,7 @@ import pytest
 
 from kclient.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
 from kclient.protocol import ApiKey, RequestHeader
-from kclient.protocol.codec import plan
+from kclient.protocol.codec import Writer, plan
 from kclient.protocol.frame import (
     decode_request,
     decode_request_header,
@@ -22,7 +22,7 @@ from kclient.protocol.frame import (
     request_header_version,
     response_header_version,
 )
-from kclient.protocol.messages import RESPONSES
+from kclient.protocol.messages import REQUESTS, RESPONSES
 
 TOPIC_ID = uuid.UUID(int=1)
 PRODUCE: dict[str, Any] = {
@@ -37,6 +37,9 @@ PRODUCE: dict[str, Any] = {
 
 def _hex(text: str) -> bytes:
     return bytes.fromhex("".join(text.split()))
+
+
+FETCH: dict[str, Any] = {"max_wait_ms": 0, "min_bytes": 1, "topics": []}
 
 
 def _frame(buffers: list[Any]) -> bytes:
@@ -99,8 +102,9 @@ def test_api_versions_v4_response_uses_header_v0() -> None:
 
 def test_flexible_metadata_response_uses_header_v1() -> None:
     for version, header in ((8, "00000007"), (9, "00000007 00")):
-        body = frame_bytes(plan(RESPONSES[ApiKey.METADATA], version).encode({}))
-        assert _frame(encode_response(ApiKey.METADATA, version, 7, {})) == _hex(header) + body
+        empty = {"brokers": [], "topics": []}
+        body = frame_bytes(plan(RESPONSES[ApiKey.METADATA], version).encode(empty))
+        assert _frame(encode_response(ApiKey.METADATA, version, 7, empty)) == _hex(header) + body
 
 
 def test_null_client_id() -> None:
@@ -162,7 +166,7 @@ def test_truncated_frame_error_names_the_field_and_offset() -> None:
 
 
 def test_truncation_inside_a_run_of_fixed_fields_names_the_field() -> None:
-    frame = _frame(encode_request(ApiKey.FETCH, 4, 1, None, {"max_bytes": 9}))
+    frame = _frame(encode_request(ApiKey.FETCH, 4, 1, None, {**FETCH, "max_bytes": 9}))
     with pytest.raises(ProtocolDecodeError) as info:
         decode_request(frame[:20])  # header is 10 bytes: replica_id, max_wait_ms, 2 of min_bytes
     assert "int32 at byte offset 18 (field min_bytes): needs 4 bytes, 2 left" in str(info.value)
@@ -173,13 +177,28 @@ def test_encode_errors_name_the_field() -> None:
         encode_request(ApiKey.PRODUCE, 9, 1, None, {**PRODUCE, "acks": "x"})
     with pytest.raises(ProtocolEncodeError, match=r"field acks: 40000 is not a valid int16"):
         encode_request(ApiKey.PRODUCE, 9, 1, None, {**PRODUCE, "acks": 40000})
-    bad = {"topic_data": [{"name": "t", "partition_data": [{}, {"records": "text"}]}]}
+    bad = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {
+                "name": "t",
+                "partition_data": [{"index": 0, "records": b""}, {"index": 1, "records": "text"}],
+            }
+        ],
+    }
     with pytest.raises(
         ProtocolEncodeError, match=r"topic_data\[0\].partition_data\[1\].records: expected bytes"
     ):
         encode_request(ApiKey.PRODUCE, 9, 1, None, bad)
     with pytest.raises(ProtocolEncodeError, match=r"topic_data\[0\].name: expected str"):
-        encode_request(ApiKey.PRODUCE, 3, 1, None, {"topic_data": [{"name": None}]})
+        encode_request(
+            ApiKey.PRODUCE,
+            3,
+            1,
+            None,
+            {"acks": 1, "timeout_ms": 1000, "topic_data": [{"name": None, "partition_data": []}]},
+        )
     with pytest.raises(ProtocolEncodeError, match="expected a dict"):
         encode_request(ApiKey.PRODUCE, 3, 1, None, [])  # type: ignore[arg-type]
     with pytest.raises(ProtocolEncodeError, match="api key 99"):
@@ -188,7 +207,11 @@ def test_encode_errors_name_the_field() -> None:
 
 def test_records_are_emitted_by_reference_and_concatenated() -> None:
     chunks = [bytearray(b"first-"), memoryview(b"second-"), b"third"]
-    body = {"topic_data": [{"name": "t", "partition_data": [{"index": 1, "records": chunks}]}]}
+    body = {
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 1, "records": chunks}]}],
+    }
     buffers = encode_request(ApiKey.PRODUCE, 9, 1, "c", body)
     for chunk in chunks:
         assert any(buf is chunk for buf in buffers)
@@ -205,7 +228,11 @@ def test_decoded_records_are_zero_copy_views_of_the_frame() -> None:
 
 def test_null_and_empty_records() -> None:
     for records in (None, b""):
-        body = {"topic_data": [{"name": "t", "partition_data": [{"records": records}]}]}
+        body = {
+            "acks": 1,
+            "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": records}]}],
+        }
         frame = _frame(encode_request(ApiKey.PRODUCE, 9, 1, None, body))
         decoded = decode_request(frame)[1]["topic_data"][0]["partition_data"][0]["records"]
         assert decoded == records
@@ -226,7 +253,8 @@ def test_unknown_tagged_fields_survive_a_round_trip() -> None:
 
 
 def test_unknown_tagged_fields_may_not_reuse_a_declared_tag() -> None:
-    partition = {"index": 0, "_unknown_tagged_fields": {0: b"x"}}  # tag 0 is current_leader
+    # tag 0 is current_leader
+    partition = {"index": 0, "error_code": 0, "base_offset": 0, "_unknown_tagged_fields": {0: b"x"}}
     body = {"responses": [{"name": "t", "partition_responses": [partition]}]}
     with pytest.raises(ProtocolEncodeError, match="tag 0 is invalid or declared"):
         encode_response(ApiKey.PRODUCE, 10, 1, body)
@@ -234,7 +262,12 @@ def test_unknown_tagged_fields_may_not_reuse_a_declared_tag() -> None:
 
 def test_tagged_fields_are_written_exactly_when_present() -> None:
     leader = {"leader_id": 3, "leader_epoch": 7}
-    partition: dict[str, Any] = {"index": 0, "error_code": 6, "current_leader": leader}
+    partition: dict[str, Any] = {
+        "index": 0,
+        "error_code": 6,
+        "base_offset": -1,
+        "current_leader": leader,
+    }
     body = {"responses": [{"name": "t", "partition_responses": [partition]}]}
     frame = _frame(encode_response(ApiKey.PRODUCE, 10, 1, body))
     assert _hex("01 00 09 00000003 00000007 00") in frame  # tag 0, 9 bytes, struct, its tags
@@ -250,30 +283,61 @@ def test_tagged_fields_are_written_exactly_when_present() -> None:
         assert "current_leader" not in decoded["responses"][0]["partition_responses"][0]
 
 
-def test_missing_keys_encode_as_defaults() -> None:
-    frame = _frame(encode_request(ApiKey.FETCH, 4, 1, None, {}))
+def test_missing_keys_encode_as_their_declared_defaults() -> None:
+    frame = _frame(encode_request(ApiKey.FETCH, 4, 1, None, FETCH))
     _, body = decode_request(frame)
     assert body == {
         "replica_id": -1,
         "max_wait_ms": 0,
-        "min_bytes": 0,
+        "min_bytes": 1,
         "max_bytes": 0x7FFFFFFF,
         "isolation_level": 0,
         "topics": [],
     }
-    metadata = decode_request(_frame(encode_request(ApiKey.METADATA, 4, 1, None, {})))[1]
+    metadata = decode_request(_frame(encode_request(ApiKey.METADATA, 4, 1, None, {"topics": []})))[
+        1
+    ]
     assert metadata == {"topics": [], "allow_auto_topic_creation": True}
 
 
-def test_fields_absent_from_a_version_are_ignored() -> None:
-    with_extra = {**PRODUCE, "not_a_field": 1, "topic_data": [{**PRODUCE["topic_data"][0]}]}
-    assert frame_bytes(encode_request(0, 3, 1, None, with_extra)) == frame_bytes(
+@pytest.mark.parametrize("careful", [False, True])
+def test_a_missing_field_without_a_default_is_refused(careful: bool) -> None:
+    body_plan = plan(REQUESTS[ApiKey.PRODUCE], 9)
+    encode = body_plan.encode_careful_into if careful else body_plan.encode_into
+    no_acks = {k: v for k, v in PRODUCE.items() if k != "acks"}
+    with pytest.raises(ProtocolEncodeError, match=r"^ProduceRequest v9: field acks: missing"):
+        encode(Writer(), no_acks)
+    no_index = {**PRODUCE, "topic_data": [{"name": "t", "partition_data": [{"records": b""}]}]}
+    with pytest.raises(
+        ProtocolEncodeError, match=r"field topic_data\[0\].partition_data\[0\].index: missing"
+    ):
+        encode(Writer(), no_index)
+
+
+@pytest.mark.parametrize("careful", [False, True])
+def test_a_misspelt_field_is_refused_not_sent_as_the_default(careful: bool) -> None:
+    body_plan = plan(REQUESTS[ApiKey.PRODUCE], 9)
+    encode = body_plan.encode_careful_into if careful else body_plan.encode_into
+    with pytest.raises(ProtocolEncodeError, match=r"^ProduceRequest v9: unknown field 'ackz'"):
+        encode(Writer(), {**PRODUCE, "ackz": -1})
+    with pytest.raises(ProtocolEncodeError, match=r"unknown field 'indx'"):
+        topic = {"name": "t", "partition_data": [{"index": 0, "indx": 1, "records": b""}]}
+        encode(Writer(), {**PRODUCE, "topic_data": [topic]})
+    with pytest.raises(ProtocolEncodeError, match=r"unknown field 'ackz'"):
+        encode_request(ApiKey.PRODUCE, 9, 1, None, {**PRODUCE, "ackz": -1})
+
+
+def test_keys_of_fields_that_other_versions_have_are_ignored() -> None:
+    # topic_id exists from v13 on: one body serves every version
+    topic = {**PRODUCE["topic_data"][0], "topic_id": uuid.uuid4()}
+    with_later = {**PRODUCE, "topic_data": [topic]}
+    assert frame_bytes(encode_request(0, 3, 1, None, with_later)) == frame_bytes(
         encode_request(0, 3, 1, None, PRODUCE)
     )
 
 
 def test_fetch_v15_moves_replica_id_into_a_tagged_field() -> None:
-    body = {"replica_id": 5, "replica_state": {"replica_id": 5, "replica_epoch": 9}}
+    body = {**FETCH, "replica_id": 5, "replica_state": {"replica_id": 5, "replica_epoch": 9}}
     v14 = decode_request(_frame(encode_request(ApiKey.FETCH, 14, 1, None, body)))[1]
     v15 = decode_request(_frame(encode_request(ApiKey.FETCH, 15, 1, None, body)))[1]
     assert v14["replica_id"] == 5 and "replica_state" not in v14

@@ -9,6 +9,7 @@ the created topic's configs, v7 its topic id. Versions read from the 4.1 protoco
 from __future__ import annotations
 
 from kclient.protocol.schema import F, message
+from kclient.protocol.types import ZERO_UUID
 
 REQUEST = message(
     "CreateTopicsRequest",
@@ -28,6 +29,7 @@ REQUEST = message(
                     "Assignments",
                     "[]CreatableReplicaAssignment",
                     "0+",
+                    default=(),
                     fields=(
                         F("PartitionIndex", "int32", "0+"),
                         F("BrokerIds", "[]int32", "0+"),
@@ -62,7 +64,7 @@ RESPONSE = message(
             "0+",
             fields=(
                 F("Name", "string", "0+"),
-                F("TopicId", "uuid", "7+"),
+                F("TopicId", "uuid", "7+", default=ZERO_UUID),
                 F("ErrorCode", "int16", "0+"),
                 F("ErrorMessage", "string", "1+", nullable="0+", default=None),
                 F("TopicConfigErrorCode", "int16", "5+", tagged="5+", tag=0, default=0),
@@ -73,6 +75,7 @@ RESPONSE = message(
                     "[]CreatableTopicConfigs",
                     "5+",
                     nullable="5+",
+                    default=None,
                     fields=(
                         F("Name", "string", "5+"),
                         F("Value", "string", "5+", nullable="5+"),

@@ -9,6 +9,7 @@ guide (kafka.apache.org/41/design/protocol, "DeleteTopics API (Key: 20)").
 from __future__ import annotations
 
 from kclient.protocol.schema import F, message
+from kclient.protocol.types import ZERO_UUID
 
 REQUEST = message(
     "DeleteTopicsRequest",
@@ -22,7 +23,7 @@ REQUEST = message(
             "6+",
             fields=(
                 F("Name", "string", "6+", nullable="6+", default=None),
-                F("TopicId", "uuid", "6+"),
+                F("TopicId", "uuid", "6+", default=ZERO_UUID),
             ),
         ),
         F("TopicNames", "[]string", "0-5"),
@@ -43,7 +44,7 @@ RESPONSE = message(
             "0+",
             fields=(
                 F("Name", "string", "0+", nullable="6+"),
-                F("TopicId", "uuid", "6+"),
+                F("TopicId", "uuid", "6+", default=ZERO_UUID),
                 F("ErrorCode", "int16", "0+"),
                 F("ErrorMessage", "string", "5+", nullable="5+", default=None),
             ),

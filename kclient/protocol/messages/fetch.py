@@ -11,6 +11,7 @@ guide (kafka.apache.org/41/design/protocol, "Fetch API (Key: 1)").
 from __future__ import annotations
 
 from kclient.protocol.schema import F, message
+from kclient.protocol.types import ZERO_UUID
 
 REQUEST = message(
     "FetchRequest",
@@ -43,7 +44,7 @@ REQUEST = message(
             "0+",
             fields=(
                 F("Topic", "string", "0-12"),
-                F("TopicId", "uuid", "13+"),
+                F("TopicId", "uuid", "13+", default=ZERO_UUID),
                 F(
                     "Partitions",
                     "[]FetchPartition",
@@ -72,9 +73,10 @@ REQUEST = message(
             "ForgottenTopicsData",
             "[]ForgottenTopic",
             "7+",
+            default=(),
             fields=(
                 F("Topic", "string", "7-12"),
-                F("TopicId", "uuid", "13+"),
+                F("TopicId", "uuid", "13+", default=ZERO_UUID),
                 F("Partitions", "[]int32", "7+"),
             ),
         ),
@@ -97,7 +99,7 @@ RESPONSE = message(
             "0+",
             fields=(
                 F("Topic", "string", "0-12"),
-                F("TopicId", "uuid", "13+"),
+                F("TopicId", "uuid", "13+", default=ZERO_UUID),
                 F(
                     "Partitions",
                     "[]PartitionData",

@@ -11,6 +11,7 @@ A null ``topics`` (v1+) asks for every topic; an empty list asks for none (v0: f
 from __future__ import annotations
 
 from kclient.protocol.schema import F, message
+from kclient.protocol.types import ZERO_UUID
 
 _NO_OPERATIONS = -(2**31)
 
@@ -26,7 +27,7 @@ REQUEST = message(
             "0+",
             nullable="1+",
             fields=(
-                F("TopicId", "uuid", "10+"),
+                F("TopicId", "uuid", "10+", default=ZERO_UUID),
                 F("Name", "string", "0+", nullable="10+"),
             ),
         ),
@@ -63,7 +64,7 @@ RESPONSE = message(
             fields=(
                 F("ErrorCode", "int16", "0+"),
                 F("Name", "string", "0+", nullable="12+"),
-                F("TopicId", "uuid", "10+"),
+                F("TopicId", "uuid", "10+", default=ZERO_UUID),
                 F("IsInternal", "bool", "1+", default=False),
                 F(
                     "Partitions",

@@ -10,6 +10,7 @@ guide (kafka.apache.org/41/design/protocol, "Produce API (Key: 0)").
 from __future__ import annotations
 
 from kclient.protocol.schema import F, message
+from kclient.protocol.types import ZERO_UUID
 
 _NODE_ENDPOINT = (
     F("NodeId", "int32", "10+"),
@@ -33,7 +34,7 @@ REQUEST = message(
             "0+",
             fields=(
                 F("Name", "string", "0-12"),
-                F("TopicId", "uuid", "13+"),
+                F("TopicId", "uuid", "13+", default=ZERO_UUID),
                 F(
                     "PartitionData",
                     "[]PartitionProduceData",
@@ -60,7 +61,7 @@ RESPONSE = message(
             "0+",
             fields=(
                 F("Name", "string", "0-12"),
-                F("TopicId", "uuid", "13+"),
+                F("TopicId", "uuid", "13+", default=ZERO_UUID),
                 F(
                     "PartitionResponses",
                     "[]PartitionProduceResponse",
@@ -75,6 +76,7 @@ RESPONSE = message(
                             "RecordErrors",
                             "[]BatchIndexAndErrorMessage",
                             "8+",
+                            default=(),
                             fields=(
                                 F("BatchIndex", "int32", "8+"),
                                 F(
