@@ -58,10 +58,19 @@ def test_empty_endpoint_identification_turns_the_name_check_off(certs: TestCerti
         ssl_config(**{"ssl.endpoint.identification.algorithm": "ldap"})
 
 
-def test_without_a_truststore_the_system_cas_are_trusted() -> None:
+def test_without_a_truststore_the_system_cas_are_trusted(
+    certs: TestCertificates, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # OpenSSL's default verify paths honour these variables: make "the system's CAs" be
+    # exactly the test CA, and see that the context trusts it
+    monkeypatch.setenv("SSL_CERT_FILE", certs.ca_cert)
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
     config = ssl_config()
     assert config.ssl_context is not None
     assert config.ssl_context.verify_mode == ssl.CERT_REQUIRED
+    assert [c["subject"] for c in config.ssl_context.get_ca_certs()] == [
+        ((("commonName", "kclient test CA"),),)
+    ]
 
 
 def test_missing_unreadable_or_garbage_files_name_the_setting(
