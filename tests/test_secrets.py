@@ -20,9 +20,9 @@ from kclient import KafkaProducer
 from kclient.broker.__main__ import main as broker_main
 from kclient.broker.config import BrokerConfig
 from kclient.cli import producer_perf
+from kclient.cli.console_producer import main as console_producer_main
 from kclient.cli.properties import load_properties, parse_pairs
 from kclient.config import ProducerConfig
-from kclient.console_producer import main as console_producer_main
 from kclient.network.kafka_client import ClientRequest
 from kclient.protocol import ApiKey
 from kclient.sasl import SaslCredentials

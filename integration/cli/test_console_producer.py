@@ -22,7 +22,7 @@ def console(
         [
             sys.executable,
             "-m",
-            "kclient.console_producer",
+            "kclient.cli.console_producer",
             "--bootstrap-server",
             bootstrap,
             "--topic",

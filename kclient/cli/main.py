@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return int(broker_main(rest) or 0)
         if command == "console-producer":
-            from kclient import console_producer
+            from kclient.cli import console_producer
 
             return console_producer.main(rest)
         from kclient.cli import producer_perf

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from kclient.console_producer import build_parser, producer_settings
+from kclient.cli.console_producer import build_parser, producer_settings
 from kclient.errors import ConfigError
 
 
