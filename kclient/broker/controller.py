@@ -2,8 +2,10 @@
 
 Plays the part of Kafka's controller + metadata cache: the registered brokers and which
 are live, the topics (name, topic id, per-topic configs) and their partitions (replicas,
-leader, leader epoch, log), producer id allocation, and, with a log dir, the topic
-metadata file ``topics.json`` next to the partition directories.
+leader, leader epoch, log), and producer id allocation (``ProducerIdManager``). With a log
+dir, topics and leader epochs are kept by the ``MetadataStore`` (``topics.json`` and a
+``partition.metadata`` per partition directory), so a restart brings back every topic
+with leader epochs above those clients have seen.
 
 Replicas share one in-process ``Log`` per partition, so every live replica is always in
 sync: moving leadership (a broker stops) never loses an acknowledged record. Leaders
@@ -18,9 +20,7 @@ own lock, held for appends and leadership changes of that partition.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import os
 import re
 import threading
 import uuid
@@ -31,13 +31,14 @@ from pathlib import Path
 from kclient import errors
 from kclient.broker.config import BrokerConfig
 from kclient.broker.log import Log
-from kclient.broker.producer_state import BatchMetadata, ProducerStateManager, next_sequence
+from kclient.broker.metadata_store import MetadataStore, TopicRecord, write_partition_metadata
+from kclient.broker.producer_id_manager import ProducerIdManager
+from kclient.broker.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
-_METADATA_FILE = "topics.json"
 
 #: Topic configs this broker implements; every other Kafka topic config is accepted,
 #: stored and reported, but has no effect.
@@ -106,21 +107,11 @@ class Partition:
         self.leader_id = -1
         self.leader_epoch = -1  # the first election makes it 0
         self.log = log_
-        self.producer_state = ProducerStateManager(f"{topic.name}-{index}")
         self.lock = threading.Lock()
-        for b in log_.recovered_batches:
-            self.producer_state.rebuild(
-                b.producer_id,
-                b.producer_epoch,
-                BatchMetadata(
-                    b.base_sequence,
-                    next_sequence(b.base_sequence, b.last_offset_delta),
-                    b.base_offset,
-                    b.base_offset + b.last_offset_delta,
-                    b.max_timestamp,
-                ),
-            )
-        log_.recovered_batches = []
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        return self.log.producer_state
 
     @property
     def name(self) -> str:
@@ -160,13 +151,23 @@ class Controller:
         self.live: set[int] = set()
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
-        self._next_producer_id = 1000
         self._next_leader_start = 0
         self._append_listeners: list[Callable[[Partition], object]] = []
         self.log_dir = Path(config.log_dir) if config.log_dir else None
+        self._store: MetadataStore | None = None
+        self._clean_shutdown = False
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            self._load_topics()
+            self._store = MetadataStore(self.log_dir)
+            self._clean_shutdown = self._store.take_clean_shutdown_marker()
+        self.producer_ids = ProducerIdManager(self.log_dir)
+        if self._store is not None:
+            self._load_topics(self._store)
+            self.producer_ids.recovered(
+                max(
+                    (p.producer_state.max_producer_id() for p in self._all_partitions()), default=-1
+                )
+            )
 
     # ---- brokers -----------------------------------------------------------------------
 
@@ -175,32 +176,39 @@ class Controller:
         with self.lock:
             self.endpoints[endpoint.node_id] = endpoint
             self.live.add(endpoint.node_id)
+            elected = False
             for partition in self._all_partitions():
                 with partition.lock:
                     preferred = partition.replicas[0]
                     if partition.leader_id == -1 or (
                         preferred == endpoint.node_id and partition.leader_id != preferred
                     ):
-                        self._elect(partition)
+                        elected |= self._elect(partition)
+            if elected:
+                self._save_topics()
 
     def broker_stopped(self, node_id: int) -> None:
         """A broker stopped: move the leadership of its partitions to live replicas."""
         with self.lock:
             self.live.discard(node_id)
+            elected = False
             for partition in self._all_partitions():
                 with partition.lock:
                     if partition.leader_id == node_id:
-                        self._elect(partition)
+                        elected |= self._elect(partition)
+            if elected:
+                self._save_topics()
 
-    def _elect(self, partition: Partition) -> None:
-        """Preferred live replica becomes leader (caller holds the partition lock)."""
+    def _elect(self, partition: Partition) -> bool:
+        """Preferred live replica becomes leader (caller holds the partition lock);
+        whether the leader changed (the new epoch is then to be saved)."""
         leader = next((r for r in partition.replicas if r in self.live), -1)
-        if leader != partition.leader_id:
-            partition.leader_id = leader
-            partition.leader_epoch += 1
-            log.info(
-                "%s: leader is now %d (epoch %d)", partition.name, leader, partition.leader_epoch
-            )
+        if leader == partition.leader_id:
+            return False
+        partition.leader_id = leader
+        partition.leader_epoch += 1
+        log.info("%s: leader is now %d (epoch %d)", partition.name, leader, partition.leader_epoch)
+        return True
 
     def live_brokers(self) -> list[BrokerEndpoint]:
         with self.lock:
@@ -256,13 +264,19 @@ class Controller:
                 return topic
             start = self._next_leader_start
             self._next_leader_start += 1
-            for p in range(num_partitions):
-                replicas = [
-                    self.broker_ids[(start + p + i) % n_brokers] for i in range(replication_factor)
-                ]
-                topic.partitions.append(Partition(topic, p, replicas, self._open_log(name, p)))
-            self._register(topic)
-            self._save_topics()
+            try:
+                for p in range(num_partitions):
+                    replicas = [
+                        self.broker_ids[(start + p + i) % n_brokers]
+                        for i in range(replication_factor)
+                    ]
+                    partition_log = self._open_log(name, p, topic.topic_id)
+                    topic.partitions.append(Partition(topic, p, replicas, partition_log))
+                self._register(topic)
+                self._save_topics()  # the topic exists once this is written
+            except OSError as exc:
+                self._unregister(topic)
+                raise errors.KafkaStorageError(f"cannot create topic {name!r}: {exc}") from exc
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
@@ -273,6 +287,16 @@ class Controller:
             with partition.lock:
                 self._elect(partition)
 
+    def _unregister(self, topic: Topic) -> None:
+        """Undo a topic creation that could not be stored."""
+        if self.topics.get(topic.name) is topic:
+            del self.topics[topic.name]
+            self.topics_by_id.pop(topic.topic_id, None)
+        for partition in topic.partitions:
+            with partition.lock, contextlib.suppress(OSError):
+                partition.leader_id = -1
+                partition.log.delete()
+
     def delete_topic(self, name: str) -> Topic:
         with self.lock:
             topic = self.topics.pop(name, None)
@@ -280,11 +304,15 @@ class Controller:
                 raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
             del self.topics_by_id[topic.topic_id]
             topic.deleted = True
+            # gone from topics.json first: a crash before the files go leaves only strays
+            self._save_topics()
             for partition in topic.partitions:
                 with partition.lock:
                     partition.leader_id = -1
-                    partition.log.delete()
-            self._save_topics()
+                    try:
+                        partition.log.delete()
+                    except OSError as exc:
+                        log.warning("%s: its files could not be removed: %s", partition, exc)
         log.info("deleted topic %s", name)
         return topic
 
@@ -306,9 +334,12 @@ class Controller:
     # ---- producers, appends ------------------------------------------------------------
 
     def allocate_producer_id(self) -> int:
-        with self.lock:
-            self._next_producer_id += 1
-            return self._next_producer_id
+        """A producer id never handed out before, for the life of the log dir. Raises
+        KafkaStorageError when the id block cannot be recorded."""
+        try:
+            return self.producer_ids.next_id()
+        except OSError as exc:
+            raise errors.KafkaStorageError(f"cannot reserve producer ids: {exc}") from exc
 
     def add_append_listener(self, listener: Callable[[Partition], object]) -> None:
         """Called (on the appending thread) after records were appended to a partition."""
@@ -324,54 +355,70 @@ class Controller:
 
     # ---- persistence -------------------------------------------------------------------
 
-    def _open_log(self, topic: str, index: int) -> Log:
-        directory = self.log_dir / f"{topic}-{index}" if self.log_dir else None
-        return Log(topic, index, directory, self.config.log_segment_bytes)
+    def _open_log(self, topic: str, index: int, topic_id: uuid.UUID) -> Log:
+        if self._store is None:
+            return Log(topic, index, None, self.config.log_segment_bytes)
+        directory = self._store.partition_dir(topic, index)
+        write_partition_metadata(directory, topic, topic_id, index)
+        return Log(
+            topic,
+            index,
+            directory,
+            self.config.log_segment_bytes,
+            clean_shutdown=self._clean_shutdown,
+        )
 
     def _save_topics(self) -> None:
-        if self.log_dir is None:
+        """Rewrite the topic metadata (with the current leader epochs). Raises OSError."""
+        if self._store is None:
             return
-        data = {
-            t.name: {
-                "topic_id": str(t.topic_id),
-                "partitions": [p.replicas for p in t.partitions],
-                "configs": t.configs,
-            }
-            for t in self.topics.values()
-        }
-        tmp = self.log_dir / (_METADATA_FILE + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"version": 1, "topics": data}, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.log_dir / _METADATA_FILE)
+        self._store.save(
+            [
+                TopicRecord(
+                    t.name,
+                    t.topic_id,
+                    t.configs,
+                    [p.replicas for p in t.partitions],
+                    [p.leader_epoch for p in t.partitions],
+                )
+                for t in self.topics.values()
+            ]
+        )
 
-    def _load_topics(self) -> None:
-        assert self.log_dir is not None
-        path = self.log_dir / _METADATA_FILE
-        if not path.exists():
-            return
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        for name, info in data.get("topics", {}).items():
-            topic = Topic(name, uuid.UUID(info["topic_id"]), dict(info.get("configs", {})))
-            for index, replicas in enumerate(info["partitions"]):
+    def _load_topics(self, store: MetadataStore) -> None:
+        stored = store.load()
+        store.remove_strays(stored)
+        for record in stored:
+            topic = Topic(record.name, record.topic_id, dict(record.configs))
+            for index, replicas in enumerate(record.replicas):
                 replicas = [r for r in replicas if r in self.broker_ids] or [
                     self.broker_ids[index % len(self.broker_ids)]
                 ]
-                topic.partitions.append(
-                    Partition(topic, index, replicas, self._open_log(name, index))
+                partition = Partition(
+                    topic, index, replicas, self._open_log(record.name, index, record.topic_id)
                 )
+                if index < len(record.leader_epochs):
+                    # the next election makes it one more than any epoch clients have seen
+                    partition.leader_epoch = max(-1, record.leader_epochs[index])
+                topic.partitions.append(partition)
             self._register(topic)
             self._next_leader_start += 1
-        log.info("recovered %d topics from %s", len(self.topics), self.log_dir)
+        log.info(
+            "recovered %d topics from %s (%s shutdown)",
+            len(self.topics),
+            self.log_dir,
+            "clean" if self._clean_shutdown else "unclean",
+        )
 
     def close(self) -> None:
-        """Flush and close every log (process shutdown)."""
+        """Flush and close every log, then mark the shutdown clean (process shutdown)."""
         with self.lock:
             for partition in self._all_partitions():
                 with partition.lock:
-                    if self.log_dir is not None:
-                        with contextlib.suppress(OSError):
-                            partition.log.flush()
                     partition.log.close()
+            if self._store is not None:
+                try:
+                    self._save_topics()
+                    self._store.mark_clean_shutdown()
+                except OSError as exc:
+                    log.warning("the next start will check the logs: %s", exc)

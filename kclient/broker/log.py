@@ -10,15 +10,28 @@ replica of the embedded cluster shares the one log, so the ISR is always complet
   these views by reference.
 * On disk, ``<log_dir>/<topic>-<partition>/<base offset, 20 digits>.log`` files hold the
   batches back to back (Kafka's segment format). A new segment starts past
-  ``log.segment.bytes``. On open, every segment is read back with CRC checks and the
-  log is truncated at the first torn or corrupt batch (``recover``).
+  ``log.segment.bytes``; the one it follows is then flushed (fsync) and a producer-state
+  snapshot is taken at the new segment's base offset, which is also the recovery point:
+  everything before it is on disk.
 
-Not thread-safe by itself: callers hold the owning ``Partition``'s lock.
+Recovery on open (Kafka's ``LogLoader``), reading each segment in bounded chunks (at
+most one batch, or ``_READ_CHUNK_BYTES``, in memory at a time): batch headers are indexed
+(offsets continue, sizes fit the file, magic 2); after an unclean shutdown, every batch
+from the newest snapshot on is also CRC-checked, and the log is truncated at the first
+torn or corrupt one. Then the producer state is loaded from the newest snapshot not past
+the log end, and the batches after it are replayed from their headers.
+
+Data written before an answer survives a crash of the process (kill -9: the page cache
+is the kernel's); a crash of the machine can lose what was not yet flushed.
+
+The log owns its ``ProducerStateManager``. Not thread-safe by itself: callers hold the
+owning ``Partition``'s lock.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 from collections.abc import Iterator
@@ -26,13 +39,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kclient import errors
+from kclient.broker.producer_state import (
+    BatchMetadata,
+    ProducerStateManager,
+    next_sequence,
+    snapshot_offsets,
+)
 from kclient.record import RecordBatch, iter_batches
+from kclient.record.layout import HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH
 
 log = logging.getLogger(__name__)
 
 Buffer = bytes | bytearray | memoryview
 
 _SUFFIX = ".log"
+#: Bytes read at a time while recovering (a larger batch is read on its own).
+_READ_CHUNK_BYTES = 1 << 20
 
 
 @dataclass(slots=True)
@@ -58,12 +80,18 @@ class Segment:
         self.size = os.fstat(self.fd).st_size
 
     def append(self, data: Buffer) -> int:
-        """Append ``data``; returns the position it starts at."""
+        """Append ``data``; returns the position it starts at. On a failed write (disk
+        full) the file is cut back to its old size and the OSError raised."""
         position = self.size
         view = memoryview(data)
-        while view:
-            n = os.write(self.fd, view)
-            view = view[n:]
+        try:
+            while view:
+                n = os.write(self.fd, view)
+                view = view[n:]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, position)
+            raise
         self.size += len(data)
         return position
 
@@ -86,7 +114,17 @@ class Segment:
 class Log:
     """The record batches of one partition."""
 
-    def __init__(self, topic: str, partition: int, directory: Path | None, segment_bytes: int):
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        directory: Path | None,
+        segment_bytes: int,
+        *,
+        clean_shutdown: bool = False,
+    ):
+        """``clean_shutdown``: the broker closed this log dir cleanly last time, so its
+        segments need no CRC check on recovery."""
         self.topic = topic
         self.partition = partition
         self.directory = directory
@@ -94,14 +132,14 @@ class Log:
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.size_bytes = 0
+        self.producer_state = ProducerStateManager(f"{topic}-{partition}")
         self._entries: list[BatchEntry] = []
         self._last_offsets: list[int] = []
         self._bytes_before: list[int] = []  # stored bytes before each entry (prefix sums)
         self._segments: list[Segment] = []
-        self.recovered_batches: list[RecoveredBatch] = []  # for the producer state rebuild
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
-            self._recover()
+            self._recover(clean_shutdown)
 
     def __repr__(self) -> str:
         return f"Log({self.topic}-{self.partition}, end={self.log_end_offset})"
@@ -143,9 +181,20 @@ class Log:
         if not self._segments or (
             self._segments[-1].size > 0 and self._segments[-1].size + size > self.segment_bytes
         ):
+            if self._segments:
+                self._roll(self.directory)
             path = self.directory / f"{self.log_end_offset:020d}{_SUFFIX}"
             self._segments.append(Segment(path, self.log_end_offset))
         return self._segments[-1]
+
+    def _roll(self, directory: Path) -> None:
+        """The active segment is full: flush it and snapshot the producer state at the
+        log end, the recovery point from now on."""
+        self._segments[-1].flush()
+        try:
+            self.producer_state.write_snapshot(directory, self.log_end_offset)
+        except OSError as exc:
+            log.warning("%s: no producer-state snapshot at %d: %s", self, self.log_end_offset, exc)
 
     # ---- read ------------------------------------------------------------------------
 
@@ -229,12 +278,16 @@ class Log:
 
     # ---- disk ------------------------------------------------------------------------
 
-    def _recover(self) -> None:
-        """Load every segment, truncating at the first torn or corrupt batch."""
-        assert self.directory is not None
-        paths = sorted(self.directory.glob(f"*{_SUFFIX}"))
+    def _recover(self, clean_shutdown: bool) -> None:
+        """Index every segment (CRC-checking the unflushed tail after an unclean
+        shutdown), truncate at the first torn or corrupt batch, rebuild producer state."""
+        directory = self.directory
+        assert directory is not None
+        snapshots = snapshot_offsets(directory)
+        # -1: check nothing (clean shutdown); else from the last recovery point on
+        check_from = -1 if clean_shutdown else (snapshots[-1] if snapshots else 0)
         truncated = False
-        for path in paths:
+        for path in sorted(directory.glob(f"*{_SUFFIX}")):
             try:
                 base = int(path.stem)
             except ValueError:
@@ -252,7 +305,7 @@ class Log:
                 path.unlink()
                 continue
             segment = Segment(path, base)
-            valid = self._recover_segment(segment)
+            valid = self._recover_segment(segment, check_from)
             if valid < segment.size:
                 log.warning(
                     "%s: truncating %s from %d to %d bytes (torn or corrupt tail)",
@@ -268,76 +321,94 @@ class Log:
                 path.unlink()
                 continue
             self._segments.append(segment)
+        self._rebuild_producer_state(directory)
 
-    def _recover_segment(self, segment: Segment) -> int:
-        """Index a segment's batches; returns the size of its valid prefix."""
-        if segment.size == 0:
-            return 0
-        data = segment.read(0, segment.size)
+    def _recover_segment(self, segment: Segment, check_from: int) -> int:
+        """Index a segment's batches; returns the size of its valid prefix. Batches that
+        end at or past offset ``check_from`` (-1: none) are CRC-checked too."""
+        size = segment.size
         position = 0
-        try:
-            for batch in iter_batches(data, validate_crc=True):
-                if batch.base_offset != self.log_end_offset:
-                    log.warning(
-                        "%s: batch at %s:%d has offset %d, expected %d",
-                        self,
-                        segment.path.name,
-                        position,
-                        batch.base_offset,
-                        self.log_end_offset,
-                    )
-                    break
-                size = batch.size_in_bytes
-                last = batch.base_offset + batch.last_offset_delta
-                self._add(
-                    BatchEntry(
-                        batch.base_offset, last, batch.max_timestamp, size, None, segment, position
-                    )
+        chunk = b""
+        chunk_start = 0
+        while size - position >= HEADER_SIZE:
+            if not chunk_start <= position <= chunk_start + len(chunk) - HEADER_SIZE:
+                chunk = segment.read(position, min(_READ_CHUNK_BYTES, size - position))
+                chunk_start = position
+            header = HEADER.unpack_from(chunk, position - chunk_start)
+            base_offset, batch_length, magic = header[0], header[1], header[3]
+            last = base_offset + header[6]
+            batch_size = LOG_OVERHEAD + batch_length
+            problem = None
+            if batch_length < MIN_BATCH_LENGTH or magic != MAGIC:
+                problem = f"batchLength {batch_length}, magic {magic}"
+            elif position + batch_size > size:
+                problem = f"a batch of {batch_size} bytes cut short by the end of the file"
+            elif base_offset != self.log_end_offset:
+                problem = f"offset {base_offset}, expected {self.log_end_offset}"
+            elif 0 <= check_from <= last:
+                at = position - chunk_start
+                data: Buffer = (
+                    memoryview(chunk)[at : at + batch_size]
+                    if at + batch_size <= len(chunk)
+                    else segment.read(position, batch_size)
                 )
-                if batch.producer_id >= 0:
-                    self.recovered_batches.append(_header_only(batch))
-                position += size
-                self.log_end_offset = last + 1
-        except errors.CorruptRecordError as exc:
-            log.warning("%s: corrupt batch in %s: %s", self, segment.path.name, exc)
+                try:
+                    RecordBatch(data, position).validate()
+                except errors.CorruptRecordError as exc:
+                    problem = str(exc)
+            if problem is not None:
+                log.warning("%s: %s at %s:%d", self, problem, segment.path.name, position)
+                break
+            self._add(BatchEntry(base_offset, last, header[8], batch_size, None, segment, position))
+            position += batch_size
+            self.log_end_offset = last + 1
         return position
+
+    def _rebuild_producer_state(self, directory: Path) -> None:
+        """The newest snapshot not past the log end, then the batches after it."""
+        state = self.producer_state
+        start = state.load_snapshot(directory, self.log_end_offset)
+        for entry in self._entries[bisect.bisect_left(self._last_offsets, start) :]:
+            assert entry.segment is not None
+            header = HEADER.unpack(entry.segment.read(entry.position, HEADER_SIZE))
+            producer_id, epoch, base_sequence = header[9], header[10], header[11]
+            if producer_id < 0:
+                continue
+            state.replay(
+                producer_id,
+                epoch,
+                BatchMetadata(
+                    base_sequence,
+                    next_sequence(base_sequence, header[6]),
+                    entry.base_offset,
+                    entry.last_offset,
+                    entry.max_timestamp,
+                ),
+            )
 
     def flush(self) -> None:
         for segment in self._segments:
             segment.flush()
 
     def close(self) -> None:
+        """Flush, snapshot the producer state at the log end (so that a restart replays
+        nothing) and close the files."""
+        if self.directory is not None and self._segments:
+            try:
+                self.flush()
+                self.producer_state.write_snapshot(self.directory, self.log_end_offset)
+            except OSError as exc:
+                log.warning("%s: closing without a flush or snapshot: %s", self, exc)
         for segment in self._segments:
             segment.close()
         self._segments.clear()
 
     def delete(self) -> None:
         """Close and remove the files (DeleteTopics)."""
-        self.close()
+        for segment in self._segments:
+            segment.close()
+        self._segments.clear()
         if self.directory is not None and self.directory.exists():
             for path in self.directory.iterdir():
                 path.unlink()
             self.directory.rmdir()
-
-
-@dataclass(frozen=True)
-class RecoveredBatch:
-    """The producer-state part of a batch header read back from disk."""
-
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    last_offset_delta: int
-    base_offset: int
-    max_timestamp: int
-
-
-def _header_only(batch: RecordBatch) -> RecoveredBatch:
-    return RecoveredBatch(
-        batch.producer_id,
-        batch.producer_epoch,
-        batch.base_sequence,
-        batch.last_offset_delta,
-        batch.base_offset,
-        batch.max_timestamp,
-    )
