@@ -207,6 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from kclient.broker.cluster import EmbeddedCluster
     from kclient.broker.config import BrokerConfig, parse_listen
     from kclient.broker.credentials import load_sasl_users, load_ssl_key_password
+    from kclient.broker.metadata_store import LogDirError
     from kclient.broker.metrics import format_snapshot
 
     try:
@@ -266,6 +267,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"kclient-broker: {exc}", file=sys.stderr)
             return 2
+        except LogDirError as exc:
+            print(f"kclient-broker: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            print(
+                f"kclient-broker: cannot use --log-dir {args.log_dir}: {exc} "
+                "(check that it is a directory this user may write)",
+                file=sys.stderr,
+            )
+            return 1
         try:
             cluster.start()
         except OSError as exc:
