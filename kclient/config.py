@@ -55,6 +55,7 @@ from typing import Any, ClassVar, NoReturn
 
 from kclient.errors import ConfigError
 from kclient.sasl import SaslCredentials
+from kclient.tls import SECURITY_PROTOCOLS
 
 log = logging.getLogger(__name__)
 
@@ -158,9 +159,6 @@ def _parse_partitioner(name: str, value: object) -> object:
     if value is None or callable(value):
         return value
     raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
-
-
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 def _parse_security_protocol(name: str, value: object) -> str:

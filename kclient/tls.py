@@ -25,7 +25,12 @@ from pathlib import Path
 
 from kclient.errors import ConfigError
 
+#: Kafka's ``security.protocol`` values, for clients and listeners alike: TLS or not,
+#: SASL or not.
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
 __all__ = [
+    "SECURITY_PROTOCOLS",
     "WRITE_CHUNK_BYTES",
     "client_context",
     "describe_tls_error",

@@ -21,7 +21,7 @@ from kclient.broker.sasl_server import (
     SaslServer,
 )
 from kclient.errors import ConfigError
-from kclient.tls import server_context
+from kclient.tls import SECURITY_PROTOCOLS, server_context
 
 #: Kafka's default ``message.max.bytes`` (1 MiB plus the 12-byte log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
@@ -29,7 +29,6 @@ DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 #: ``security.protocol`` values the embedded broker's listener speaks.
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: ``sasl.enabled.mechanisms`` by default: every mechanism the broker serves.
 DEFAULT_SASL_MECHANISMS = MECHANISMS
 #: ``ssl.client.auth`` values.

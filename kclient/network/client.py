@@ -36,6 +36,7 @@ from kclient.network.api_versions import (
     api_name,
     client_throttle_ms,
 )
+from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
     ClusterConnectionStates,
@@ -59,11 +60,8 @@ from kclient.network.selector import (
 )
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
-from kclient.sasl import SaslMechanism, shorten
 
 log = logging.getLogger(__name__)
-
-_NEVER_MS = 2**63 - 1
 
 
 class NetworkClient:
@@ -94,14 +92,9 @@ class NetworkClient:
             else " before answering ApiVersions (a TLS listener? set 'security.protocol' to "
             f"{'SASL_SSL' if config.uses_sasl else 'SSL'})"
         )
-        self._sasl = config.sasl if config.uses_sasl else None
         # node → correlation id of its first request once READY, to tell a connection
         # dropped before answering anything (what a SASL listener does to a plain client).
         self._first_request: dict[int, int] = {}
-        self._sasl_exchanges: dict[int, SaslMechanism] = {}  # node → its exchange in progress
-        # KIP-368: node → when to re-authenticate (85-95% into the broker's session lifetime)
-        self._reauthenticate_at_ms: dict[int, int] = {}
-        self._next_reauthentication_ms = _NEVER_MS
         self.connection_states = ClusterConnectionStates(
             config.reconnect_backoff_ms,
             config.reconnect_backoff_max_ms,
@@ -113,6 +106,13 @@ class NetworkClient:
         self.in_flight_requests = InFlightRequests(config.max_in_flight_requests_per_connection)
         self.metadata_updater = DefaultMetadataUpdater(self, metadata, self._prefix)
         self._api_versions = ApiVersions()
+        self._authenticator = (
+            SaslClientAuthenticator(
+                config.sasl, self._api_versions, self._send_internal_now, self._rng, self._prefix
+            )
+            if config.uses_sasl and config.sasl is not None
+            else None
+        )
         self._aborted: list[ClientResponse] = []
         # Correlation ids of recent requests that expected no response (acks=0), per node:
         # some Kafka-compatible brokers answer them anyway; such answers are dropped.
@@ -191,6 +191,12 @@ class NetworkClient:
 
     def poll_delay_ms(self, node: Node, now_ms: int) -> int:
         return self.connection_states.poll_delay_ms(node.id, now_ms)
+
+    def is_any_node_connecting(self) -> bool:
+        return self.connection_states.is_any_node_connecting()
+
+    def can_connect(self, node_id: int, now_ms: int) -> bool:
+        return self.connection_states.can_connect(node_id, now_ms)
 
     def connection_failed(self, node: Node) -> bool:
         return self.connection_states.is_disconnected(node.id)
@@ -365,8 +371,9 @@ class NetworkClient:
         states = self.connection_states
         if states.connecting_nodes:
             timeout_ms = min(timeout_ms, states.next_setup_timeout_ms(now_ms))
-        if self._next_reauthentication_ms != _NEVER_MS:
-            timeout_ms = max(min(timeout_ms, self._next_reauthentication_ms - now_ms), 0)
+        auth = self._authenticator
+        if auth is not None and auth.next_reauthentication_ms != NEVER_MS:
+            timeout_ms = max(min(timeout_ms, auth.next_reauthentication_ms - now_ms), 0)
         selector = self._selector
         selector.poll(timeout_ms)
         now_ms = self._clock.monotonic_ms()
@@ -386,8 +393,10 @@ class NetworkClient:
             self._handle_timed_out_connections(responses, now_ms)
         if in_flight.count and now_ms >= in_flight.earliest_deadline_ms:
             self._handle_timed_out_requests(responses, now_ms)
-        if now_ms >= self._next_reauthentication_ms:
-            self._reauthenticate_due(now_ms)
+        if auth is not None and now_ms >= auth.next_reauthentication_ms:
+            auth.reauthenticate_due(
+                now_ms, self._may_reauthenticate, self.connection_states.authenticating
+            )
         if responses:
             self._complete(responses)
         return responses
@@ -518,7 +527,7 @@ class NetworkClient:
         if versions is None:
             log.debug("%snode %d asks for an older ApiVersions request", self._prefix, node_id)
             return
-        if self._sasl is not None:
+        if self._authenticator is not None:
             self._start_sasl(responses, node_id, now_ms)
             return
         self._node_ready(node_id)
@@ -529,122 +538,41 @@ class NetworkClient:
         self.failures.succeeded(self._addresses.get(node_id, ""))
         log.debug("%snode %d is ready: %r", self._prefix, node_id, self._api_versions.get(node_id))
 
-    # ---- SASL ---------------------------------------------------------------------------
+    # ---- SASL (the exchange itself is in ``authenticator``) ------------------------------
 
     def _start_sasl(self, responses: list[ClientResponse], node_id: int, now_ms: int) -> None:
-        """SaslHandshake v1 names the mechanism; SaslAuthenticate rounds carry its tokens."""
-        assert self._sasl is not None
-        try:
-            self._api_versions.latest_usable_version(node_id, ApiKey.SASL_HANDSHAKE, 1)
-            self._api_versions.latest_usable_version(node_id, ApiKey.SASL_AUTHENTICATE)
-        except errors.UnsupportedVersionError as exc:
-            self._sasl_failed(
-                responses,
-                node_id,
-                now_ms,
-                f"the broker does not speak SASL through SaslAuthenticate ({exc}); is it a SASL "
-                "listener? check 'security.protocol'",
-            )
-            return
+        assert self._authenticator is not None
         self.connection_states.authenticating(node_id)
-        self._send_sasl_handshake(node_id, now_ms)
+        reason = self._authenticator.start(node_id, now_ms)
+        if reason is not None:
+            self._sasl_failed(responses, node_id, now_ms, reason)
 
-    def _send_sasl_handshake(self, node_id: int, now_ms: int) -> None:
-        assert self._sasl is not None
-        request = ClientRequest(
-            node_id,
-            ApiKey.SASL_HANDSHAKE,
-            {"mechanism": self._sasl.mechanism},
-            now_ms,
-            min_version=1,
-        )
+    def _send_internal_now(self, request: ClientRequest, now_ms: int) -> None:
         self._do_send(request, True, now_ms)
 
     def _handle_sasl_handshake_response(
         self, responses: list[ClientResponse], node_id: int, body: Mapping[str, Any], now_ms: int
     ) -> None:
-        assert self._sasl is not None
-        code = body["error_code"]
-        if code:
-            enabled = shorten(", ".join(body.get("mechanisms") or []) or "none")
-            self._sasl_failed(
-                responses,
-                node_id,
-                now_ms,
-                f"the broker does not enable SASL mechanism {self._sasl.mechanism} (it enables: "
-                f"{enabled}; error {errors.for_code(code).name}): check 'sasl.mechanism'",
-            )
-            return
-        exchange = self._sasl.new_exchange()
-        self._sasl_exchanges[node_id] = exchange
-        self._send_sasl_token(node_id, exchange.initial_response(), now_ms)
-
-    def _send_sasl_token(self, node_id: int, token: bytes, now_ms: int) -> None:
-        request = ClientRequest(node_id, ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token}, now_ms)
-        self._do_send(request, True, now_ms)
+        assert self._authenticator is not None
+        reason = self._authenticator.handle_handshake_response(node_id, body, now_ms)
+        if reason is not None:
+            self._sasl_failed(responses, node_id, now_ms, reason)
 
     def _handle_sasl_authenticate_response(
         self, responses: list[ClientResponse], node_id: int, body: Mapping[str, Any], now_ms: int
     ) -> None:
-        assert self._sasl is not None
-        exchange = self._sasl_exchanges.get(node_id)
-        if exchange is None:
-            return  # the connection was closed meanwhile
-        code = body["error_code"]
-        if code:
-            detail = shorten(body.get("error_message") or errors.for_code(code).name)
-            self._sasl_failed(
-                responses,
-                node_id,
-                now_ms,
-                f"authentication as {self._sasl.username!r} with {self._sasl.mechanism} failed: "
-                f"{detail}; check 'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')",
-            )
-            return
-        try:
-            token = exchange.respond(bytes(body.get("auth_bytes") or b""))
-        except errors.SaslAuthenticationError as exc:
-            self._sasl_failed(responses, node_id, now_ms, str(exc))
-            return
-        if token is not None:
-            self._send_sasl_token(node_id, token, now_ms)
-            return
-        del self._sasl_exchanges[node_id]
-        lifetime_ms = body.get("session_lifetime_ms") or 0
-        log.debug(
-            "%sauthenticated to node %d as %r (%s; session lifetime %s)",
-            self._prefix,
-            node_id,
-            self._sasl.username,
-            self._sasl.mechanism,
-            f"{lifetime_ms} ms" if lifetime_ms > 0 else "unlimited",
-        )
-        if lifetime_ms > 0:
-            # Java re-authenticates at a random 85-95% of the session lifetime.
-            at_ms = now_ms + int(lifetime_ms * self._rng.uniform(0.85, 0.95))
-            self._reauthenticate_at_ms[node_id] = at_ms
-            self._next_reauthentication_ms = min(self._next_reauthentication_ms, at_ms)
-        self._metadata.fatal_error(None)
-        self._node_ready(node_id)
+        assert self._authenticator is not None
+        done, reason = self._authenticator.handle_authenticate_response(node_id, body, now_ms)
+        if reason is not None:
+            self._sasl_failed(responses, node_id, now_ms, reason)
+        elif done:
+            self._metadata.fatal_error(None)
+            self._node_ready(node_id)
 
-    def _reauthenticate_due(self, now_ms: int) -> None:
-        """KIP-368: before a SASL session expires, authenticate again on the same
-        connection. No new request goes to the node meanwhile (it is AUTHENTICATING);
-        answers to requests already sent arrive first, as the broker handles one request
-        per connection at a time. A node whose channel is busy writing waits a poll."""
-        due = self._reauthenticate_at_ms
-        for node_id, at_ms in list(due.items()):
-            if at_ms > now_ms or not self._selector.is_channel_ready(node_id):
-                continue
-            del due[node_id]
-            if self.connection_states.state(node_id) is not ConnectionState.READY:
-                continue
-            log.debug("%sre-authenticating to node %d (KIP-368)", self._prefix, node_id)
-            self.connection_states.authenticating(node_id)
-            self._send_sasl_handshake(node_id, now_ms)
-        next_ms = min(due.values(), default=_NEVER_MS)
-        # a node still due waits for its channel: look again in a millisecond, not at once
-        self._next_reauthentication_ms = next_ms if next_ms > now_ms else now_ms + 1
+    def _may_reauthenticate(self, node_id: int) -> bool | None:
+        if self.connection_states.state(node_id) is not ConnectionState.READY:
+            return None
+        return self._selector.is_channel_ready(node_id)
 
     def _sasl_failed(
         self, responses: list[ClientResponse], node_id: int, now_ms: int, reason: str
@@ -654,8 +582,8 @@ class NetworkClient:
         address = self._addresses.get(node_id, f"node {node_id}")
         error = errors.SaslAuthenticationError(f"SASL with node {node_id} at {address}: {reason}")
         log.error("%s%s", self._prefix, error)
-        self._sasl_exchanges.pop(node_id, None)
-        self._reauthenticate_at_ms.pop(node_id, None)
+        if self._authenticator is not None:
+            self._authenticator.forget(node_id)
         self._selector.close(node_id)
         self._record_failure(node_id, reason)
         self.connection_states.authentication_failed(node_id, now_ms)
@@ -725,8 +653,8 @@ class NetworkClient:
         timed_out: bool = False,
     ) -> None:
         self._unanswered.pop(node_id, None)
-        self._sasl_exchanges.pop(node_id, None)
-        self._reauthenticate_at_ms.pop(node_id, None)
+        if self._authenticator is not None:
+            self._authenticator.forget(node_id)
         state = self.connection_states.state(node_id)
         if state in (
             ConnectionState.CONNECTING,
@@ -753,7 +681,7 @@ class NetworkClient:
             self._record_failure(node_id, short_reason(str(error)), error)
         elif (
             state is ConnectionState.READY
-            and self._sasl is None
+            and self._authenticator is None
             and not timed_out
             and requests
             and requests[0].correlation_id == first
@@ -795,7 +723,8 @@ class NetworkClient:
         for request in self.in_flight_requests.clear_all(node_id):
             self._fail_request(request, self._aborted, now_ms, error, False)
         self._api_versions.remove(node_id)
-        self._reauthenticate_at_ms.pop(node_id, None)
+        if self._authenticator is not None:
+            self._authenticator.forget(node_id)
         self.connection_states.disconnected(node_id, now_ms)
 
     # ---- lifecycle ------------------------------------------------------------------

@@ -14,10 +14,9 @@ from dataclasses import dataclass, fields
 from kclient.errors import ConfigError
 from kclient.network.selector import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from kclient.sasl import SaslCredentials
-from kclient.tls import client_context
+from kclient.tls import SECURITY_PROTOCOLS, client_context
 
 #: Kafka's ``security.protocol`` values, all spoken by the client.
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kclient import errors
 from kclient.errors import KafkaError
@@ -23,9 +23,6 @@ from kclient.network.connection_states import NO_DELAY_LIMIT_MS
 from kclient.network.kafka_client import ClientRequest
 from kclient.network.metadata import Metadata, Node
 from kclient.protocol import ApiKey
-
-if TYPE_CHECKING:
-    from kclient.network.client import NetworkClient
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +36,30 @@ class _InProgress:
     is_partial_update: bool
 
 
+class ConnectionsView(Protocol):
+    """What the updater needs of the connections it shares (its owning ``NetworkClient``
+    provides it): settings, the least-loaded node, and starting connections and sends."""
+
+    request_timeout_ms: int
+    reconnect_backoff_ms: int
+
+    def least_loaded_node(self, now_ms: int) -> Node | None: ...
+
+    def can_send_request(self, node_id: int, now_ms: int) -> bool: ...
+
+    def is_any_node_connecting(self) -> bool: ...
+
+    def can_connect(self, node_id: int, now_ms: int) -> bool: ...
+
+    def initiate_connect(self, node: Node, now_ms: int) -> None: ...
+
+    def send_internal(self, request: ClientRequest, now_ms: int) -> None: ...
+
+
 class DefaultMetadataUpdater:
     """Sends MetadataRequests for a ``NetworkClient`` and applies the responses."""
 
-    def __init__(self, client: NetworkClient, metadata: Metadata, log_prefix: str = "") -> None:
+    def __init__(self, client: ConnectionsView, metadata: Metadata, log_prefix: str = "") -> None:
         self._client = client
         self.metadata = metadata
         self._prefix = log_prefix
@@ -89,10 +106,10 @@ class DefaultMetadataUpdater:
             )
             self._in_progress = _InProgress(request.request_version, request.is_partial_update)
             return client.request_timeout_ms
-        if client.connection_states.is_any_node_connecting():
+        if client.is_any_node_connecting():
             # Wait for the connection under way rather than opening more.
             return client.reconnect_backoff_ms
-        if client.connection_states.can_connect(node.id, now_ms):
+        if client.can_connect(node.id, now_ms):
             log.debug("%sconnecting to node %s for a metadata request", self._prefix, node)
             client.initiate_connect(node, now_ms)
             return client.reconnect_backoff_ms

@@ -20,6 +20,7 @@ from kclient.record.batch import (
     iter_batches,
     set_log_append_time,
     set_partition_leader_epoch,
+    set_producer_state,
 )
 from kclient.record.builder import RecordBatchBuilder
 from kclient.record.compression import CompressionType
@@ -34,4 +35,5 @@ __all__ = [
     "iter_batches",
     "set_log_append_time",
     "set_partition_leader_epoch",
+    "set_producer_state",
 ]

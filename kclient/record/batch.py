@@ -58,6 +58,8 @@ from kclient.record.layout import (
     MIN_RECORD_SIZE,
     PARTITION_LEADER_EPOCH,
     PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_STATE,
+    PRODUCER_STATE_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
@@ -492,6 +494,16 @@ def set_partition_leader_epoch(buf: bytearray | memoryview, epoch: int) -> None:
     """Set the batch's partitionLeaderEpoch in place (outside the CRC)."""
     _batch_end(buf, "set the partition leader epoch")
     PARTITION_LEADER_EPOCH.pack_into(buf, PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_producer_state(
+    buf: bytearray | memoryview, producer_id: int, epoch: int, base_sequence: int
+) -> None:
+    """Set producer id, epoch and base sequence in place and rewrite the CRC (the
+    producer re-sequences a batch this way after an epoch bump)."""
+    end = _batch_end(buf, "set the producer state")
+    PRODUCER_STATE.pack_into(buf, PRODUCER_STATE_OFFSET, producer_id, epoch, base_sequence)
+    CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:end]))
 
 
 def set_log_append_time(buf: bytearray | memoryview, timestamp_ms: int) -> None:

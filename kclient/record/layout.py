@@ -65,6 +65,8 @@ ATTRIBUTES = struct.Struct(">h")
 ATTRIBUTES_OFFSET = 21  # the CRC covers from here to the end of the batch
 MAX_TIMESTAMP = struct.Struct(">q")
 MAX_TIMESTAMP_OFFSET = 35
+PRODUCER_STATE = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
+PRODUCER_STATE_OFFSET = 43
 
 MAGIC = 2
 COMPRESSION_MASK = 0x07

@@ -26,6 +26,7 @@ from kclient.errors import IllegalStateError
 from kclient.network.cluster import Cluster, Node, TopicPartition
 from kclient.network.connection_states import ExponentialBackoff
 from kclient.record import RecordBatch
+from kclient.record.layout import HEADER_SIZE
 from kclient.sender.batch import (
     BatchBuilder,
     Callback,
@@ -40,7 +41,7 @@ from kclient.sender.partitioner import StickyPartitioner
 
 log = logging.getLogger(__name__)
 
-BATCH_OVERHEAD = 61
+BATCH_OVERHEAD = HEADER_SIZE  # 61
 RECORD_OVERHEAD_MAX = 21  # varints of a record: length 5 + attrs 1 + ts 10 (bounded) + offset 5
 _NO_HEADERS: tuple[Header, ...] = ()
 

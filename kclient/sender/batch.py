@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import enum
 import logging
-import struct
 import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-import crc32c
-
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
+from kclient.record import set_producer_state
 from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
 
 log = logging.getLogger(__name__)
@@ -26,13 +24,6 @@ log = logging.getLogger(__name__)
 Header = tuple[str, bytes | None]
 Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 """``callback(metadata, exception)``: exactly one of the two is None. Runs on the Sender thread."""
-
-# RecordBatch v2 header fields rewritten when a batch is re-sequenced after an epoch bump.
-_CRC_OFFSET = 17
-_ATTRIBUTES_OFFSET = 21
-_PRODUCER_STATE_OFFSET = 43
-_PRODUCER_STATE = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence
-_CRC = struct.Struct(">I")
 
 NO_SEQUENCE = -1
 
@@ -77,8 +68,7 @@ def rewrite_producer_state(
 ) -> bytes:
     """Set producer id, epoch and base sequence in a built v2 batch and fix its CRC."""
     buf = bytearray(records)
-    _PRODUCER_STATE.pack_into(buf, _PRODUCER_STATE_OFFSET, producer_id, epoch, base_sequence)
-    _CRC.pack_into(buf, _CRC_OFFSET, crc32c.crc32c(memoryview(buf)[_ATTRIBUTES_OFFSET:]))
+    set_producer_state(buf, producer_id, epoch, base_sequence)
     return bytes(buf)
 
 
