@@ -74,6 +74,7 @@ from kclient.protocol.types import (
     uvarint_bytes,
     write_uvarint,
 )
+from kclient.varint import MAX_VARINT_BYTES, VarintError, read_uvarint
 
 __all__ = [
     "UNKNOWN_TAGGED",
@@ -513,16 +514,13 @@ class _FastPathMiss(Exception):
 def _uvarint_at(buf: memoryview, pos: int) -> tuple[int, int]:
     """The unsigned varint at ``pos`` (at most 5 bytes, at most 32 bits, as
     ``Reader.uvarint`` takes) and the position after it."""
-    value = shift = 0
-    for at in range(pos, pos + 5):
-        byte = buf[at]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            if value > MAX_UINT32:
-                raise _FastPathMiss
-            return value, at + 1
-        shift += 7
-    raise _FastPathMiss
+    try:
+        value, pos = read_uvarint(buf, pos, MAX_VARINT_BYTES)
+    except VarintError:
+        raise _FastPathMiss from None
+    if value > MAX_UINT32:
+        raise _FastPathMiss
+    return value, pos
 
 
 def _raw_bytes(buf: memoryview) -> bytes | bytearray:

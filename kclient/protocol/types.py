@@ -1,8 +1,9 @@
 """Kafka wire-protocol primitive types.
 
-Corresponds to Kafka's ``org.apache.kafka.common.protocol.types`` (Type, CompactArrayOf, …),
-``ByteBufferAccessor`` and ``ByteUtils`` (varints). Sans-I/O and stateless: any thread may
-use it; a ``Reader`` or ``Writer`` belongs to whoever created it.
+Corresponds to Kafka's ``org.apache.kafka.common.protocol.types`` (Type, CompactArrayOf, …)
+and ``ByteBufferAccessor``; varints are :mod:`kclient.varint`'s (``ByteUtils``).
+Sans-I/O and stateless: any thread may use it; a ``Reader`` or ``Writer`` belongs to
+whoever created it.
 
 Reading: a ``Reader`` walks a ``memoryview`` with a position. Every read checks what is
 left before it slices or allocates, so garbage or truncated bytes raise ``DecodeError``
@@ -31,6 +32,8 @@ import struct
 import uuid
 
 from kclient.errors import ProtocolDecodeError, ProtocolEncodeError
+from kclient.varint import VarintError, read_uvarint
+from kclient.varint import uvarint_bytes as _uvarint_bytes
 
 INT8 = struct.Struct(">b")
 INT16 = struct.Struct(">h")
@@ -47,8 +50,6 @@ MAX_UINT64 = 0xFFFF_FFFF_FFFF_FFFF
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 MAX_STRING_BYTES = 0x7FFF
-
-_SMALL_UVARINTS = tuple(bytes((i,)) for i in range(128))
 
 
 def _field_path(path: list[str]) -> str:
@@ -164,20 +165,11 @@ class Reader:
         return uuid.UUID(bytes=bytes(self.take(16, "uuid")))
 
     def _uvarint(self, what: str, max_bytes: int) -> int:
-        buf, start = self.buf, self.pos
-        pos, shift, result = start, 0, 0
-        end = len(buf)
-        while pos < end:
-            byte = buf[pos]
-            pos += 1
-            result |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.pos = pos
-                return result
-            shift += 7
-            if pos - start >= max_bytes:
-                raise self.error(what, f"longer than {max_bytes} bytes", at=start)
-        raise self.error(what, "ends before its last byte", at=start)
+        try:
+            value, self.pos = read_uvarint(self.buf, self.pos, max_bytes)
+        except VarintError as exc:
+            raise self.error(what, exc.problem, at=exc.position) from None
+        return value
 
     def uvarint(self, what: str = "unsigned varint") -> int:
         buf, pos = self.buf, self.pos
@@ -347,20 +339,9 @@ class Writer:
 
 def uvarint_bytes(value: int) -> bytes:
     """Unsigned varint encoding of ``value`` (0 <= value < 2**64)."""
-    if 0 <= value < 0x80:
-        return _SMALL_UVARINTS[value]
-    if 0x80 <= value < 0x4000:
-        return bytes(((value & 0x7F) | 0x80, value >> 7))
-    if 0x4000 <= value < 0x20_0000:
-        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     if value < 0 or value > MAX_UINT64:
         raise EncodeError(f"{value} is out of range for an unsigned varint")
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    return _uvarint_bytes(value)
 
 
 def write_uvarint(out: bytearray, value: int) -> None:

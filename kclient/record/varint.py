@@ -1,9 +1,10 @@
 """Zig-zag varints as used inside a v2 record (Java's ``ByteUtils.writeVarint/readVarlong``).
 
-Kafka's ``DefaultRecord`` writes every per-record integer (length, timestamp delta, offset
-delta, key/value/header lengths, header count) as a zig-zag encoded base-128 varint. The
-record builder is the producer's hot path, so the encodings of the small values that make
-up nearly every record are computed once, here, into plain lists:
+The encoding itself is :mod:`kclient.varint`'s. Kafka's ``DefaultRecord`` writes every
+per-record integer (length, timestamp delta, offset delta, key/value/header lengths,
+header count) as a zig-zag encoded base-128 varint. The record builder is the producer's
+hot path, so the encodings of the small values that make up nearly every record are
+computed once, here, into plain lists:
 
 * ``VARINT[n]`` — the bytes of the zig-zag varint of ``n`` for ``0 <= n < TABLE_SIZE``.
 * ``SIZED[n]`` — ``(VARINT[n], len(VARINT[n]))`` for lengths (one lookup gives both).
@@ -24,35 +25,23 @@ path through :func:`encode_varint`. Pure functions and immutable tables: any thr
 from __future__ import annotations
 
 from kclient.errors import CorruptRecordError
+from kclient.varint import (
+    MAX_UINT64,
+    MAX_VARLONG_BYTES,
+    VarintError,
+    read_uvarint,
+    unzigzag,
+    varint_bytes,
+    varint_size,
+)
 
 TABLE_SIZE = 16384
 """Values below this (lengths up to 16 KiB, deltas up to ~16 s) are encoded by lookup."""
 
-_MAX_VARLONG_BYTES = 10
-_UINT64_MASK = (1 << 64) - 1
-
-
-def encode_varint(value: int) -> bytes:
-    """The zig-zag varint (or varlong: same encoding) of a signed 64-bit ``value``."""
-    v = (value << 1) ^ (value >> 63)
-    if v < 0x80:
-        return bytes((v,))
-    out = bytearray()
-    while v > 0x7F:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def size_of_varint(value: int) -> int:
-    """How many bytes :func:`encode_varint` writes for ``value``."""
-    v = (value << 1) ^ (value >> 63)
-    size = 1
-    while v > 0x7F:
-        v >>= 7
-        size += 1
-    return size
+encode_varint = varint_bytes
+"""The zig-zag varint (or varlong: same encoding) of a signed 64-bit value."""
+size_of_varint = varint_size
+"""How many bytes :func:`encode_varint` writes for a value."""
 
 
 def decode_unsigned(data: bytes, pos: int) -> tuple[int, int]:
@@ -62,25 +51,21 @@ def decode_unsigned(data: bytes, pos: int) -> tuple[int, int]:
     keeps it. Raises :class:`CorruptRecordError` when the varint runs past the end of
     ``data`` or is longer than a varlong (10 bytes) can be.
     """
-    result = 0
-    shift = 0
-    end = len(data)
-    for _ in range(_MAX_VARLONG_BYTES):
-        if pos >= end:
-            raise CorruptRecordError(f"varint at byte {pos} runs past the end of the records")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result & _UINT64_MASK, pos
-        shift += 7
-    raise CorruptRecordError(f"varint ending at byte {pos} is longer than 10 bytes")
+    try:
+        raw, pos = read_uvarint(data, pos, MAX_VARLONG_BYTES)
+    except VarintError as exc:  # worded as the C decoder words it
+        if exc.stopped_at >= len(data):
+            where = f"varint at byte {exc.stopped_at} runs past the end of the records"
+        else:
+            where = f"varint ending at byte {exc.stopped_at} is longer than 10 bytes"
+        raise CorruptRecordError(where) from None
+    return raw & MAX_UINT64, pos
 
 
 def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
     """Read the zig-zag varint at ``data[pos]``; returns ``(value, position after it)``."""
     raw, pos = decode_unsigned(data, pos)
-    return (raw >> 1) ^ -(raw & 1), pos
+    return unzigzag(raw), pos
 
 
 VARINT: list[bytes] = [encode_varint(n) for n in range(TABLE_SIZE)]
@@ -89,4 +74,4 @@ LENGTH_PREFIX: list[tuple[bytes, int]] = [(enc, len(enc) + n) for n, enc in enum
 ATTR_TIMESTAMP: list[tuple[bytes, int]] = [
     (b"\x00" + encode_varint(d), 1 + size_of_varint(d) + 1) for d in range(TABLE_SIZE)
 ]
-ZIGZAG: list[int] = [(raw >> 1) ^ -(raw & 1) for raw in range(1 << 14)]
+ZIGZAG: list[int] = [unzigzag(raw) for raw in range(1 << 14)]
