@@ -5,7 +5,9 @@
         metadata = producer.send("events", value=b"hello", key=b"k").result(timeout=10)
 
 Public API: ``KafkaProducer``, ``ProducerConfig``, ``RecordMetadata``,
-``FutureRecordMetadata``, ``ProducerRecord`` and the ``errors`` module.
+``FutureRecordMetadata``, ``ProducerRecord``, the types in its signatures (``Header``,
+``Callback``, ``TopicPartition``, ``PartitionInfo``) and the ``errors`` module. Import
+them from here: the modules they are defined in are internal and may move.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import NamedTuple
 from kclient import errors
 from kclient.config import ProducerConfig
 from kclient.errors import KafkaError
+from kclient.network.cluster import PartitionInfo, TopicPartition
 from kclient.producer import KafkaProducer
-from kclient.sender.batch import Header
+from kclient.sender.batch import Callback, Header
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
 
 
@@ -33,11 +36,15 @@ class ProducerRecord(NamedTuple):
 
 
 __all__ = [
+    "Callback",
     "FutureRecordMetadata",
+    "Header",
     "KafkaError",
     "KafkaProducer",
+    "PartitionInfo",
     "ProducerConfig",
     "ProducerRecord",
     "RecordMetadata",
+    "TopicPartition",
     "errors",
 ]
