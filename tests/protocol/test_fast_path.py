@@ -24,15 +24,14 @@ from hypothesis import strategies as st
 
 from kclient.errors import ProtocolDecodeError, ProtocolEncodeError, UnsupportedVersionError
 from kclient.protocol import ApiKey
-from kclient.protocol.codec import (
+from kclient.protocol.careful import compile_struct
+from kclient.protocol.codec import Plan, plan
+from kclient.protocol.codegen import (
     _COMPACT_STRINGS,
     _STRINGS_KEPT,
-    Plan,
-    _compile_struct,
     _FastPathMiss,
     _min_size,
     _uvarint_at,
-    plan,
 )
 from kclient.protocol.frame import (
     decode_response,
@@ -445,7 +444,7 @@ def test_smallest_item_sizes_match_the_careful_path(kind: str, api_key: int, ver
     msg = _message(kind, api_key)
     flexible = msg.is_flexible(version)
     for fld in _struct_fields(msg.fields):
-        careful = _compile_struct(fld.fields, version, flexible)[2]
+        careful = compile_struct(fld.fields, version, flexible)[2]
         assert _min_size(fld, version, flexible, item=True) == careful, fld.name
 
 
