@@ -403,23 +403,4 @@ def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError
 
 
 def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
-    return NetworkClientConfig(
-        client_id=cfg.client_id,
-        request_timeout_ms=max(cfg.request_timeout_ms, 1),
-        max_in_flight_requests_per_connection=cfg.max_in_flight_requests_per_connection,
-        reconnect_backoff_ms=cfg.reconnect_backoff_ms,
-        reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
-        socket_connection_setup_timeout_ms=max(cfg.socket_connection_setup_timeout_ms, 1),
-        socket_connection_setup_timeout_max_ms=max(cfg.socket_connection_setup_timeout_max_ms, 1),
-        connections_max_idle_ms=cfg.connections_max_idle_ms,
-        send_buffer_bytes=cfg.send_buffer_bytes,
-        receive_buffer_bytes=cfg.receive_buffer_bytes,
-        receive_message_max_bytes=cfg.receive_message_max_bytes,
-        retry_backoff_ms=cfg.retry_backoff_ms,
-        retry_backoff_max_ms=cfg.retry_backoff_max_ms,
-        metadata_max_age_ms=cfg.metadata_max_age_ms,
-        metadata_max_idle_ms=cfg.metadata_max_idle_ms,
-        security_protocol=cfg.security_protocol,
-        ssl_context=cfg.ssl_context,
-        sasl=cfg.sasl,
-    )
+    return NetworkClientConfig.from_config(cfg)

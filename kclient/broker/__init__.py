@@ -1,7 +1,7 @@
 """The embedded Kafka broker: Kafka's broker network layer and a minimal log, in Python.
 
 Acceptor → Processors (``num.network.threads``) → RequestChannel (``queued.max.requests``)
-→ RequestHandlerPool (``num.io.threads``) → Apis, as in Kafka (DESIGN.md, "The embedded
+→ RequestHandlerPool (``num.io.threads``) → Apis, as in Kafka (README, "The embedded
 broker"). Uses only ``kclient.protocol``, ``kclient.record`` and ``kclient.errors``.
 
     from kclient.broker import EmbeddedBroker, EmbeddedCluster

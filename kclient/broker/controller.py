@@ -345,10 +345,6 @@ class Controller:
         """Called (on the appending thread) after records were appended to a partition."""
         self._append_listeners.append(listener)
 
-    def remove_append_listener(self, listener: Callable[[Partition], object]) -> None:
-        with contextlib.suppress(ValueError):
-            self._append_listeners.remove(listener)
-
     def notify_append(self, partition: Partition) -> None:
         for listener in list(self._append_listeners):
             listener(partition)

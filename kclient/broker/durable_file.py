@@ -1,7 +1,7 @@
 """Small files the broker must not lose or half-write: written atomically, read checked.
 
-The one mechanism behind every durable file of the embedded broker (DESIGN.md: state is
-either in a log replayed on start-up or in a file written atomically): the topic metadata
+The one mechanism behind every durable file of the embedded broker (its state is either
+in a log replayed on start-up or in a file written atomically): the topic metadata
 (``topics.json``), each partition's ``partition.metadata``, the producer-id block and the
 producer-state snapshots. Kafka does the same with its checkpoint files (write a
 temporary file, flush it, rename it over the old one, flush the directory), so a crash at

@@ -1,6 +1,6 @@
 """RequestHandlerPool: ``num.io.threads`` threads taking requests and calling ``Apis.handle``.
 
-Kafka's ``KafkaRequestHandler`` / ``KafkaRequestHandlerPool`` (seed 003). Each handler
+Kafka's ``KafkaRequestHandler`` / ``KafkaRequestHandlerPool``. Each handler
 thread loops on ``RequestChannel.receive_request`` and exits on a ``ShutdownRequest``.
 An exception escaping ``Apis.handle`` is logged and answered by closing that one
 connection; the thread keeps serving.

@@ -9,9 +9,10 @@
   to write, just unmute the connection), ``CloseConnectionResponse``.
 * ``ShutdownRequest`` tells a handler thread to exit.
 
-``Request`` carries the timestamps behind the request metrics (seed 001): start,
-dequeue, local complete, remote complete, response complete, response dequeue, and
-``update_request_metrics`` records them once the Processor has sent the response.
+``Request`` carries the timestamps behind the request metrics (as Kafka's
+``RequestChannel.Request`` does): start, dequeue, local complete, remote complete,
+response complete, response dequeue, and ``update_request_metrics`` records them once the
+Processor has sent the response.
 """
 
 from __future__ import annotations
@@ -305,7 +306,3 @@ class RequestChannel:
         if response is not None:
             response.request.response_dequeue_time_ns = self._monotonic_ns()
         return response
-
-    def response_queue_size(self, processor_id: int) -> int:
-        rq = self._response_queues.get(processor_id)
-        return len(rq) if rq is not None else 0

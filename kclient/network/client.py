@@ -739,10 +739,6 @@ class NetworkClient:
         self._selector.close()
         self.metadata_updater.close()
 
-    @property
-    def active(self) -> bool:
-        return not self._closed
-
     def _complete(self, responses: list[ClientResponse]) -> None:
         for response in responses:
             try:

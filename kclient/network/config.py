@@ -86,10 +86,23 @@ class NetworkClientConfig:
 
     @classmethod
     def from_config(cls, config: object) -> NetworkClientConfig:
-        """Take every field this class has from ``config`` by attribute name (e.g. a
-        ``kclient.config.ProducerConfig``); fields it lacks keep their defaults."""
+        """Take every field this class has from ``config`` by attribute name (the
+        producer's ``kclient.config.ProducerConfig``); fields it lacks keep their
+        defaults. Timeouts of 0, which the producer's settings allow as Java's do, count
+        as 1 ms."""
         names = [f.name for f in fields(cls)]
-        return cls(**{n: getattr(config, n) for n in names if hasattr(config, n)})
+        values = {n: getattr(config, n) for n in names if hasattr(config, n)}
+        for name in _AT_LEAST_ONE_MS:
+            if name in values:
+                values[name] = max(values[name], 1)
+        return cls(**values)
+
+
+_AT_LEAST_ONE_MS = (
+    "request_timeout_ms",
+    "socket_connection_setup_timeout_ms",
+    "socket_connection_setup_timeout_max_ms",
+)
 
 
 _KAFKA_NAMES = {

@@ -90,10 +90,6 @@ class ClientResponse:
     def request_latency_ms(self) -> int:
         return self.received_time_ms - self.request.created_time_ms
 
-    @property
-    def has_response(self) -> bool:
-        return self.body is not None
-
     def on_complete(self) -> None:
         if self.request.callback is not None:
             self.request.callback(self)

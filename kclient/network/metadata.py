@@ -134,10 +134,6 @@ class Metadata:
         with self._lock:
             return frozenset(self._topics)
 
-    def contains_topic(self, topic: str) -> bool:
-        with self._lock:
-            return topic in self._topics
-
     def topic_error(self, topic: str) -> KafkaError | None:
         """The last error the cluster reported for the topic (fatal or not), if any."""
         with self._lock:

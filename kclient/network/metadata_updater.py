@@ -68,9 +68,6 @@ class DefaultMetadataUpdater:
     def fetch_nodes(self) -> tuple[Node, ...]:
         return self.metadata.fetch().nodes
 
-    def has_fetch_in_progress(self) -> bool:
-        return self._in_progress is not None
-
     def is_update_due(self, now_ms: int) -> bool:
         return self._in_progress is None and self.metadata.time_to_next_update(now_ms) == 0
 

@@ -255,10 +255,6 @@ class KSelector:
     def channel(self, node_id: int) -> KafkaChannel | None:
         return self._channels.get(node_id)
 
-    def channel_address(self, node_id: int) -> str | None:
-        channel = self._channels.get(node_id)
-        return channel.address if channel is not None else None
-
     def close(self, node_id: int | None = None) -> None:
         if node_id is not None:
             channel = self._channels.get(node_id)

@@ -473,7 +473,6 @@ class RecordAccumulator:
         self.incomplete.replace(batch, children)
         for child in children:
             child.in_retry = True
-            child.last_attempt_ms = now_ms
             self._insert_in_order(child)
         return children
 

@@ -76,7 +76,7 @@ class ProducerBatch:
     """Records for one topic-partition, their callbacks, and the batch's delivery state.
 
     Times are monotonic milliseconds: ``created_ms`` starts linger and delivery timeout,
-    ``last_attempt_ms`` is the last (re)enqueue, ``retry_at_ms`` ends the retry backoff.
+    ``retry_at_ms`` ends the retry backoff.
     """
 
     __slots__ = (
@@ -89,7 +89,6 @@ class ProducerBatch:
         "final_state",
         "flush_id",
         "in_retry",
-        "last_attempt_ms",
         "order",
         "producer_epoch",
         "producer_id",
@@ -116,7 +115,6 @@ class ProducerBatch:
         self.result = ProduceResult(tp)
         self.thunks: list[tuple[FutureRecordMetadata, Callback]] | None = None
         self.created_ms = created_ms
-        self.last_attempt_ms = created_ms
         self.retry_at_ms = 0
         self.drained_ms = -1
         self.attempts = 0
@@ -195,10 +193,6 @@ class ProducerBatch:
         return (self.producer_id, self.producer_epoch) == tuple(producer_id_and_epoch)
 
     @property
-    def has_sequence(self) -> bool:
-        return self.base_sequence != NO_SEQUENCE
-
-    @property
     def last_sequence(self) -> int:
         return self.base_sequence + self.builder.record_count - 1
 
@@ -213,7 +207,6 @@ class ProducerBatch:
     def reenqueued(self, now_ms: int, backoff_ms: int) -> None:
         self.attempts += 1
         self.in_retry = True
-        self.last_attempt_ms = now_ms
         self.retry_at_ms = now_ms + backoff_ms
 
     def has_reached_delivery_timeout(self, delivery_timeout_ms: int, now_ms: int) -> bool:

@@ -1,4 +1,4 @@
-"""Producer metrics: the subset of Java's ``SenderMetricsRegistry`` the issue asks for.
+"""Producer metrics: the subset of Java's ``SenderMetricsRegistry`` kclient records.
 
 Recorded by the Sender thread alone (per batch and per request, never per record), so
 recording takes no lock; ``KafkaProducer.metrics()`` reads a snapshot from any thread.

@@ -1,6 +1,6 @@
 """Sender: Java's ``Sender`` — the producer's one I/O thread.
 
-``run_once()`` is one step of the loop (seed 002):
+``run_once()`` is one step of the loop, as in Java's ``Sender.runOnce``:
 ``accumulator.ready`` → metadata for unknown leaders → drop nodes ``client.ready`` refuses
 (this starts connections) → ``accumulator.drain`` → **one ProduceRequest per node** →
 fail batches past ``delivery.timeout.ms`` → ``client.poll``. Responses come back through
@@ -269,7 +269,7 @@ class Sender:
     def _send_produce_request(
         self, node_id: int, batches: list[ProducerBatch], now_ms: int
     ) -> None:
-        """All of a node's drained batches in one ProduceRequest (seed 002)."""
+        """All of a node's drained batches in one ProduceRequest (Java's ``sendProduceRequest``)."""
         by_topic: dict[str, list[dict[str, Any]]] = {}
         by_tp: dict[TopicPartition, ProducerBatch] = {}
         size = records = 0

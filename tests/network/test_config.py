@@ -1,5 +1,7 @@
 """NetworkClientConfig and bootstrap.servers parsing: mistakes name the setting to fix."""
 
+import dataclasses
+
 import pytest
 
 from kclient.config import ProducerConfig
@@ -53,3 +55,12 @@ def test_settings_come_from_the_producer_config() -> None:
     assert config.request_timeout_ms == 1234
     assert config.receive_message_max_bytes == 5000
     assert NetworkClientConfig().receive_message_max_bytes == 100_000_000
+
+
+def test_every_network_setting_is_a_producer_setting_and_a_zero_timeout_is_one_ms() -> None:
+    producer = ProducerConfig({"bootstrap.servers": "x:1", "request.timeout.ms": 0})
+    missing = [
+        f.name for f in dataclasses.fields(NetworkClientConfig) if not hasattr(producer, f.name)
+    ]
+    assert not missing  # else the producer would silently run them at their defaults
+    assert NetworkClientConfig.from_config(producer).request_timeout_ms == 1
