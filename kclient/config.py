@@ -1,7 +1,9 @@
 """ProducerConfig: Java's ``ProducerConfig``, one typed and validated object.
 
 Built once by the caller's thread in ``KafkaProducer.__init__`` and read-only afterwards
-(shared by every thread).
+(shared by every thread). Every setting is declared once, in ``kclient.settings`` (name,
+parser, default, range and the README's words for it); this module applies the table
+and checks the settings against each other.
 
 Settings are accepted under their Kafka names (``linger.ms``) or in snake_case
 (``linger_ms``), from a dict, from keyword arguments, or both. Values may be given as
@@ -49,259 +51,28 @@ import difflib
 import itertools
 import logging
 import ssl
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn
 
 from kclient.errors import ConfigError
 from kclient.sasl import SaslCredentials
-from kclient.tls import SECURITY_PROTOCOLS
+from kclient.settings import (
+    ACKS_ALL,
+    BY_NAME,
+    MAX_IN_FLIGHT_FOR_IDEMPOTENCE,
+    SECRET_SETTINGS,
+    SETTINGS,
+    UNSUPPORTED,
+    Setting,
+)
 
 log = logging.getLogger(__name__)
-
-INT32_MAX = 2_147_483_647
-INT64_MAX = 9_223_372_036_854_775_807
-MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
-
-COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
-ACKS_ALL = -1
 
 _client_ids = itertools.count(1)
 
 
-# ---- value parsers ------------------------------------------------------------------------
-
-
-#: Settings whose values are never shown: not by ``repr``, not in any error or log line.
-SECRET_SETTINGS = frozenset(
-    {"ssl.key.password", "ssl.keystore.key", "sasl.password", "sasl.jaas.config"}
-)
-
-
-def _type_error(name: str, expected: str, value: object) -> ConfigError:
-    if name in SECRET_SETTINGS:
-        return ConfigError(
-            f"{name!r} must be {expected}, got a value of type {type(value).__name__} "
-            "(not shown: the setting is secret)"
-        )
-    return ConfigError(f"{name!r} must be {expected}, got {value!r} ({type(value).__name__})")
-
-
-def _parse_int(name: str, value: object) -> int:
-    if isinstance(value, bool):
-        raise _type_error(name, "an integer", value)
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            raise _type_error(name, "an integer", value) from None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise _type_error(name, "an integer", value)
-
-
-def _parse_bool(name: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise _type_error(name, "true or false", value)
-
-
-def _parse_str(name: str, value: object) -> str:
-    if isinstance(value, str):
-        return value
-    raise _type_error(name, "a string", value)
-
-
-def _parse_servers(name: str, value: object) -> tuple[str, ...]:
-    if isinstance(value, str):
-        items = [part.strip() for part in value.split(",")]
-    elif isinstance(value, Iterable) and not isinstance(value, (bytes, bytearray)):
-        items = [str(part).strip() for part in value]
-    else:
-        raise _type_error(name, "'host:port[,host:port...]' or a list of them", value)
-    items = [item for item in items if item]
-    if not items:
-        raise ConfigError(f"{name!r} is required (e.g. '127.0.0.1:9092')")
-    for item in items:
-        host, sep, port = item.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(f"{name!r}: {item!r} is not host:port (e.g. '127.0.0.1:9092')")
-    return tuple(items)
-
-
-def _parse_acks(name: str, value: object) -> int:
-    if isinstance(value, str) and value.strip().lower() == "all":
-        return ACKS_ALL
-    acks = _parse_int(name, value)
-    if acks not in (-1, 0, 1):
-        raise ConfigError(f"{name!r} must be one of all, -1, 0, 1; got {value!r}")
-    return acks
-
-
-def _parse_compression(name: str, value: object) -> str:
-    text = _parse_str(name, value).strip().lower()
-    if text not in COMPRESSION_TYPES:
-        raise ConfigError(f"{name!r} must be one of {', '.join(COMPRESSION_TYPES)}; got {value!r}")
-    return text
-
-
-def _parse_callable_or_name(name: str, value: object) -> object:
-    if value is None or isinstance(value, str) or callable(value) or hasattr(value, "serialize"):
-        return value
-    raise _type_error(name, "a callable or a serializer name", value)
-
-
-def _parse_partitioner(name: str, value: object) -> object:
-    if value is None or callable(value):
-        return value
-    raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
-
-
-def _parse_security_protocol(name: str, value: object) -> str:
-    text = _parse_str(name, value).strip().upper()
-    if text not in SECURITY_PROTOCOLS:
-        raise ConfigError(f"{name!r} must be one of {', '.join(SECURITY_PROTOCOLS)}; got {value!r}")
-    return text
-
-
-def _parse_optional_str(name: str, value: object) -> str | None:
-    return None if value is None else _parse_str(name, value)
-
-
-def _parse_store_type(name: str, value: object) -> str:
-    text = _parse_str(name, value).strip().upper()
-    if text != "PEM":
-        raise ConfigError(
-            f"{name!r} must be PEM (got {value!r}): kclient reads PEM files only; convert a "
-            "JKS or PKCS12 store with keytool -importkeystore and openssl pkcs12 -nodes"
-        )
-    return text
-
-
-def _parse_endpoint_identification(name: str, value: object) -> str:
-    text = _parse_str(name, value).strip().lower()
-    if text not in ("https", ""):
-        raise ConfigError(
-            f"{name!r} must be 'https' (verify the broker's host name) or '' (don't); got {value!r}"
-        )
-    return text
-
-
-def _parse_sasl_mechanism(name: str, value: object) -> str:
-    return _parse_str(name, value).strip().upper()
-
-
-def _parse_ssl_context(name: str, value: object) -> object:
-    if value is None or isinstance(value, ssl.SSLContext):
-        return value
-    raise _type_error(name, "an ssl.SSLContext", value)
-
-
-# ---- the settings table --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Setting:
-    name: str
-    parse: Callable[[str, object], Any]
-    default: object
-    low: int | None = None
-    high: int | None = None
-
-    @property
-    def attr(self) -> str:
-        return self.name.replace(".", "_")
-
-
-def _int(name: str, default: int, low: int | None = 0, high: int | None = None) -> _Setting:
-    return _Setting(name, _parse_int, default, low, high)
-
-
-# fmt: off
-_SETTINGS: tuple[_Setting, ...] = (
-    _Setting("bootstrap.servers", _parse_servers, None),
-    _Setting("client.id", _parse_str, ""),
-    _Setting("acks", _parse_acks, ACKS_ALL),
-    _Setting("enable.idempotence", _parse_bool, True),
-    _int("batch.size", 16_384, 0, INT32_MAX),
-    _int("linger.ms", 5, 0, INT32_MAX),
-    _int("buffer.memory", 32 * 1024 * 1024, 0, INT64_MAX),
-    _int("max.block.ms", 60_000, 0, INT64_MAX),
-    _int("max.request.size", 1024 * 1024, 0, INT32_MAX),
-    _int("max.in.flight.requests.per.connection", 5, 1, INT32_MAX),
-    _int("retries", INT32_MAX, 0, INT32_MAX),
-    _int("delivery.timeout.ms", 120_000, 0, INT32_MAX),
-    _int("request.timeout.ms", 30_000, 0, INT32_MAX),
-    _int("retry.backoff.ms", 100, 0, INT64_MAX),
-    _int("retry.backoff.max.ms", 1_000, 0, INT64_MAX),
-    _int("reconnect.backoff.ms", 50, 0, INT64_MAX),
-    _int("reconnect.backoff.max.ms", 1_000, 0, INT64_MAX),
-    _int("socket.connection.setup.timeout.ms", 10_000, 0, INT64_MAX),
-    _int("socket.connection.setup.timeout.max.ms", 30_000, 0, INT64_MAX),
-    _int("connections.max.idle.ms", 540_000, -1, INT64_MAX),
-    _int("send.buffer.bytes", 128 * 1024, -1, INT32_MAX),
-    _int("receive.buffer.bytes", 32 * 1024, -1, INT32_MAX),
-    _int("receive.message.max.bytes", 100_000_000, 1000, INT32_MAX),
-    _int("metadata.max.age.ms", 300_000, 0, INT64_MAX),
-    _int("metadata.max.idle.ms", 300_000, 5_000, INT64_MAX),
-    _Setting("compression.type", _parse_compression, "none"),
-    _int("compression.gzip.level", -1, -1, 9),
-    _int("compression.lz4.level", 9, 1, 17),
-    _int("compression.zstd.level", 3, -131_072, 22),
-    _Setting("partitioner.ignore.keys", _parse_bool, False),
-    _Setting("partitioner", _parse_partitioner, None),
-    _Setting("key.serializer", _parse_callable_or_name, None),
-    _Setting("value.serializer", _parse_callable_or_name, None),
-    _Setting("security.protocol", _parse_security_protocol, "PLAINTEXT"),
-    _Setting("ssl.truststore.location", _parse_optional_str, None),
-    _Setting("ssl.truststore.certificates", _parse_optional_str, None),
-    _Setting("ssl.truststore.type", _parse_store_type, "PEM"),
-    _Setting("ssl.keystore.location", _parse_optional_str, None),
-    _Setting("ssl.keystore.certificate.chain", _parse_optional_str, None),
-    _Setting("ssl.keystore.key", _parse_optional_str, None),
-    _Setting("ssl.keystore.type", _parse_store_type, "PEM"),
-    _Setting("ssl.key.password", _parse_optional_str, None),
-    _Setting("ssl.endpoint.identification.algorithm", _parse_endpoint_identification, "https"),
-    _Setting("ssl.context", _parse_ssl_context, None),
-    _Setting("ssl.certificate.location", _parse_optional_str, None),
-    _Setting("ssl.key.location", _parse_optional_str, None),
-    _Setting("sasl.mechanism", _parse_sasl_mechanism, "GSSAPI"),
-    _Setting("sasl.username", _parse_optional_str, None),
-    _Setting("sasl.password", _parse_optional_str, None),
-    _Setting("sasl.jaas.config", _parse_optional_str, None),
-)
-# fmt: on
-
-_BY_NAME: dict[str, _Setting] = {}
-for _s in _SETTINGS:
-    _BY_NAME[_s.name] = _s
-    _BY_NAME[_s.attr] = _s
-
-#: librdkafka's (confluent-kafka's) names for the same settings, accepted as they are.
-_ALIASES = {"ssl.ca.location": "ssl.truststore.location", "sasl.mechanisms": "sasl.mechanism"}
-for _alias, _name in _ALIASES.items():
-    _BY_NAME[_alias] = _BY_NAME[_alias.replace(".", "_")] = _BY_NAME[_name]
-
-_PEM_ONLY = (
-    "kclient reads PEM files only, which have no store password; the password of an "
-    "encrypted PEM private key is 'ssl.key.password'"
-)
-_UNSUPPORTED = {
-    "transactional.id": "transactions are not supported by kclient",
-    "transaction.timeout.ms": "transactions are not supported by kclient",
-    "sasl.oauthbearer.token.endpoint.url": "SASL OAUTHBEARER is not supported by kclient",
-    "sasl.kerberos.service.name": "SASL GSSAPI (Kerberos) is not supported by kclient",
-    "ssl.keystore.password": _PEM_ONLY,
-    "ssl.truststore.password": _PEM_ONLY,
-}
-
-
 def _suggest(key: str) -> str:
-    names = [s.name for s in _SETTINGS] + [s.attr for s in _SETTINGS]
+    names = [s.name for s in SETTINGS] + [s.attr for s in SETTINGS]
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     if not close:
         close = difflib.get_close_matches(key.replace("_", "."), names, n=1, cutoff=0.6)
@@ -370,7 +141,7 @@ class ProducerConfig:
     """With SASL_*: the mechanism and credentials, checked."""
     explicit: frozenset[str]
 
-    SETTING_NAMES: ClassVar[tuple[str, ...]] = tuple(s.name for s in _SETTINGS)
+    SETTING_NAMES: ClassVar[tuple[str, ...]] = tuple(s.name for s in SETTINGS)
 
     def __init__(self, config: Mapping[str, object] | None = None, /, **kwargs: object) -> None:
         given: dict[str, object] = {}
@@ -380,9 +151,9 @@ class ProducerConfig:
             for key, value in source.items():
                 if not isinstance(key, str):
                     raise ConfigError(f"setting names must be strings, got {key!r}")
-                setting = _BY_NAME.get(key)
+                setting = BY_NAME.get(key)
                 if setting is None:
-                    reason = _UNSUPPORTED.get(key.replace("_", "."))
+                    reason = UNSUPPORTED.get(key.replace("_", "."))
                     if reason is not None:
                         raise ConfigError(f"{key!r}: {reason}")
                     raise ConfigError(f"unknown producer setting {key!r}{_suggest(key)}")
@@ -393,19 +164,19 @@ class ProducerConfig:
                     )
                 given[setting.name] = value
         values: dict[str, object] = {}
-        for setting in _SETTINGS:
+        for setting in SETTINGS:
             if setting.name in given:
                 values[setting.name] = self._parse(setting, given[setting.name])
             else:
                 values[setting.name] = setting.default
         self._cross_validate(values, frozenset(given))
         for name, value in values.items():
-            object.__setattr__(self, _BY_NAME[name].attr, value)
+            object.__setattr__(self, BY_NAME[name].attr, value)
         object.__setattr__(self, "explicit", frozenset(given))
         object.__setattr__(self, "sasl", _sasl_credentials(values, frozenset(given)))
 
     @staticmethod
-    def _parse(setting: _Setting, raw: object) -> object:
+    def _parse(setting: Setting, raw: object) -> object:
         value = setting.parse(setting.name, raw)
         if isinstance(value, int) and not isinstance(value, bool):
             if setting.low is not None and value < setting.low:
@@ -458,14 +229,14 @@ class ProducerConfig:
 
     def to_dict(self) -> dict[str, object]:
         """Every setting under its Kafka name (secrets included: never log the result)."""
-        return {s.name: getattr(self, s.attr) for s in _SETTINGS}
+        return {s.name: getattr(self, s.attr) for s in SETTINGS}
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={self._shown(name)}" for name in sorted(self.explicit))
         return f"ProducerConfig({shown})"
 
     def _shown(self, name: str) -> str:
-        return "[hidden]" if name in SECRET_SETTINGS else repr(getattr(self, _BY_NAME[name].attr))
+        return "[hidden]" if name in SECRET_SETTINGS else repr(getattr(self, BY_NAME[name].attr))
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(

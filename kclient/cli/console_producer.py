@@ -19,8 +19,9 @@ from typing import IO, Any
 from kclient.cli.line_reader import LineReader, LineReaderConfig, MalformedLineError
 from kclient.cli.properties import load_properties, parse_pairs
 from kclient.errors import ConfigError, KafkaError, KafkaTimeoutError
+from kclient.settings import COMPRESSION_TYPES
 
-CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODECS = COMPRESSION_TYPES
 
 # (flag dest, producer setting, the console tool's default)
 _FLAG_SETTINGS: tuple[tuple[str, str, object], ...] = (

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from kclient.cli.admin import ClusterReader
 from kclient.cli.producer_perf import percentiles
+from kclient.settings import COMPRESSION_TYPES
 
 LATENCY_SAMPLE_EVERY = 10
 
@@ -214,9 +215,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=256 * 1024)
     p.add_argument("--acks", default="all", choices=("all", "-1", "0", "1"))
-    p.add_argument(
-        "--compression", default="none", choices=("none", "gzip", "snappy", "lz4", "zstd")
-    )
+    p.add_argument("--compression", default="none", choices=COMPRESSION_TYPES)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
