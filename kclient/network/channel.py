@@ -1,7 +1,7 @@
 """One connection's bytes: Kafka's ``KafkaChannel``, ``NetworkSend`` and ``NetworkReceive``.
 
-Used only by ``KSelector`` (and the owning thread that drives it: the producer's Sender
-thread, or a broker Processor thread). Not thread-safe.
+Used only by ``KSelector`` and the thread that drives it (the producer's Sender thread);
+the embedded broker has its own (``kclient.broker.selector``). Not thread-safe.
 
 A ``NetworkSend`` is the list of buffers the encoder produced, written with gathered
 writes (``socket.sendmsg``) so record batches are never concatenated; a partial write

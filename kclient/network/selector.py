@@ -236,7 +236,7 @@ class KSelector:
         self._set_interest(channel)
 
     def register(self, node_id: int, sock: socket.socket, address: str = "") -> None:
-        """Adopt an already connected socket (the broker's accepted connections, tests)."""
+        """Adopt an already connected socket (tests use it for socket pairs)."""
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         sock.setblocking(False)
