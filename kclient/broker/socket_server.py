@@ -1,6 +1,6 @@
 """SocketServer: one Acceptor thread and ``num.network.threads`` Processor threads.
 
-Kafka's ``SocketServer`` / ``Acceptor`` / ``Processor`` (seeds 000 and 003):
+Kafka's ``SocketServer`` / ``Acceptor`` / ``Processor``:
 
 * **Acceptor** (its own thread): accepts connections on the listener and hands each one,
   round-robin, to a Processor through that Processor's bounded new-connection queue
