@@ -15,6 +15,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 #: packages the README may tell users to import from
 PUBLIC_MODULES = {
     "kclient",
+    "kclient.aio",
     "kclient.broker",
     "kclient.spark",
     "kclient.protocol",

