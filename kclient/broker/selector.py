@@ -55,6 +55,10 @@ _WAKEUP = "<wakeup>"
 HANDSHAKE_TIMEOUT_MS = 10_000
 
 
+#: A request's buffer starts at this (or its size, if smaller) and doubles as bytes arrive.
+FIRST_CHUNK_BYTES = 64 * 1024
+
+
 class InvalidReceiveError(Exception):
     """A size prefix is negative or larger than ``socket.request.max.bytes``."""
 
@@ -95,6 +99,8 @@ class NetworkReceive:
                 if self._begin_payload() == 0:
                     return True, total
             else:
+                if self._read == len(self.payload):
+                    self._grow()
                 try:
                     n = sock.recv_into(self._view[self._read :])
                 except BlockingIOError:
@@ -117,9 +123,19 @@ class NetworkReceive:
             )
         self._size = size
         self._read = 0
-        self.payload = bytearray(size)
+        # Room for what has arrived, not for what the prefix announces: a size prefix
+        # followed by silence costs a first chunk, not ``size`` bytes (see ``_grow``).
+        self._view.release()
+        self.payload = bytearray(min(size, FIRST_CHUNK_BYTES))
         self._view = memoryview(self.payload)
         return size
+
+    def _grow(self) -> None:
+        """The payload buffer is full but the frame is not: double it (up to the size)."""
+        self._view.release()
+        payload = self.payload
+        payload += bytes(min(self._size, 2 * len(payload)) - len(payload))
+        self._view = memoryview(payload)
 
     @property
     def started(self) -> bool:
@@ -151,6 +167,8 @@ class TlsNetworkReceive(NetworkReceive):
             elif self._read == self._size:
                 self._view.release()
                 return True, total
+            elif self._read == len(self.payload):
+                self._grow()
 
 
 class NetworkSend:
