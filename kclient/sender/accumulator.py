@@ -97,8 +97,10 @@ class TopicQueues:
         self.topic = topic
         self.lock = threading.Lock()
         self.num_partitions = 0
-        self.deques: list[collections.deque[ProducerBatch]] = []
-        self.tps: list[TopicPartition] = []
+        # Made on first use, so that a topic of 300,000 partitions costs nothing for the
+        # partitions never written to; indexing creates (use ``.get`` to only look).
+        self.deques: _Deques = _Deques()
+        self.tps: _TopicPartitions = _TopicPartitions(topic)
         self.sticky = StickyPartitioner(sticky_batch_size, rng)
         self.last_batch_ms = -1
         self.queued = 0
@@ -106,10 +108,32 @@ class TopicQueues:
 
     def resize(self, num_partitions: int) -> None:
         """Partitions only grow in Kafka; call with the lock held."""
-        while len(self.deques) < num_partitions:
-            self.tps.append(TopicPartition(self.topic, len(self.deques)))
-            self.deques.append(collections.deque())
         self.num_partitions = max(self.num_partitions, num_partitions)
+
+
+class _Deques(dict[int, "collections.deque[ProducerBatch]"]):
+    """Partition → its batches, a deque made when a partition is first indexed."""
+
+    __slots__ = ()
+
+    def __missing__(self, partition: int) -> collections.deque[ProducerBatch]:
+        dq: collections.deque[ProducerBatch] = collections.deque()
+        self[partition] = dq
+        return dq
+
+
+class _TopicPartitions(dict[int, TopicPartition]):
+    """Partition → its ``TopicPartition``, made when first indexed (one per partition)."""
+
+    __slots__ = ("topic",)
+
+    def __init__(self, topic: str) -> None:
+        super().__init__()
+        self.topic = topic
+
+    def __missing__(self, partition: int) -> TopicPartition:
+        tp = self[partition] = TopicPartition(self.topic, partition)
+        return tp
 
 
 class RecordAccumulator:
@@ -322,7 +346,7 @@ class RecordAccumulator:
                 continue
             with queues.lock:
                 tps = queues.tps
-                for index, dq in enumerate(queues.deques):
+                for index, dq in queues.deques.items():
                     if not dq:
                         continue
                     batch = dq[0]
@@ -390,12 +414,10 @@ class RecordAccumulator:
             if queues is None or not queues.queued:
                 continue
             partition = info.partition
-            if partition >= len(queues.deques):
-                continue
             if muted and (info.topic, partition) in muted:
                 continue
             with queues.lock:
-                dq = queues.deques[partition]
+                dq = queues.deques.get(partition)
                 if not dq:
                     continue
                 first = dq[0]
@@ -489,7 +511,7 @@ class RecordAccumulator:
             if not queues.queued:
                 continue
             with queues.lock:
-                for dq in queues.deques:
+                for dq in queues.deques.values():
                     while dq and dq[0].has_reached_delivery_timeout(limit_ms, now_ms):
                         expired.append(dq.popleft())
                         queues.queued -= 1
@@ -541,7 +563,7 @@ class RecordAccumulator:
         aborted: list[ProducerBatch] = []
         for queues in self._topics.values():
             with queues.lock:
-                for dq in queues.deques:
+                for dq in queues.deques.values():
                     aborted.extend(dq)
                     dq.clear()
                 queues.queued = 0
