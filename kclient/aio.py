@@ -309,9 +309,11 @@ class AIOKafkaProducer:
                 f"'buffer.memory' stayed full for 'max_block_ms' ({ms} ms); the broker is not "
                 "keeping up or unreachable"
             )
-        what = f"partition {partition} of topic {topic!r}" if partition is not None else topic
+        what = f"topic {topic!r}"
+        if partition is not None:
+            what = f"partition {partition} of {what}"
         return KafkaTimeoutError(
-            f"{what!s} not present in metadata after {ms} ms ('max_block_ms'): {error}"
+            f"{what} not present in metadata after {ms} ms ('max_block_ms'): {error}"
         )
 
     async def send_and_wait(  # noqa: PLR0917 -- aiokafka's signature
