@@ -57,6 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="partitions of auto-created topics (num.partitions; default: %(default)s)",
     )
     p.add_argument(
+        "--max-partitions-per-topic",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="the most partitions a topic may have, and one CreateTopics request may create "
+        "in all (default: %(default)s)",
+    )
+    p.add_argument(
         "--auto-create-topics",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -221,6 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "port": port,
             "log_dir": args.log_dir,
             "num_partitions": args.num_partitions,
+            "max_partitions_per_topic": args.max_partitions_per_topic,
             "auto_create_topics": args.auto_create_topics,
             "num_network_threads": args.num_network_threads,
             "num_io_threads": args.num_io_threads,

@@ -299,12 +299,25 @@ class Apis:
         validate_only = bool(body.get("validate_only", False))
         names = [t["name"] for t in body["topics"]]
         results = []
+        cap = self.config.max_partitions_per_topic
+        requested = 0  # partitions asked for so far in this request
         for spec in body["topics"]:
             name = spec["name"]
             result: dict[str, Any] = {"name": name, "error_code": 0}
             try:
                 if names.count(name) > 1:
                     raise errors.InvalidRequestError(f"topic {name!r} is listed more than once")
+                asked = spec["num_partitions"]
+                if asked == -1:
+                    asked = self.config.num_partitions
+                if 0 < asked <= cap:  # one over the cap is refused by create_topic
+                    if requested + asked > cap:
+                        raise errors.PolicyViolationError(
+                            f"this request asks for more than {cap} partitions in all "
+                            "('max.partitions.per.topic'); create the topics in several "
+                            "requests"
+                        )
+                    requested += asked
                 if spec["assignments"]:
                     raise errors.InvalidRequestError(
                         "manual replica assignments are not supported by the embedded broker"

@@ -59,6 +59,10 @@ class BrokerConfig:
     auto_create_topics: bool = True
     #: ``num.partitions``: partitions of auto-created topics and CreateTopics with -1.
     num_partitions: int = 1
+    #: ``max.partitions.per.topic`` (kclient's; Kafka has no such cap): the most partitions
+    #: a topic may have, and the most one CreateTopics request may create in all. Each
+    #: partition costs memory (and with a log dir, a directory and files).
+    max_partitions_per_topic: int = 10_000
     #: ``log.dirs``: None keeps every log in memory.
     log_dir: str | None = None
     #: ``log.segment.bytes``: roll a new segment file past this size.
@@ -107,6 +111,7 @@ class BrokerConfig:
             "socket.request.max.bytes": self.socket_request_max_bytes,
             "message.max.bytes": self.message_max_bytes,
             "num.partitions": self.num_partitions,
+            "max.partitions.per.topic": self.max_partitions_per_topic,
             "log.segment.bytes": self.log_segment_bytes,
             "connections.max.idle.ms": self.connections_max_idle_ms,
             "sasl.server.max.receive.size": self.sasl_server_max_receive_size,
@@ -133,8 +138,11 @@ class BrokerConfig:
             )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"listener port must be 0..65535, got {self.port}")
-        if self.num_partitions > 100_000:
-            raise ConfigError(f"'num.partitions' must be at most 100000, got {self.num_partitions}")
+        if self.num_partitions > self.max_partitions_per_topic:
+            raise ConfigError(
+                f"'num.partitions' ({self.num_partitions}) must be at most "
+                f"'max.partitions.per.topic' ({self.max_partitions_per_topic})"
+            )
         if self.log_segment_bytes < 1024:
             raise ConfigError(
                 f"'log.segment.bytes' must be at least 1024, got {self.log_segment_bytes}"

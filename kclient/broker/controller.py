@@ -240,6 +240,11 @@ class Controller:
             raise errors.InvalidPartitionsError(
                 f"number of partitions must be at least 1, got {num_partitions}"
             )
+        if num_partitions > self.config.max_partitions_per_topic:
+            raise errors.InvalidPartitionsError(
+                f"{num_partitions} partitions is more than this broker allows per topic "
+                f"('max.partitions.per.topic' is {self.config.max_partitions_per_topic})"
+            )
         n_brokers = len(self.broker_ids)
         if replication_factor == -1:
             replication_factor = n_brokers

@@ -49,10 +49,12 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
     """Replace ``path`` with ``data``: temp file, fsync, rename, fsync of the directory.
 
-    Raises OSError (disk full, permissions); the old file is then left as it was.
+    ``sync=False`` leaves out both fsyncs: still whole or absent after the process dies,
+    but not promised after a power loss (for files that can be rebuilt). Raises OSError
+    (disk full, permissions); the old file is then left as it was.
     """
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -60,18 +62,20 @@ def write_atomically(path: Path, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
     os.close(fd)
     os.replace(tmp, path)
-    fsync_directory(path.parent)
+    if sync:
+        fsync_directory(path.parent)
 
 
-def write_json(path: Path, value: Any) -> None:
-    write_atomically(path, json.dumps(value, indent=1, sort_keys=True).encode())
+def write_json(path: Path, value: Any, *, sync: bool = True) -> None:
+    write_atomically(path, json.dumps(value, indent=1, sort_keys=True).encode(), sync=sync)
 
 
 def read_json(path: Path) -> Any:

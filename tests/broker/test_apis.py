@@ -168,6 +168,35 @@ def test_create_topics_reports_each_topic(harness: Any) -> None:
     assert len(harness.controller.topic("t6").partitions) == 1  # num.partitions
 
 
+def test_partitions_per_topic_and_per_request_are_capped(make_harness: Any) -> None:
+    h = make_harness(max_partitions_per_topic=100)
+
+    def create(*topics: tuple[str, int]) -> list[tuple[int, str | None]]:
+        body = h.call(
+            ApiKey.CREATE_TOPICS,
+            7,
+            {
+                "topics": [
+                    {"name": n, "num_partitions": p, "replication_factor": -1, "configs": []}
+                    for n, p in topics
+                ],
+                "timeout_ms": 1000,
+            },
+        )
+        return [(t["error_code"], t["error_message"]) for t in body["topics"]]
+
+    # before: a 46-byte request for 1,000,000 partitions took 1.1 GB and stalled the broker
+    ((code, message),) = create(("huge", 1_000_000))
+    assert code == errors.InvalidPartitionsError.code
+    assert message is not None and "max.partitions.per.topic" in message
+    assert h.controller.topic("huge") is None
+    results = create(("a", 60), ("b", 60), ("c", 40))
+    assert [code for code, _ in results] == [NONE, errors.PolicyViolationError.code, NONE]
+    assert "max.partitions.per.topic" in (results[1][1] or "")
+    with pytest.raises(errors.ConfigError, match="max.partitions.per.topic"):
+        make_harness(num_partitions=101, max_partitions_per_topic=100)
+
+
 def test_delete_topics_by_name(harness: Any) -> None:
     harness.controller.create_topic("gone", 1)
     body = harness.call(
