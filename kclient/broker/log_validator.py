@@ -1,12 +1,16 @@
 """Validation of produced record batches (Kafka's ``LogValidator`` + ``analyzeAndValidateRecords``).
 
 Runs on a request handler thread before the partition lock is taken. Per batch, and
-without iterating records (so the cost is one CRC pass over the bytes):
+without iterating records (so the cost is one CRC pass over the bytes, plus one
+decompression pass, whose output is counted and dropped, for a compressed batch):
 
 * it decodes as RecordBatch v2 (magic 2) with a valid CRC-32C -> else CORRUPT_MESSAGE;
 * the batches fill the records field exactly (no torn tail) -> else CORRUPT_MESSAGE;
 * ``record_count`` is positive and equals ``last_offset_delta + 1`` -> else CORRUPT_MESSAGE;
 * it is at most ``max.message.bytes`` -> else MESSAGE_TOO_LARGE;
+* a compressed batch decompresses (else CORRUPT_MESSAGE) to at most ``max.message.bytes``
+  (else MESSAGE_TOO_LARGE: the producer splits it), counted in 256 KiB steps, so that a
+  small batch that expands to gigabytes costs the broker a few steps, not gigabytes;
 * the codec is known, and zstd comes with Produce v7+ -> else UNSUPPORTED_COMPRESSION_TYPE;
 * it is neither a control batch nor transactional (no transactions here) -> INVALID_RECORD.
 
@@ -21,7 +25,14 @@ from dataclasses import dataclass
 
 from kclient import errors
 from kclient.record import iter_batches
-from kclient.record.layout import COMPRESSION_MASK, CONTROL_MASK, MAGIC, TRANSACTIONAL_MASK
+from kclient.record.compression import CompressionType, decompressed_size
+from kclient.record.layout import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    HEADER_SIZE,
+    MAGIC,
+    TRANSACTIONAL_MASK,
+)
 
 _ZSTD = 4
 _MAX_CODEC = 4
@@ -87,6 +98,22 @@ def validate_records(
                 raise errors.UnsupportedCompressionTypeError(
                     f"zstd needs Produce v7 or later, the request is v{produce_version}"
                 )
+            if codec:  # it must decompress, and not beyond what a batch may be
+                section = batch.raw[HEADER_SIZE:]
+                try:
+                    size_out = decompressed_size(
+                        CompressionType(codec), section, max_batch_bytes, position
+                    )
+                except errors.CorruptRecordError as exc:
+                    message = str(exc)
+                    if not message.startswith("record batch"):
+                        message = f"record batch at byte {position}: {message}"
+                    raise errors.CorruptMessageError(message) from None
+                if size_out > max_batch_bytes:
+                    raise errors.MessageTooLargeError(
+                        f"record batch at byte {position} decompresses to more than "
+                        f"max.message.bytes ({max_batch_bytes})"
+                    )
             if attributes & CONTROL_MASK:
                 raise errors.InvalidRecordError("clients may not write control batches")
             if attributes & TRANSACTIONAL_MASK:

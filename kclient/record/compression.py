@@ -185,6 +185,106 @@ def decompress(codec: CompressionType, data: bytes | memoryview, position: int =
     raise UnsupportedCodecError(f"unknown compression codec id {codec}")
 
 
+_CHUNK = 256 * 1024  # decompressed bytes looked at per step when only counting
+
+
+def decompressed_size(
+    codec: CompressionType, data: bytes | memoryview, limit: int, position: int = 0
+) -> int:
+    """How many bytes ``data`` decompresses to, counted without keeping them, checking
+    that it decompresses; stops early and returns ``limit + 1`` once past ``limit`` (a
+    small batch can expand to gigabytes). Raises CorruptRecordError like ``decompress``."""
+    try:
+        if codec is GZIP:
+            return _gzip_size(data, limit)
+        if codec is LZ4:
+            return _lz4_size(data, limit)
+        if codec is ZSTD:
+            if _zstd_size(data, limit) > limit:
+                return limit + 1
+        elif codec is SNAPPY:
+            if _snappy_declared_size(data) > limit:
+                return limit + 1
+        elif codec is NONE:
+            return min(len(data), limit + 1)
+    except (UnsupportedCodecError, CorruptRecordError):
+        raise
+    except Exception as exc:  # each codec library has its own error types
+        raise CorruptRecordError(
+            f"record batch at byte {position}: {codec.name.lower()} data does not decompress: {exc}"
+        ) from exc
+    return len(decompress(codec, data, position))  # within the limit: bounded
+
+
+def _gzip_size(data: bytes | memoryview, limit: int) -> int:
+    total = 0
+    rest = bytes(data)
+    while True:  # one gzip member after another
+        inflater = zlib.decompressobj(31)
+        pending = rest
+        while True:
+            total += len(inflater.decompress(pending, _CHUNK))
+            if total > limit:
+                return limit + 1
+            pending = inflater.unconsumed_tail
+            if inflater.eof or not pending:
+                break
+        if not inflater.eof:
+            total += len(inflater.flush())
+            if not inflater.eof:
+                raise CorruptRecordError("gzip stream is truncated")
+        rest = inflater.unused_data
+        if not rest:
+            return total
+
+
+def _lz4_size(data: bytes | memoryview, limit: int) -> int:
+    frame = _lz4_frame()
+    total = 0
+    rest = bytes(data)
+    while rest:  # one frame after another
+        decompressor = frame.LZ4FrameDecompressor()
+        total += len(decompressor.decompress(rest, max_length=_CHUNK))
+        while not decompressor.eof and total <= limit and not decompressor.needs_input:
+            total += len(decompressor.decompress(b"", max_length=_CHUNK))
+        if total > limit:
+            return limit + 1
+        if not decompressor.eof:
+            raise CorruptRecordError("lz4 frame is truncated")
+        rest = decompressor.unused_data
+    return total
+
+
+def _zstd_size(data: bytes | memoryview, limit: int) -> int:
+    total = 0
+    decompressor = _zstd_codec("decompressor", 0)
+    with decompressor.stream_reader(bytes(data), read_across_frames=True) as reader:
+        while total <= limit:
+            chunk = reader.read(_CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+    return total
+
+
+def _snappy_declared_size(data: bytes | memoryview) -> int:
+    """The uncompressed sizes the (xerial) snappy blocks declare, added up."""
+    declared = _cramjam().snappy.decompress_raw_len
+    view = memoryview(data)
+    if len(view) < len(XERIAL_HEADER) or view[:8] != _XERIAL_MAGIC:
+        return int(declared(view))
+    total = 0
+    pos = len(XERIAL_HEADER)
+    while pos + 4 <= len(view):
+        (size,) = _INT32.unpack_from(view, pos)
+        pos += 4
+        if size < 0 or pos + size > len(view):
+            break  # decompress() then says what is wrong
+        total += int(declared(view[pos : pos + size]))
+        pos += size
+    return total
+
+
 def _lz4_frame_compress(data: bytes, level: int | None) -> bytes:
     """Java's ``Lz4BlockOutputStream``: the default level 9 uses LZ4's fast compressor, other
     levels its high-compression one; a block that does not shrink is stored as is."""
