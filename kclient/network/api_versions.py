@@ -31,6 +31,11 @@ _CLIENT_THROTTLE_SINCE: dict[int, int] = {
     ApiKey.CREATE_TOPICS: 3,
     ApiKey.DELETE_TOPICS: 2,
     ApiKey.INIT_PRODUCER_ID: 1,
+    ApiKey.FIND_COORDINATOR: 2,
+    ApiKey.ADD_PARTITIONS_TO_TXN: 1,
+    ApiKey.ADD_OFFSETS_TO_TXN: 1,
+    ApiKey.END_TXN: 1,
+    ApiKey.TXN_OFFSET_COMMIT: 1,
 }
 
 

@@ -54,14 +54,24 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
     from kafka.protocol.metadata import (
         ApiVersionsRequest,
         ApiVersionsResponse,
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
         MetadataRequest,
         MetadataResponse,
     )
     from kafka.protocol.producer import (
+        AddOffsetsToTxnRequest,
+        AddOffsetsToTxnResponse,
+        AddPartitionsToTxnRequest,
+        AddPartitionsToTxnResponse,
+        EndTxnRequest,
+        EndTxnResponse,
         InitProducerIdRequest,
         InitProducerIdResponse,
         ProduceRequest,
         ProduceResponse,
+        TxnOffsetCommitRequest,
+        TxnOffsetCommitResponse,
     )
     from kafka.protocol.sasl import (
         SaslAuthenticateRequest,
@@ -79,6 +89,11 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    ApiKey.ADD_OFFSETS_TO_TXN: (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    ApiKey.END_TXN: (EndTxnRequest, EndTxnResponse),
+    ApiKey.TXN_OFFSET_COMMIT: (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     ApiKey.SASL_HANDSHAKE: (SaslHandshakeRequest, SaslHandshakeResponse),
     ApiKey.SASL_AUTHENTICATE: (SaslAuthenticateRequest, SaslAuthenticateResponse),
 }

@@ -17,19 +17,27 @@ KAFKA_4_1 = {
     ApiKey.FETCH: (4, 18),
     ApiKey.LIST_OFFSETS: (1, 10),
     ApiKey.METADATA: (0, 13),
+    ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 5),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 5),
     ApiKey.SASL_HANDSHAKE: (0, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
-FIRST_FLEXIBLE = {0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2}
+FIRST_FLEXIBLE = {
+    **{0: 9, 1: 12, 2: 6, 3: 9, 10: 3, 17: None, 18: 3, 19: 5, 20: 4, 22: 2},
+    **{24: 3, 25: 3, 26: 3, 28: 3, 36: 2},
+}
 
 
 def test_supported_versions_are_kafka_4_1s() -> None:
     assert SUPPORTED_VERSIONS == KAFKA_4_1
-    assert {int(k) for k in ApiKey} == {0, 1, 2, 3, 17, 18, 19, 20, 22, 36}
+    assert {int(k) for k in ApiKey} == {0, 1, 2, 3, 10, 17, 18, 19, 20, 22, 24, 25, 26, 28, 36}
 
 
 @pytest.mark.parametrize("api_key", list(ApiKey), ids=lambda k: k.name)

@@ -12,16 +12,21 @@ from __future__ import annotations
 from enum import IntEnum
 
 from kclient.protocol.messages import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     api_versions,
     create_topics,
     delete_topics,
+    end_txn,
     fetch,
+    find_coordinator,
     init_producer_id,
     list_offsets,
     metadata,
     produce,
     sasl_authenticate,
     sasl_handshake,
+    txn_offset_commit,
 )
 from kclient.protocol.schema import Message
 
@@ -33,11 +38,16 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    FIND_COORDINATOR = 10
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
 
 
@@ -46,10 +56,15 @@ _MODULES = {
     ApiKey.FETCH: fetch,
     ApiKey.LIST_OFFSETS: list_offsets,
     ApiKey.METADATA: metadata,
+    ApiKey.FIND_COORDINATOR: find_coordinator,
     ApiKey.API_VERSIONS: api_versions,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
+    ApiKey.END_TXN: end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
     ApiKey.SASL_HANDSHAKE: sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
 }
