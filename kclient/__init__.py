@@ -6,8 +6,9 @@
 
 Public API: ``KafkaProducer``, ``ProducerConfig``, ``RecordMetadata``,
 ``FutureRecordMetadata``, ``ProducerRecord``, the types in its signatures (``Header``,
-``Callback``, ``TopicPartition``, ``PartitionInfo``) and the ``errors`` module. Import
-them from here: the modules they are defined in are internal and may move.
+``Callback``, ``TopicPartition``, ``PartitionInfo``), the ``errors`` module, and for
+``send_offsets_to_transaction``: ``OffsetAndMetadata`` and ``ConsumerGroupMetadata``.
+Import them from here: the modules they are defined in are internal and may move.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kclient.network.cluster import PartitionInfo, TopicPartition
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Callback, Header
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
+from kclient.sender.offsets import ConsumerGroupMetadata, OffsetAndMetadata
 
 
 class ProducerRecord(NamedTuple):
@@ -37,10 +39,12 @@ class ProducerRecord(NamedTuple):
 
 __all__ = [
     "Callback",
+    "ConsumerGroupMetadata",
     "FutureRecordMetadata",
     "Header",
     "KafkaError",
     "KafkaProducer",
+    "OffsetAndMetadata",
     "PartitionInfo",
     "ProducerConfig",
     "ProducerRecord",

@@ -28,7 +28,14 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
 * ``key.serializer`` / ``value.serializer`` take a callable (``value -> bytes``), an object
   with Java's ``serialize(topic, data)`` method, or a name: ``bytes``, ``str``, ``json``,
   ``int``, ``long``. ``partitioner`` takes a callable ``(topic, key_bytes, num_partitions)
-  -> partition``. Transactions are not supported.
+  -> partition``.
+* ``transactional.id`` makes the producer transactional (``init_transactions`` …
+  ``commit_transaction``) and implies idempotence: with it, ``enable.idempotence=false``
+  or a setting idempotence cannot live with (``acks``, ``retries``,
+  ``max.in.flight.requests.per.connection``) is a ``ConfigError`` naming them (Java's
+  rule). ``transaction.timeout.ms`` (60000) is sent to the transaction coordinator, which
+  aborts a transaction left open longer; without ``transactional.id`` it has no effect
+  and a warning says so.
 * The values of ``sasl.password``, ``ssl.key.password``, ``ssl.keystore.key`` and
   ``sasl.jaas.config`` (``SECRET_SETTINGS``) are never shown: not by ``repr``, not in an
   error (a wrongly typed one is reported by its type), not in a log line.
@@ -90,6 +97,8 @@ class ProducerConfig:
     client_id: str
     acks: int
     enable_idempotence: bool
+    transactional_id: str | None
+    transaction_timeout_ms: int
     batch_size: int
     linger_ms: int
     buffer_memory: int
@@ -252,7 +261,7 @@ class ProducerConfig:
 
 
 def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> None:
-    """Java's ``postProcessAndValidateIdempotenceConfigs``."""
+    """Java's ``postProcessAndValidateIdempotenceConfigs``: a transactional id needs it."""
     conflicts: list[str] = []
     if values["acks"] != ACKS_ALL:
         conflicts.append(f"'acks' must be all (is {values['acks']})")
@@ -264,6 +273,22 @@ def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> N
         )
     if values["retries"] == 0:
         conflicts.append("'retries' must be greater than 0")
+    transactional_id = values["transactional.id"]
+    if transactional_id is None and "transaction.timeout.ms" in explicit:
+        log.warning("'transaction.timeout.ms' has no effect without 'transactional.id'")
+    if transactional_id is not None:
+        if not values["enable.idempotence"]:
+            raise ConfigError(
+                "'transactional.id' is set, which needs idempotence, but 'enable.idempotence' "
+                "is false. Remove 'enable.idempotence' (or set it to true), or remove "
+                "'transactional.id'."
+            )
+        if conflicts:
+            raise ConfigError(
+                "'transactional.id' is set, which needs idempotence, but "
+                + "; ".join(conflicts)
+                + ". Change those settings or remove 'transactional.id'."
+            )
     if not values["enable.idempotence"] or not conflicts:
         return
     if "enable.idempotence" in explicit:

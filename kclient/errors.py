@@ -85,6 +85,29 @@ class BufferExhaustedError(KafkaTimeoutError):
     """``buffer.memory`` stayed full for ``max.block.ms``."""
 
 
+# ---- transactions (a transactional producer's own states) --------------------------------
+
+
+class TransactionAbortedError(KafkaError):
+    """A record's transaction was aborted before the record was sent (Java's
+    ``TransactionAbortedException``): it was never written. Send it again in a new
+    transaction if it is still wanted."""
+
+
+class TransactionRequiresAbortError(KafkaError):
+    """The current transaction hit an error it cannot recover from (its ``__cause__`` says
+    which), but the producer can go on: call ``abort_transaction()``, then begin a new
+    transaction. Raised by ``send``, ``send_offsets_to_transaction`` and
+    ``commit_transaction`` until the transaction is aborted (librdkafka's
+    ``txn_requires_abort``)."""
+
+
+class CommitFailedError(KafkaError):
+    """The group coordinator refused the offsets of ``send_offsets_to_transaction`` because
+    the consumer's group membership it names is stale (Java's ``CommitFailedException``);
+    the transaction must be aborted."""
+
+
 # ---- broker error codes -----------------------------------------------------------------
 
 

@@ -10,6 +10,12 @@ Differences from Java: caller mistakes and timeouts in ``send`` (``RecordTooLarg
 raise from ``send`` instead of being returned as a failed future. ``flush`` and ``close``
 take an optional timeout in seconds. A producer created before ``os.fork()`` cannot be
 used in the child: create it after the fork.
+
+With ``transactional.id``, ``init_transactions``, ``begin_transaction``,
+``send_offsets_to_transaction``, ``commit_transaction`` and ``abort_transaction`` (Java's
+names) drive the ``TransactionManager`` (``kclient/sender/transaction_manager.py``); the
+blocking ones wait on the caller's thread for the Sender to finish the coordinator
+requests, up to ``timeout`` seconds (``max.block.ms`` when None).
 """
 
 from __future__ import annotations
@@ -31,14 +37,17 @@ from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
+from kclient.sender import transaction_manager
 from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
+from kclient.sender.offsets import ConsumerGroupMetadata, group_metadata_of, offsets_of
 from kclient.sender.partitioner import keyed_partition
 from kclient.sender.sender import Sender
+from kclient.sender.txn_state import TransactionalRequestResult
 
 log = logging.getLogger(__name__)
 
@@ -93,13 +102,24 @@ class KafkaProducer:
             )
         self._client = kafka_client
         self._metadata = kafka_client.metadata
-        self._tm = TransactionManager(self._prefix) if cfg.enable_idempotence else None
+        self._txn: transaction_manager.TransactionManager | None = None
+        self._tm: TransactionManager | None = None
+        if cfg.transactional_id is not None:
+            self._tm = self._txn = transaction_manager.TransactionManager(
+                cfg.transactional_id,
+                cfg.transaction_timeout_ms,
+                cfg.retry_backoff_ms,
+                self._prefix,
+            )
+        elif cfg.enable_idempotence:
+            self._tm = TransactionManager(self._prefix)
         if self._tm is not None:  # a weak reference: the I/O thread must not keep us alive
             self_ref = weakref.ref(self)
             self._tm.on_fatal_error = lambda error: _set_fatal_error(self_ref, error)
         self._pool = BufferPool(cfg.buffer_memory, clock)
         codec = CompressionType.from_name(cfg.compression_type)
         level = cfg.compression_level()
+        transactional = self._txn is not None
         self._accumulator = RecordAccumulator(
             batch_size=cfg.batch_size,
             linger_ms=cfg.linger_ms,
@@ -107,7 +127,9 @@ class KafkaProducer:
             retry_backoff_max_ms=cfg.retry_backoff_max_ms,
             delivery_timeout_ms=cfg.delivery_timeout_ms,
             pool=self._pool,
-            builder_factory=lambda size: RecordBatchBuilder(codec, size, level),
+            builder_factory=lambda size: RecordBatchBuilder(
+                codec, size, level, is_transactional=transactional
+            ),
             transaction_manager=self._tm,
             monotonic_ms=clock.monotonic_ms,
         )
@@ -172,6 +194,8 @@ class KafkaProducer:
         """
         if self._unusable is not None:
             self._raise_unusable()
+        if self._txn is not None:
+            self._txn.check_send()
         if self._serializers:
             key, value = self._serialize(topic, key, value)
         else:
@@ -304,6 +328,78 @@ class KafkaProducer:
             f"topic {topic!r} not present in metadata after {max_block_ms} ms "
             f"('max.block.ms'){reason}"
         )
+
+    # ---- transactions --------------------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the ``transactional.id`` with its coordinator: fence older producers of
+        the same id and finish (commit or abort) a transaction they left open. Call once,
+        before ``begin_transaction``. Waits up to ``timeout`` seconds (``max.block.ms`` if
+        None); after a ``KafkaTimeoutError``, call it again to go on waiting."""
+        txn = self._transactional("init_transactions")
+        self._await(txn.initialize_transactions(), timeout, "init_transactions")
+
+    def begin_transaction(self) -> None:
+        """Open a transaction: records sent until ``commit_transaction`` are written
+        atomically (readers with ``isolation.level=read_committed`` see all or none)."""
+        self._transactional("begin_transaction").begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[Any, Any],
+        group_metadata: str | ConsumerGroupMetadata | object,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer group's offsets as part of the open transaction (they take
+        effect only if it commits): ``{TopicPartition: OffsetAndMetadata}`` (the next offset
+        to read) and the group id, or its ``ConsumerGroupMetadata``."""
+        group = group_metadata_of(group_metadata)
+        by_partition = offsets_of(offsets)
+        txn = self._transactional("send_offsets_to_transaction")
+        if not by_partition:
+            return
+        result = txn.send_offsets_to_transaction(by_partition, group)
+        self._await(result, timeout, "send_offsets_to_transaction")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every record of the transaction, then commit it. Raises
+        ``TransactionRequiresAbortError`` if the transaction failed (abort it and go on),
+        ``ProducerFencedError`` and other fatal errors if the producer is finished, and
+        ``KafkaTimeoutError`` after ``timeout`` seconds (``max.block.ms`` if None): then call
+        it again, which resumes the same commit."""
+        txn = self._transactional("commit_transaction")
+        self._await(txn.begin_commit(), timeout, "commit_transaction")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records still queued fail with ``TransactionAbortedError``
+        and nothing of it becomes visible to read_committed readers. Like
+        ``commit_transaction``, a timed-out call may be made again to resume."""
+        txn = self._transactional("abort_transaction")
+        self._await(txn.begin_abort(), timeout, "abort_transaction")
+
+    def _transactional(self, operation: str) -> transaction_manager.TransactionManager:
+        if self._txn is None:
+            raise IllegalStateError(
+                f"{operation}() needs a transactional producer: set 'transactional.id'"
+            )
+        if self._unusable in (_CLOSED, _FORKED):
+            self._raise_unusable()
+        return self._txn
+
+    def _await(
+        self, result: TransactionalRequestResult, timeout: float | None, operation: str
+    ) -> None:
+        self._sender.wakeup()
+        timeout_s = self._max_block_ms / 1000 if timeout is None else timeout
+        if not result.wait(timeout_s):
+            txn = self._txn
+            problem = txn.last_problem if txn is not None else None
+            raise KafkaTimeoutError(
+                f"{operation}() did not complete within {timeout_s:g} s"
+                + (f" (last: {problem})" if problem else "")
+                + f"; call {operation}() again to keep waiting"
+            )
+        result.raise_error()
 
     # ---- flush / close -------------------------------------------------------------------
 

@@ -128,6 +128,13 @@ def _parse_optional_str(name: str, value: object) -> str | None:
     return None if value is None else _parse_str(name, value)
 
 
+def _parse_transactional_id(name: str, value: object) -> str | None:
+    text = _parse_optional_str(name, value)
+    if text is not None and not text.strip():
+        raise ConfigError(f"{name!r} must not be empty: give a name, or leave it unset")
+    return text
+
+
 def _parse_store_type(name: str, value: object) -> str:
     text = _parse_str(name, value).strip().upper()
     if text != "PEM":
@@ -223,6 +230,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("enable.idempotence", _parse_bool, True,
             doc="duplicate-free, ordered retries (implicitly off when `acks`≠all, `retries`=0 "
             "or in-flight > 5 are set without it)"),
+    Setting("transactional.id", _parse_transactional_id, None,
+            doc="makes the producer transactional (`init_transactions` … `commit_transaction`); "
+            "implies idempotence"),
+    _int("transaction.timeout.ms", 60_000, 1, INT32_MAX,
+         "the coordinator aborts a transaction left open longer"),
     _int("batch.size", 16_384, 0, INT32_MAX, "bytes per partition batch"),
     _int("linger.ms", 5, 0, INT32_MAX, "how long a batch may wait for more records"),
     _int("buffer.memory", 32 * 1024 * 1024, 0, INT64_MAX,
@@ -339,8 +351,6 @@ _PEM_ONLY = (
     "encrypted PEM private key is 'ssl.key.password'"
 )
 UNSUPPORTED = {
-    "transactional.id": "transactions are not supported by kclient",
-    "transaction.timeout.ms": "transactions are not supported by kclient",
     "sasl.oauthbearer.token.endpoint.url": "SASL OAUTHBEARER is not supported by kclient",
     "sasl.kerberos.service.name": "SASL GSSAPI (Kerberos) is not supported by kclient",
     "ssl.keystore.password": _PEM_ONLY,

@@ -108,6 +108,40 @@ def test_implicit_idempotence_is_switched_off_like_java(caplog: pytest.LogCaptur
     assert ProducerConfig(BOOT, acks="all").enable_idempotence is True
 
 
+def test_transactional_id_makes_a_transactional_idempotent_producer() -> None:
+    config = ProducerConfig(BOOT, **{"transactional.id": "orders-writer-1"})
+    assert config.transactional_id == "orders-writer-1"
+    assert config.transaction_timeout_ms == 60_000
+    assert config.enable_idempotence is True
+    assert ProducerConfig(BOOT).transactional_id is None
+    timeout = ProducerConfig(BOOT, transactional_id="t", transaction_timeout_ms="5000")
+    assert timeout.transaction_timeout_ms == 5000
+
+
+def test_transactional_id_refuses_settings_that_contradict_idempotence() -> None:
+    with pytest.raises(
+        ConfigError, match="'transactional.id' is set.*'enable.idempotence' is false"
+    ):
+        ProducerConfig(BOOT, transactional_id="t", enable_idempotence=False)
+    # Without transactions these only switch idempotence off; with them they are errors.
+    with pytest.raises(ConfigError, match="'transactional.id' is set.*'acks' must be all"):
+        ProducerConfig(BOOT, transactional_id="t", acks=1)
+    with pytest.raises(ConfigError, match="'transactional.id' is set.*'retries' must be"):
+        ProducerConfig(BOOT, transactional_id="t", retries=0)
+    with pytest.raises(ConfigError, match="'transactional.id' must not be empty"):
+        ProducerConfig(BOOT, transactional_id=" ")
+    with pytest.raises(ConfigError, match="'transaction.timeout.ms' must be at least 1"):
+        ProducerConfig(BOOT, transactional_id="t", transaction_timeout_ms=0)
+
+
+def test_transaction_timeout_without_transactional_id_warns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kclient.config"):
+        ProducerConfig(BOOT, transaction_timeout_ms=1000)
+    assert "'transaction.timeout.ms' has no effect without 'transactional.id'" in caplog.text
+
+
 def test_delivery_timeout_must_cover_linger_and_request_timeout() -> None:
     with pytest.raises(ConfigError, match=r"'delivery.timeout.ms' \(1000\) must be at least"):
         ProducerConfig(BOOT, delivery_timeout_ms=1000, linger_ms=0, request_timeout_ms=5000)
@@ -121,8 +155,6 @@ def test_backoff_above_its_maximum_uses_the_maximum() -> None:
 
 
 def test_unsupported_features_say_so() -> None:
-    with pytest.raises(ConfigError, match="transactions are not supported"):
-        ProducerConfig(BOOT, transactional_id="tx")
     sasl = {"security.protocol": "SASL_SSL", "sasl.username": "a", "sasl.password": "b"}
     with pytest.raises(ConfigError, match="GSSAPI is Java's default; set 'sasl.mechanism'"):
         ProducerConfig(BOOT, **sasl)

@@ -315,6 +315,8 @@ class RecordAccumulator:
                     dq.append(batch)
                     queues.queued += 1
                     reserved = 0
+                    if self._tm is not None and self._tm.is_transactional:
+                        self._tm.maybe_add_partition(batch.tp)
                     queues.last_batch_ms = batch.created_ms
                     self.incomplete.add(batch)
                 if sticky is not None:
@@ -338,7 +340,12 @@ class RecordAccumulator:
         linger_ms = self.linger_ms
         next_delay_ms = next_expiry_ms = delivery_timeout_ms
         # Every batch is ready at once when memory is short, or on flush and close.
-        all_ready = self.pool.queued > 0 or self._flushes_in_progress > 0 or self.closed
+        all_ready = (
+            self.pool.queued > 0
+            or self._flushes_in_progress > 0
+            or self.closed
+            or (self._tm is not None and self._tm.is_completing)  # commit/abort: send all now
+        )
         muted = self._muted
         leaders = cluster.leaders_by_partition()
         for queues in self._topics.values():

@@ -72,7 +72,14 @@ class PartitionSequences:
 
 
 class TransactionManager:
-    """Producer id, epoch and per-partition sequence numbers of an idempotent producer."""
+    """Producer id, epoch and per-partition sequence numbers of an idempotent producer.
+
+    ``kclient.sender.transaction_manager.TransactionManager`` extends it for a producer
+    with a ``transactional.id``; the hooks below are no-ops here.
+    """
+
+    is_transactional = False
+    transactional_id: str | None = None
 
     def __init__(self, log_prefix: str = "") -> None:
         self.producer_id_and_epoch = NO_PRODUCER_ID
@@ -149,6 +156,21 @@ class TransactionManager:
             self._init_retry_at_ms = now_ms + retry_backoff_ms
             return
         self.set_fatal_error(error)
+
+    # ---- hooks a transactional producer fills in ---------------------------------------------
+
+    @property
+    def is_completing(self) -> bool:
+        """A transaction is being committed or aborted: every batch is ready at once."""
+        return False
+
+    def maybe_add_partition(self, tp: TopicPartition) -> None:
+        """A new batch for ``tp`` was created (a caller's thread, under the topic's lock)."""
+
+    def can_retry_sequence_error(self, batch: ProducerBatch, code: int) -> bool:
+        """May a batch refused with OUT_OF_ORDER_SEQUENCE_NUMBER / UNKNOWN_PRODUCER_ID be
+        retried? Always for an idempotent producer: it re-sequences under a new epoch."""
+        return True
 
     def set_fatal_error(self, error: KafkaError) -> None:
         self.fatal_error = error
@@ -228,7 +250,7 @@ class TransactionManager:
         if batch.producer_id_and_epoch_matches(state.producer_id_and_epoch):
             state.last_acked_sequence = max(state.last_acked_sequence, batch.last_sequence)
 
-    def on_failure(self, batch: ProducerBatch) -> None:
+    def on_failure(self, batch: ProducerBatch, error: BaseException | None = None) -> None:
         """The batch failed for good after being sequenced: its sequence range is a gap."""
         state = self._partitions.get(batch.tp)
         if state is None or batch.base_sequence == NO_SEQUENCE:

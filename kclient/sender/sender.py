@@ -37,6 +37,8 @@ from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
+from kclient.sender.transaction_manager import TransactionManager as TransactionalManager
+from kclient.sender.txn_sender import TransactionalRequestSender
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,22 @@ class Sender:
         self._retry_backoff_ms = retry_backoff_ms
         self._guarantee_order = guarantee_message_order
         self._tm = transaction_manager
+        self._txn = (
+            TransactionalRequestSender(
+                transaction_manager,
+                client,
+                accumulator,
+                self.abort_undrained,
+                request_timeout_ms=request_timeout_ms,
+                monotonic_ms=clock.monotonic_ms,
+                log_prefix=log_prefix,
+            )
+            if isinstance(transaction_manager, TransactionalManager)
+            else None
+        )
+        self._transactional_id = (
+            transaction_manager.transactional_id if transaction_manager is not None else None
+        )
         self.metrics = metrics if metrics is not None else SenderMetrics(clock.monotonic_ms)
         self._prefix = log_prefix
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
@@ -105,6 +123,8 @@ class Sender:
                 self.run_once()
             while not self.force_close_requested and self.has_pending_work():
                 self.run_once()
+            if self._txn is not None:
+                self._txn.abort_on_close(lambda: self.force_close_requested, self.run_once)
             if self.force_close_requested:
                 self.abort_incomplete_batches(
                     IllegalStateError("the producer was closed before these records were delivered")
@@ -128,6 +148,7 @@ class Sender:
             self._accumulator.has_undrained()
             or self._client.has_in_flight_requests()
             or any(self._in_flight_batches.values())
+            or (self._txn is not None and self._txn.has_pending_work())
         )
 
     def initiate_close(self) -> None:
@@ -156,10 +177,14 @@ class Sender:
                 self._release_waiters()
                 self._client.poll(self._retry_backoff_ms, now_ms)
                 return
-            if not tm.has_producer_id:
+            if self._txn is not None:
+                txn_timeout_ms = self._txn.run_once(now_ms)
+            elif not tm.has_producer_id:
                 self._maybe_init_producer_id(now_ms)
         poll_timeout_ms = self._send_producer_data(now_ms)
-        if tm is not None and not tm.has_producer_id:
+        if self._txn is not None:
+            poll_timeout_ms = min(poll_timeout_ms, txn_timeout_ms)
+        elif tm is not None and not tm.has_producer_id:
             poll_timeout_ms = min(poll_timeout_ms, tm.producer_id_poll_delay_ms(now_ms))
         if self._wakeups:
             self._release_waiters()
@@ -289,7 +314,7 @@ class Sender:
             size += len(data)
             records += batch.builder.record_count
         body = {
-            "transactional_id": None,
+            "transactional_id": self._transactional_id,
             "acks": self._acks,
             "timeout_ms": self._request_timeout_ms,
             "topic_data": [
@@ -435,7 +460,7 @@ class Sender:
         if batch.attempts >= self._retries:
             return False
         if self._tm is not None and code in (_OUT_OF_ORDER_SEQUENCE, _UNKNOWN_PRODUCER_ID):
-            return True
+            return self._tm.can_retry_sequence_error(batch, code)
         return error.retriable
 
     @staticmethod
@@ -474,7 +499,7 @@ class Sender:
         if self._guarantee_order:
             self._accumulator.unmute(batch.tp)
         if self._tm is not None:
-            self._tm.on_failure(batch)
+            self._tm.on_failure(batch, error)
         if not batch.is_done:
             batch.fail(error, record_errors)
             self.metrics.record_errors_for(batch.record_count, now_ms)

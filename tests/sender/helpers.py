@@ -45,6 +45,7 @@ def accumulator(
     compression: CompressionType = CompressionType.NONE,
     tm: TransactionManager | None = None,
     real_wait: bool = False,
+    transactional: bool = False,
 ) -> RecordAccumulator:
     """An accumulator on a mock clock; blocking for memory times out at once unless
     ``real_wait`` (then it blocks until memory is freed or the pool is closed)."""
@@ -57,7 +58,9 @@ def accumulator(
         retry_backoff_max_ms=retry_backoff_max_ms,
         delivery_timeout_ms=delivery_timeout_ms,
         pool=pool,
-        builder_factory=lambda size: RecordBatchBuilder(compression, size),
+        builder_factory=lambda size: RecordBatchBuilder(
+            compression, size, is_transactional=transactional
+        ),
         transaction_manager=tm,
         monotonic_ms=clock.monotonic_ms,
         rng=random.Random(7),
