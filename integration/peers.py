@@ -93,9 +93,13 @@ class Tansu:
         self.topics.append(name)
 
 
-def start_tansu_process(port: int) -> subprocess.Popen[bytes]:
-    """Start tansu (in-memory storage) on 127.0.0.1:port and wait until it listens."""
+def start_tansu_process(port: int, advertised_port: int | None = None) -> subprocess.Popen[bytes]:
+    """Start tansu (in-memory storage) on 127.0.0.1:port and wait until it listens.
+
+    ``advertised_port``: the port tansu names in Metadata and FindCoordinator answers (a
+    proxy in front of it); ``port`` by default."""
     url = f"tcp://{LOOPBACK}:{port}"
+    advertised = f"tcp://{LOOPBACK}:{advertised_port or port}"
     proc = subprocess.Popen(
         [
             tansu_binary(),
@@ -103,7 +107,7 @@ def start_tansu_process(port: int) -> subprocess.Popen[bytes]:
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            advertised,
             "--storage-engine",
             "memory://tansu/",
         ],
@@ -119,10 +123,10 @@ def start_tansu_process(port: int) -> subprocess.Popen[bytes]:
 
 
 @contextlib.contextmanager
-def run_tansu() -> Iterator[Tansu]:
+def run_tansu(advertised_port: int | None = None) -> Iterator[Tansu]:
     """Start tansu on a free loopback port; stop it (by handle) on exit."""
     port = free_port()
-    proc = start_tansu_process(port)
+    proc = start_tansu_process(port, advertised_port)
     try:
         yield Tansu(port=port, proc=proc)
     finally:

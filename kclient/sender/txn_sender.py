@@ -82,16 +82,22 @@ class TransactionalRequestSender:
         else:
             node = client.least_loaded_node(now_ms)
             if node is None:
-                tm.last_problem = "no broker is reachable"
+                failures = "; ".join(
+                    f"{a}: {why}" for a, why in client.connection_failures().items()
+                )
+                tm.last_problem = f"{handler.name}: no broker is reachable" + (
+                    f" ({failures})" if failures else ""
+                )
                 tm.retry(handler, now_ms)
                 client.metadata.request_update()
                 return handler.retry_backoff_ms()
         if not client.ready(node, now_ms):
-            if key_type is not None and client.connection_failed(node):
-                tm.last_problem = f"cannot connect to the coordinator at {node.address}"
-                tm.lookup_coordinator(key_type, handler.coordinator_key)
-                tm.retry(handler, now_ms)
-                return handler.retry_backoff_ms()
+            if client.connection_failed(node):
+                tm.last_problem = f"{handler.name}: cannot connect to {node.address}"
+                if key_type is not None:
+                    tm.lookup_coordinator(key_type, handler.coordinator_key)
+                    tm.retry(handler, now_ms)
+                    return handler.retry_backoff_ms()
             tm.enqueue(handler)  # wait for the connection
             return client.poll_delay_ms(node, now_ms)
         if key_type == KEY_TYPE_TRANSACTION:
