@@ -1,0 +1,267 @@
+"""Transactional throughput: kclient and confluent-kafka, 1, 100 and 10,000 records per
+transaction, against one tansu broker in one run.
+
+    .venv/bin/python benchmarks/transactions.py [--records 1:500 100:20000 10000:200000]
+                                                [--rounds 3] [--size 100]
+
+``--records SIZE:TOTAL`` sets how many records (``TOTAL``) are written in transactions of
+``SIZE`` records. Each client runs in its own Python process against tansu (in-memory
+storage, 127.0.0.1), into a fresh one-partition topic: init_transactions (not timed),
+then begin_transaction, ``SIZE`` sends of ``--size``-byte values and commit_transaction,
+until ``TOTAL`` records are committed; the clock runs from the first begin to the last
+commit. Both clients use acks=all (transactions need it), linger 5 ms and 1 MiB batches.
+The clients take turns for ``--rounds`` rounds (the machine's speed drifts); the table
+shows the median over rounds, and "kclient / confluent" is the median of the per-round
+ratios. Every run is checked afterwards: the partition's end offset must be the records
+plus one COMMIT marker per transaction, and a confluent-kafka ``read_committed`` consumer
+must read every record exactly once. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+CLIENTS = ["kclient", "confluent-kafka"]
+DEFAULT_RECORDS = ["1:500", "100:20000", "10000:200000"]
+
+
+def payload(i: int, size: int) -> bytes:
+    head = b"%010d|" % i
+    return head + b"x" * max(size - len(head), 0)
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# ---- one function per client, run in a worker process -----------------------------------
+
+
+def run_kclient(bootstrap: str, topic: str, per_txn: int, total: int, size: int) -> None:
+    from kclient import KafkaProducer
+
+    values = [payload(i, size) for i in range(total)]
+    producer = KafkaProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-kclient-{uuid.uuid4()}",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+        }
+    )
+    producer.init_transactions(timeout=60)
+    producer.partitions_for(topic)
+    send = producer.send
+    start_s, start_cpu = time.perf_counter(), cpu_s()
+    for first in range(0, total, per_txn):
+        producer.begin_transaction()
+        for value in values[first : first + per_txn]:
+            send(topic, value)
+        producer.commit_transaction(timeout=60)
+    _report(start_s, start_cpu)
+    producer.close()
+
+
+def run_confluent(bootstrap: str, topic: str, per_txn: int, total: int, size: int) -> None:
+    import confluent_kafka
+
+    values = [payload(i, size) for i in range(total)]
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"bench-confluent-{uuid.uuid4()}",
+            "linger.ms": 5,
+            "batch.size": 1 << 20,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    producer.init_transactions(60)
+    producer.list_topics(topic, timeout=30)
+    produce, poll = producer.produce, producer.poll
+    start_s, start_cpu = time.perf_counter(), cpu_s()
+    for first in range(0, total, per_txn):
+        producer.begin_transaction()
+        for value in values[first : first + per_txn]:
+            try:
+                produce(topic, value)
+            except BufferError:
+                poll(0.005)
+                produce(topic, value)
+            poll(0)
+        producer.commit_transaction(60)
+    _report(start_s, start_cpu)
+
+
+RUNS = {"kclient": run_kclient, "confluent-kafka": run_confluent}
+
+
+def _report(start_s: float, start_cpu: float) -> None:
+    print(
+        json.dumps({"seconds": time.perf_counter() - start_s, "cpu": cpu_s() - start_cpu}),
+        flush=True,
+    )
+
+
+# ---- checking what was written -------------------------------------------------------------
+
+
+def verify(bootstrap: str, topic: str, total: int, transactions: int) -> str:
+    """'all' if the log holds every record and one COMMIT marker per transaction, and a
+    read_committed consumer reads each record exactly once."""
+    import confluent_kafka
+
+    from kclient.cli.admin import ClusterReader
+
+    reader = ClusterReader(bootstrap)
+    try:
+        end = reader.end_offsets(topic)[0]
+    finally:
+        reader.close()
+    if end != total + transactions:
+        return f"end offset {end}, expected {total} records + {transactions} markers"
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"verify-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    seen = bytearray(total)
+    count = duplicates = 0
+    deadline = time.monotonic() + 300
+    at_end = False
+    try:
+        while (count < total or not at_end) and time.monotonic() < deadline:
+            for message in consumer.consume(10_000, 1.0):
+                if message.error():
+                    at_end = message.error().code() == confluent_kafka.KafkaError._PARTITION_EOF
+                    continue
+                at_end = False
+                index = int(message.value()[:10])
+                duplicates += seen[index]
+                seen[index] = 1
+                count += 1
+    finally:
+        consumer.close()
+    missing = total - sum(seen)
+    return "all" if missing == duplicates == 0 else f"{missing} missing, {duplicates} duplicated"
+
+
+# ---- driver ---------------------------------------------------------------------------------
+
+
+def run_worker(
+    client: str, bootstrap: str, topic: str, *, per_txn: int, total: int, size: int
+) -> Any:
+    command = [
+        sys.executable, __file__, "--worker",
+        "--client", client, "--bootstrap", bootstrap, "--topic", topic,
+        "--per-txn", str(per_txn), "--total", str(total), "--size", str(size),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{client} failed:\n{done.stdout}\n{done.stderr}")
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--records", nargs="+", default=DEFAULT_RECORDS, metavar="SIZE:TOTAL")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", type=int, default=100)
+    parser.add_argument("--clients", nargs="+", default=CLIENTS, choices=CLIENTS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--client", help=argparse.SUPPRESS)
+    parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    parser.add_argument("--topic", help=argparse.SUPPRESS)
+    parser.add_argument("--per-txn", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--total", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        RUNS[args.client](args.bootstrap, args.topic, args.per_txn, args.total, args.size)
+        return
+
+    from integration.peers import run_tansu
+
+    workloads = [tuple(int(x) for x in spec.split(":")) for spec in args.records]
+    rates: dict[tuple[int, str], list[float]] = {}
+    cpus: dict[tuple[int, str], list[float]] = {}
+    checks: dict[tuple[int, str], set[str]] = {}
+    with run_tansu() as tansu:
+        for round_number in range(args.rounds):
+            for per_txn, total in workloads:
+                total -= total % per_txn
+                transactions = total // per_txn
+                for client in args.clients:
+                    topic = f"txn-{client}-{per_txn}-{uuid.uuid4().hex[:8]}"
+                    tansu.create_topic(topic, 1)
+                    result = run_worker(
+                        client,
+                        tansu.bootstrap_servers,
+                        topic,
+                        per_txn=per_txn,
+                        total=total,
+                        size=args.size,
+                    )
+                    checked = verify(tansu.bootstrap_servers, topic, total, transactions)
+                    key = (per_txn, client)
+                    rates.setdefault(key, []).append(total / result["seconds"])
+                    cpus.setdefault(key, []).append(result["cpu"])
+                    checks.setdefault(key, set()).add(checked)
+                    print(
+                        f"# round {round_number + 1}: {client}, {per_txn} per transaction: "
+                        f"{rates[key][-1]:,.0f} records/s, verified: {checked}",
+                        file=sys.stderr,
+                    )
+
+    print(
+        f"\n{args.rounds} rounds; records of {args.size} B into one partition of tansu "
+        "(127.0.0.1), acks=all, linger 5 ms, 1 MiB batches; medians over rounds.\n"
+    )
+    clients = list(args.clients)
+    head = " | ".join(f"{c} records/s | {c} txn/s | {c} CPU s" for c in clients)
+    both = set(CLIENTS) <= set(clients)
+    ratio = "kclient / confluent" if both else ""
+    print(f"| records per transaction | records | {head} | {ratio} | verified |")
+    print("|---:|---:|" + "---:|---:|---:|" * len(clients) + "---:|---|")
+    for per_txn, total in workloads:
+        total -= total % per_txn
+        cells = [f"{per_txn:,}", f"{total:,}"]
+        for client in clients:
+            rate = statistics.median(rates[(per_txn, client)])
+            cells += [
+                f"{rate:,.0f}",
+                f"{rate / per_txn:,.1f}",
+                f"{statistics.median(cpus[(per_txn, client)]):.2f}",
+            ]
+        shown = ""
+        if both:
+            ours, theirs = rates[(per_txn, "kclient")], rates[(per_txn, "confluent-kafka")]
+            shown = f"{statistics.median(k / c for k, c in zip(ours, theirs, strict=True)):.2f}"
+        verified = sorted(set().union(*(checks[(per_txn, c)] for c in clients)))
+        cells += [shown, ", ".join(verified)]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
