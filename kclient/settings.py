@@ -231,10 +231,12 @@ SETTINGS: tuple[Setting, ...] = (
             doc="duplicate-free, ordered retries (implicitly off when `acks`≠all, `retries`=0 "
             "or in-flight > 5 are set without it)"),
     Setting("transactional.id", _parse_transactional_id, None,
-            doc="makes the producer transactional (`init_transactions` … `commit_transaction`); "
-            "implies idempotence"),
+            doc="makes the producer transactional (see Transactions); implies idempotence, so "
+            "`enable.idempotence=false` or `acks`≠all, `retries`=0, in-flight > 5 with it are a "
+            "`ConfigError`"),
     _int("transaction.timeout.ms", 60_000, 1, INT32_MAX,
-         "the coordinator aborts a transaction left open longer"),
+         "the coordinator aborts a transaction open longer than this (at most the broker's "
+         "`transaction.max.timeout.ms`)"),
     _int("batch.size", 16_384, 0, INT32_MAX, "bytes per partition batch"),
     _int("linger.ms", 5, 0, INT32_MAX, "how long a batch may wait for more records"),
     _int("buffer.memory", 32 * 1024 * 1024, 0, INT64_MAX,

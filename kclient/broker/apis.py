@@ -8,7 +8,7 @@ the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
 Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics, Produce,
 InitProducerId (idempotent, non-transactional), Fetch (long poll through the
 purgatory), ListOffsets, and FindCoordinator (always COORDINATOR_NOT_AVAILABLE; listed
-because librdkafka enables LZ4 only when it sees it, see ``local_apis``). Produce
+because librdkafka enables LZ4 only when it sees it). Produce
 v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
 librdkafka only compresses when it sees Produce v0).
 
@@ -28,19 +28,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from kclient import errors
 from kclient.broker.config import BrokerConfig
 from kclient.broker.controller import Controller, Topic
 from kclient.broker.fetch import FetchHandler
-from kclient.broker.local_apis import (
-    FIND_COORDINATOR,
-    LOCAL_APIS,
-    encode_local_response,
-    local_versions,
-)
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.replica_manager import ReplicaManager
 from kclient.broker.request_channel import (
@@ -62,12 +56,16 @@ _ADVERTISED_MIN = {int(ApiKey.PRODUCE): 0}
 _SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
 
 
-def advertised_versions(sasl: bool = False) -> list[dict[str, int]]:
-    """The ``api_keys`` of an ApiVersions response (with the SASL APIs on a SASL listener)."""
+def advertised_versions(
+    sasl: bool = False, served: Collection[int] | None = None
+) -> list[dict[str, int]]:
+    """The ``api_keys`` of an ApiVersions response: the declared APIs this broker serves
+    (every declared one unless ``served`` says), the SASL APIs on a SASL listener only."""
     versions = {
-        int(key): v for key, v in SUPPORTED_VERSIONS.items() if sasl or key not in _SASL_APIS
+        int(key): v
+        for key, v in SUPPORTED_VERSIONS.items()
+        if (sasl or key not in _SASL_APIS) and (served is None or key in served)
     }
-    versions.update(local_versions())
     return [
         {"api_key": key, "min_version": _ADVERTISED_MIN.get(key, low), "max_version": high}
         for key, (low, high) in sorted(versions.items())
@@ -93,7 +91,6 @@ class Apis:
         self.channel = request_channel
         self.config = config
         self.replica_manager = ReplicaManager(node_id, controller, config)
-        self._api_keys = advertised_versions(sasl=config.sasl)
         self._time_ms = time_ms
         self._monotonic_ns = monotonic_ns
         self._fetch = FetchHandler(
@@ -108,10 +105,11 @@ class Apis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
-            FIND_COORDINATOR: self.handle_find_coordinator,
+            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
         }
+        self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
 
     def handle(self, request: Request) -> None:
         """Dispatch by api key; an unexpected error escapes to the handler thread."""
@@ -129,10 +127,7 @@ class Apis:
     def _send(self, request: Request, body: dict[str, Any], version: int | None = None) -> None:
         h = request.header
         api_version = h.api_version if version is None else version
-        if h.api_key in LOCAL_APIS:
-            buffers = encode_local_response(h.api_key, api_version, h.correlation_id, body)
-        else:
-            buffers = encode_response(h.api_key, api_version, h.correlation_id, body)
+        buffers = encode_response(h.api_key, api_version, h.correlation_id, body)
         self.channel.send_response(SendResponse(request, buffers))
 
     def _body(self, request: Request) -> dict[str, Any]:

@@ -52,7 +52,6 @@ from typing import Any
 
 from kclient import errors
 from kclient.broker.faults import LostAnswers
-from kclient.broker.local_apis import LOCAL_APIS, decode_local_request, local_versions
 from kclient.broker.metrics import BrokerMetrics
 from kclient.broker.request_channel import (
     CloseConnectionResponse,
@@ -74,7 +73,6 @@ log = logging.getLogger(__name__)
 
 _POLL_TIMEOUT_S = 0.3
 _SUPPORTED: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
-_SUPPORTED.update(local_versions())
 #: What a SASL listener accepts from a connection that has not authenticated yet.
 _BEFORE_AUTHENTICATION = frozenset(
     {int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)}
@@ -82,8 +80,6 @@ _BEFORE_AUTHENTICATION = frozenset(
 
 
 def _api_name(api_key: int) -> str:
-    if api_key in LOCAL_APIS:
-        return LOCAL_APIS[api_key][0].name.removesuffix("Request")
     try:
         return api_metric_name(ApiKey(api_key).name)
     except ValueError:
@@ -358,7 +354,7 @@ class Processor:
         """
         start_ns = self._monotonic_ns()
         try:
-            header, body_offset = decode_request_header(frame)
+            header, _ = decode_request_header(frame)
         except Exception as exc:
             self._reject(
                 connection_id, peer, f"unparseable request header ({exc}){_hint(sasl_pending)}"
@@ -379,11 +375,7 @@ class Processor:
         unsupported = api_key == ApiKey.API_VERSIONS and header.api_version > max_version
         body: dict[str, Any] | None = None
         try:
-            if api_key in LOCAL_APIS:
-                if not min_version <= header.api_version <= max_version:
-                    raise errors.UnsupportedVersionError()
-                body = decode_local_request(api_key, header.api_version, frame, body_offset)
-            elif not unsupported:
+            if not unsupported:
                 header, body = decode_request(frame)
         except errors.UnsupportedVersionError:
             self._reject(

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from kclient import errors
 from kclient.errors import IllegalStateError, KafkaError
 from kclient.network.cluster import Node, TopicPartition
-from kclient.protocol.messages.find_coordinator import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
+from kclient.protocol.messages import find_coordinator
 from kclient.sender import idempotence
 from kclient.sender.batch import NO_SEQUENCE, ProducerBatch
 from kclient.sender.offsets import ConsumerGroupMetadata, OffsetAndMetadata
@@ -86,8 +86,8 @@ class TransactionManager(idempotence.TransactionManager):
         self.transaction_started = False
         self.coordinator_supports_bumping_epoch = False
         self.coordinators: dict[int, Node | None] = {
-            KEY_TYPE_TRANSACTION: None,
-            KEY_TYPE_GROUP: None,
+            find_coordinator.TRANSACTION: None,
+            find_coordinator.GROUP: None,
         }
         self.partitions_in_transaction: set[TopicPartition] = set()
         self.pending_txn_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kclient import errors
 from kclient.network.cluster import TopicPartition
 from kclient.protocol import ApiKey
-from kclient.protocol.messages import txn_offset_commit
-from kclient.protocol.messages.find_coordinator import KEY_TYPE_GROUP
+from kclient.protocol.messages import find_coordinator, txn_offset_commit
 from kclient.sender.offsets import ConsumerGroupMetadata, OffsetAndMetadata
 from kclient.sender.txn_requests import (
     FENCED,
@@ -93,7 +92,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
 
     @property
     def coordinator_type(self) -> int | None:
-        return KEY_TYPE_GROUP
+        return find_coordinator.GROUP
 
     @property
     def coordinator_key(self) -> str:
@@ -143,7 +142,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
             self.result.done()
         else:
             if lookup:
-                tm.lookup_coordinator(KEY_TYPE_GROUP, self.group.group_id)
+                tm.lookup_coordinator(find_coordinator.GROUP, self.group.group_id)
             tm.last_problem = f"TxnOffsetCommit: {len(pending)} offsets not accepted yet"
             tm.retry(self, now_ms)
 

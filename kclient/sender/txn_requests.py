@@ -20,8 +20,7 @@ from kclient.errors import KafkaError
 from kclient.network.cluster import Node, TopicPartition
 from kclient.network.kafka_client import ClientResponse
 from kclient.protocol import ApiKey
-from kclient.protocol.messages import add_partitions_to_txn, end_txn
-from kclient.protocol.messages.find_coordinator import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
+from kclient.protocol.messages import add_partitions_to_txn, end_txn, find_coordinator
 from kclient.sender.txn_state import TransactionalRequestResult, TransactionState
 
 if TYPE_CHECKING:
@@ -43,7 +42,7 @@ UNKNOWN_PRODUCER = frozenset(
     {errors.UnknownProducerIdError.code, errors.InvalidProducerIdMappingError.code}
 )
 TRANSACTION_ABORTABLE = errors.TransactionAbortableError.code
-_KEY_TYPES = {KEY_TYPE_GROUP: "group", KEY_TYPE_TRANSACTION: "transaction"}
+_KEY_TYPES = {find_coordinator.GROUP: "group", find_coordinator.TRANSACTION: "transaction"}
 
 
 class TxnRequestHandler:
@@ -68,7 +67,7 @@ class TxnRequestHandler:
     @property
     def coordinator_type(self) -> int | None:
         """Which coordinator the request goes to (None: any broker)."""
-        return KEY_TYPE_TRANSACTION
+        return find_coordinator.TRANSACTION
 
     @property
     def coordinator_key(self) -> str:
@@ -169,7 +168,7 @@ class FindCoordinatorHandler(TxnRequestHandler):
         super().__init__(tm, result)
         self.key_type = key_type
         self.key = key
-        if key_type != KEY_TYPE_GROUP:
+        if key_type != find_coordinator.GROUP:
             self.min_version = 1  # v0 knows only groups
 
     @property

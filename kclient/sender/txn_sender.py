@@ -17,7 +17,7 @@ from collections.abc import Callable
 from kclient.errors import KafkaError, TransactionAbortedError
 from kclient.network.kafka_client import ClientRequest, KafkaClient
 from kclient.protocol import ApiKey
-from kclient.protocol.messages.find_coordinator import KEY_TYPE_TRANSACTION
+from kclient.protocol.messages import find_coordinator
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.transaction_manager import TransactionManager
 from kclient.sender.txn_requests import TxnRequestHandler
@@ -100,7 +100,7 @@ class TransactionalRequestSender:
                     return handler.retry_backoff_ms()
             tm.enqueue(handler)  # wait for the connection
             return client.poll_delay_ms(node, now_ms)
-        if key_type == KEY_TYPE_TRANSACTION:
+        if key_type == find_coordinator.TRANSACTION:
             versions = client.api_versions(node.id)
             top = versions.versions.get(ApiKey.INIT_PRODUCER_ID) if versions is not None else None
             tm.on_coordinator_ready(node.id, top[1] if top is not None else None)

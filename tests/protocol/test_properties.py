@@ -42,14 +42,34 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
     from kafka.protocol.admin import (
         CreateTopicsRequest,
         CreateTopicsResponse,
+        DeleteGroupsRequest,
+        DeleteGroupsResponse,
         DeleteTopicsRequest,
         DeleteTopicsResponse,
+        DescribeGroupsRequest,
+        DescribeGroupsResponse,
+        ListGroupsRequest,
+        ListGroupsResponse,
     )
     from kafka.protocol.consumer import (
         FetchRequest,
         FetchResponse,
+        HeartbeatRequest,
+        HeartbeatResponse,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        LeaveGroupRequest,
+        LeaveGroupResponse,
         ListOffsetsRequest,
         ListOffsetsResponse,
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+        OffsetDeleteRequest,
+        OffsetDeleteResponse,
+        OffsetFetchRequest,
+        OffsetFetchResponse,
+        SyncGroupRequest,
+        SyncGroupResponse,
     )
     from kafka.protocol.metadata import (
         ApiVersionsRequest,
@@ -96,6 +116,17 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.TXN_OFFSET_COMMIT: (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     ApiKey.SASL_HANDSHAKE: (SaslHandshakeRequest, SaslHandshakeResponse),
     ApiKey.SASL_AUTHENTICATE: (SaslAuthenticateRequest, SaslAuthenticateResponse),
+    ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (OffsetFetchRequest, OffsetFetchResponse),
+    ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
+    ApiKey.JOIN_GROUP: (JoinGroupRequest, JoinGroupResponse),
+    ApiKey.HEARTBEAT: (HeartbeatRequest, HeartbeatResponse),
+    ApiKey.LEAVE_GROUP: (LeaveGroupRequest, LeaveGroupResponse),
+    ApiKey.SYNC_GROUP: (SyncGroupRequest, SyncGroupResponse),
+    ApiKey.DESCRIBE_GROUPS: (DescribeGroupsRequest, DescribeGroupsResponse),
+    ApiKey.LIST_GROUPS: (ListGroupsRequest, ListGroupsResponse),
+    ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
+    ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
 }
 
 VERSIONS = [(key, v) for key, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]
@@ -217,9 +248,13 @@ def test_round_trip(kind: str, api_key: int, version: int, data: st.DataObject) 
 # ---- kafka-python as an independent oracle --------------------------------------------------
 
 
-# kafka-python patches these two int32 fields into "bitfield"s of another name; the oracle
+# kafka-python patches these int32 fields into "bitfield"s of another name; the oracle
 # leaves them at their default on both sides.
-BITFIELDS = {"cluster_authorized_operations", "topic_authorized_operations"}
+BITFIELDS = {
+    "cluster_authorized_operations",
+    "topic_authorized_operations",
+    "authorized_operations",
+}
 
 
 def _to_kafka_python(cls: Any, fields: tuple[Field, ...], version: int, body: Any) -> Any:

@@ -5,6 +5,9 @@ one module per API holds its REQUEST and RESPONSE declarations. Immutable data.
 
 Version ranges are those Apache Kafka 4.1 accepts (stable versions; the KIP-896 baseline
 at the low end), read from the 4.1 protocol guide (kafka.apache.org/41/design/protocol).
+The consumer group APIs go below that baseline, to v0: kafka-python pinned to an old
+``api_version`` still sends JoinGroup v0-v1, FindCoordinator v0, OffsetCommit v0-v1 and
+OffsetFetch v0, and the embedded broker serves them.
 """
 
 from __future__ import annotations
@@ -16,16 +19,26 @@ from kclient.protocol.messages import (
     add_partitions_to_txn,
     api_versions,
     create_topics,
+    delete_groups,
     delete_topics,
+    describe_groups,
     end_txn,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_delete,
+    offset_fetch,
     produce,
     sasl_authenticate,
     sasl_handshake,
+    sync_group,
     txn_offset_commit,
 )
 from kclient.protocol.schema import Message
@@ -38,7 +51,15 @@ class ApiKey(IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
     FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -49,6 +70,8 @@ class ApiKey(IntEnum):
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
+    DELETE_GROUPS = 42
+    OFFSET_DELETE = 47
 
 
 _MODULES = {
@@ -67,6 +90,16 @@ _MODULES = {
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
     ApiKey.SASL_HANDSHAKE: sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
+    ApiKey.OFFSET_COMMIT: offset_commit,
+    ApiKey.OFFSET_FETCH: offset_fetch,
+    ApiKey.JOIN_GROUP: join_group,
+    ApiKey.HEARTBEAT: heartbeat,
+    ApiKey.LEAVE_GROUP: leave_group,
+    ApiKey.SYNC_GROUP: sync_group,
+    ApiKey.DESCRIBE_GROUPS: describe_groups,
+    ApiKey.LIST_GROUPS: list_groups,
+    ApiKey.DELETE_GROUPS: delete_groups,
+    ApiKey.OFFSET_DELETE: offset_delete,
 }
 
 REQUESTS: dict[int, Message] = {key: mod.REQUEST for key, mod in _MODULES.items()}

@@ -1,21 +1,23 @@
-"""FindCoordinator (api key 10): which broker coordinates a group or a transactional id.
+"""FindCoordinator (api key 10): which broker coordinates a consumer group (or a
+transactional id).
 
 Corresponds to Kafka's ``FindCoordinatorRequest.json`` / ``FindCoordinatorResponse.json``.
-Kafka 4.1 accepts v0-v6. KeyType (v1+) is 0 for a consumer group, 1 for a transactional id
-(2 for a share group, v6). Flexible from v3; v4 batches keys (KIP-699): the request names
-them in ``coordinator_keys`` and the answer has one ``coordinators`` entry per key instead
-of the v0-v3 top-level fields. v5 adds TRANSACTION_ABORTABLE (KIP-890), v6 share groups
-(KIP-932). Versions read from the 4.1 protocol guide (kafka.apache.org/41/design/protocol,
-"FindCoordinator API (Key: 10)").
+Kafka 4.1 accepts v1-v6 (v0 removed in 4.0 by KIP-896); declared from v0, which
+kafka-python still sends when pinned to an old ``api_version``. Flexible from v3; v1
+adds the key type (0 group, 1 transaction, 2 share); v4 batches keys into
+``coordinator_keys`` and answers one ``coordinators`` entry per key (KIP-699); v6 allows
+the share key type. librdkafka turns LZ4 on only when a broker lists this API.
+Versions read from the 4.1 protocol guide (kafka.apache.org/41/design/protocol).
 """
 
 from __future__ import annotations
 
 from kclient.protocol.schema import F, message
 
-KEY_TYPE_GROUP = 0
-KEY_TYPE_TRANSACTION = 1
-KEY_TYPE_SHARE = 2
+#: ``key_type`` values.
+GROUP = 0
+TRANSACTION = 1
+SHARE = 2
 
 REQUEST = message(
     "FindCoordinatorRequest",
@@ -45,13 +47,12 @@ RESPONSE = message(
             "Coordinators",
             "[]Coordinator",
             "4+",
-            default=(),
             fields=(
                 F("Key", "string", "4+"),
-                F("NodeId", "int32", "4+"),
-                F("Host", "string", "4+"),
-                F("Port", "int32", "4+"),
-                F("ErrorCode", "int16", "4+"),
+                F("NodeId", "int32", "4+", default=-1),
+                F("Host", "string", "4+", default=""),
+                F("Port", "int32", "4+", default=-1),
+                F("ErrorCode", "int16", "4+", default=0),
                 F("ErrorMessage", "string", "4+", nullable="4+", default=None),
             ),
         ),
