@@ -1,6 +1,7 @@
 """Builds kclient's optional C accelerator; everything else is in pyproject.toml.
 
-``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` and
+``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c``,
+``kclient/record/_validate.c`` (the broker's record checks) and
 ``kclient/sender/_murmur2.c`` next to them. It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
 kclient installs without it, running its pure-Python record code instead. After editing
@@ -14,6 +15,11 @@ setup(
         Extension(
             "kclient.record._speedups",
             ["kclient/record/_speedups.c"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.record._validate",
+            ["kclient/record/_validate.c"],
             optional=True,
         ),
         Extension(

@@ -56,6 +56,11 @@ class CorruptRecordError(KafkaError):
     """A record batch failed validation: bad CRC, bad sizes, unknown magic or codec."""
 
 
+class DecompressedSizeError(CorruptRecordError):
+    """A compressed record batch expands past the limit its reader set (the embedded
+    broker's ``max.message.bytes``): refused before it takes more memory."""
+
+
 class UnsupportedCodecError(KafkaError):
     """A compression codec is unknown, or its optional package is not installed."""
 

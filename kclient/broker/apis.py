@@ -468,6 +468,11 @@ class Apis:
                     "log_start_offset": result.log_start_offset,
                     "error_message": result.error_message,
                 }
+                if result.record_errors:
+                    out["record_errors"] = [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in result.record_errors
+                    ]
                 if result.error_code:
                     failed += 1
                     if result.error_code == errors.NotLeaderOrFollowerError.code:

@@ -46,6 +46,7 @@ from kclient.broker.producer_state import (
     snapshot_offsets,
 )
 from kclient.record import RecordBatch, iter_batches
+from kclient.record.check import search_batch
 from kclient.record.layout import HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH
 
 log = logging.getLogger(__name__)
@@ -239,31 +240,54 @@ class Log:
         i = bisect.bisect_left(self._last_offsets, fetch_offset)
         return self.size_bytes - self._bytes_before[i] if i < len(self._entries) else 0
 
-    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``."""
+    def offset_for_timestamp(
+        self, timestamp_ms: int, max_batch_bytes: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp_ms``.
+
+        The batch is picked by the max timestamps of the index (the batch headers, set
+        from the records when they were validated); only that batch is read, and walked
+        within ``max_batch_bytes`` (``_search``).
+        """
         for entry in self._entries:
-            if entry.max_timestamp < timestamp_ms:
-                continue
-            for batch in iter_batches(self._entry_bytes(entry), validate_crc=False):
-                for record in batch.records():
-                    if record.timestamp >= timestamp_ms:
-                        return record.offset, record.timestamp
-            return entry.base_offset, entry.max_timestamp
+            if entry.max_timestamp >= timestamp_ms:
+                return self._search(entry, timestamp_ms, entry.base_offset, max_batch_bytes)
         return None
 
-    def max_timestamp(self) -> tuple[int, int] | None:
-        """(offset, timestamp) of the record with the largest timestamp (ListOffsets -3)."""
+    def max_timestamp(self, max_batch_bytes: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with the largest timestamp (ListOffsets -3)."""
         best: BatchEntry | None = None
         for entry in self._entries:
             if best is None or entry.max_timestamp > best.max_timestamp:
                 best = entry
         if best is None:
             return None
-        for batch in iter_batches(self._entry_bytes(best), validate_crc=False):
-            for record in batch.records():
-                if record.timestamp == best.max_timestamp:
-                    return record.offset, record.timestamp
-        return best.last_offset, best.max_timestamp
+        return self._search(best, best.max_timestamp, best.last_offset, max_batch_bytes)
+
+    def _search(
+        self, entry: BatchEntry, timestamp_ms: int, fallback_offset: int, max_batch_bytes: int
+    ) -> tuple[int, int]:
+        """The first record of ``entry`` at or after ``timestamp_ms``: walked in place when
+        uncompressed, decompressed within ``max_batch_bytes`` (less the batch header)
+        otherwise. A batch that cannot be walked so (written before the broker validated
+        batches, or under a larger max.message.bytes) is answered from its header, at
+        ``fallback_offset``."""
+        try:
+            batch = RecordBatch(self._entry_bytes(entry))
+            offset, timestamp = search_batch(
+                batch, timestamp_ms, max(0, max_batch_bytes - HEADER_SIZE)
+            )
+        except errors.CorruptRecordError as exc:
+            log.warning(
+                "%s: answering a timestamp lookup from the header of the batch at offset %d: %s",
+                self,
+                entry.base_offset,
+                exc,
+            )
+            return fallback_offset, entry.max_timestamp
+        if offset < 0:  # the header promised a record that is not there
+            return fallback_offset, entry.max_timestamp
+        return offset, timestamp
 
     def _entry_bytes(self, entry: BatchEntry) -> Buffer:
         if entry.data is not None:

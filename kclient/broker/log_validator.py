@@ -1,22 +1,34 @@
 """Validation of produced record batches (Kafka's ``LogValidator`` + ``analyzeAndValidateRecords``).
 
-Runs on a request handler thread before the partition lock is taken. Per batch, and
-without iterating records (so the cost is one CRC pass over the bytes, plus one
-decompression pass, whose output is counted and dropped, for a compressed batch):
+Runs on a request handler thread before the partition lock is taken. Nothing that fails
+here is stored. The answers are Kafka's:
 
-* it decodes as RecordBatch v2 (magic 2) with a valid CRC-32C -> else CORRUPT_MESSAGE;
-* the batches fill the records field exactly (no torn tail) -> else CORRUPT_MESSAGE;
-* ``record_count`` is positive and equals ``last_offset_delta + 1`` -> else CORRUPT_MESSAGE;
+* it decodes as RecordBatch v2 (magic 2) with a valid CRC-32C, and the batch fills the
+  records field exactly (no torn tail, no bytes after it) -> else CORRUPT_MESSAGE;
 * it is at most ``max.message.bytes`` -> else MESSAGE_TOO_LARGE;
-* a compressed batch decompresses (else CORRUPT_MESSAGE) to at most ``max.message.bytes``
-  (else MESSAGE_TOO_LARGE: the producer splits it), counted in 256 KiB steps, so that a
-  small batch that expands to gigabytes costs the broker a few steps, not gigabytes;
+* it is the partition's only batch (magic 2 allows one per partition and request), its
+  ``record_count`` is positive and equals ``last_offset_delta + 1``, an idempotent batch
+  has a base sequence, and it is neither a control batch nor transactional (no
+  transactions here) -> else INVALID_RECORD;
 * the codec is known, and zstd comes with Produce v7+ -> else UNSUPPORTED_COMPRESSION_TYPE;
-* it is neither a control batch nor transactional (no transactions here) -> INVALID_RECORD.
+* its records, decompressed first when the batch is compressed, are walked
+  (``kclient.record.check``): exactly ``record_count`` records, offset deltas 0..n-1,
+  every record's fields filling its length, sane varints and header keys, nothing after
+  the last record -> else INVALID_RECORD, naming the record; with Produce v8+ it also
+  comes back as a ``record_errors`` entry (batch index and message) when a single record
+  is at fault (Kafka's ``RecordValidationException``).
 
-Offsets and timestamps are later assigned in place, so the records must be writable:
-the writable view into the request frame the Processor read (a fresh ``bytearray`` per
-request, never reused) is kept as is, without a copy; anything else is copied once.
+Decompression is bounded: records that expand past ``max.message.bytes`` (less the batch
+header: what the same batch uncompressed could hold) are refused with MESSAGE_TOO_LARGE
+as soon as the limit is passed, having taken at most that much memory; producers split
+such batches. Data that is not valid for its codec is CORRUPT_MESSAGE (Kafka answers
+UNKNOWN_SERVER_ERROR for it).
+
+The batch's maxTimestamp is set to the greatest record timestamp found (Kafka's
+``setMaxTimestamp``), so ListOffsets can trust the headers. Offsets and timestamps are
+later assigned in place, so the records must be writable: the writable view into the
+request frame the Processor read (a fresh ``bytearray`` per request, never reused) is kept
+as is, without a copy; anything else is copied once.
 """
 
 from __future__ import annotations
@@ -24,18 +36,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kclient import errors
-from kclient.record import iter_batches
-from kclient.record.compression import CompressionType, decompressed_size
+from kclient.record import RecordBatch, iter_batches, set_max_timestamp
+from kclient.record.check import check_records
+from kclient.record.compression import CompressionType, decompress
 from kclient.record.layout import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     HEADER_SIZE,
     MAGIC,
+    TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
 
 _ZSTD = 4
 _MAX_CODEC = 4
+_CODECS = {member.value: member for member in CompressionType}
+
+
+class RecordValidationError(errors.BrokerResponseError):
+    """INVALID_RECORD caused by particular records (Kafka's ``RecordValidationException``):
+    ``record_errors`` holds (index of the record in its batch, what is wrong)."""
+
+    code = errors.InvalidRecordError.code
+    name = errors.InvalidRecordError.name
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.detail, self.record_errors))
 
 
 @dataclass(slots=True)
@@ -61,7 +91,8 @@ def validate_records(
     """Validate the records of one partition of a Produce request (copying only when
     they are not writable).
 
-    Raises the ``BrokerResponseError`` that the partition's response should carry.
+    Raises the ``BrokerResponseError`` that the partition's response should carry
+    (a :class:`RecordValidationError` when particular records are at fault).
     """
     if records is None or len(records) == 0:
         raise errors.CorruptMessageError("the produce request has no record batches")
@@ -74,6 +105,11 @@ def validate_records(
     position = 0
     try:
         for batch in iter_batches(buf, validate_crc=True):
+            if batches:
+                raise errors.InvalidRecordError(
+                    "the records of a partition must be one record batch (magic 2); "
+                    f"another one starts at byte {position}"
+                )
             size = batch.size_in_bytes
             if batch.magic != MAGIC:
                 raise errors.CorruptMessageError(
@@ -86,9 +122,14 @@ def validate_records(
                 )
             count = batch.record_count
             if count <= 0 or batch.last_offset_delta != count - 1:
-                raise errors.CorruptMessageError(
+                raise errors.InvalidRecordError(
                     f"record batch at byte {position} has {count} records but a last offset "
                     f"delta of {batch.last_offset_delta}"
+                )
+            if batch.producer_id >= 0 and batch.base_sequence < 0:
+                raise errors.InvalidRecordError(
+                    f"record batch at byte {position} has producer id {batch.producer_id} "
+                    f"but no base sequence ({batch.base_sequence})"
                 )
             attributes = batch.attributes
             codec = attributes & COMPRESSION_MASK
@@ -98,35 +139,24 @@ def validate_records(
                 raise errors.UnsupportedCompressionTypeError(
                     f"zstd needs Produce v7 or later, the request is v{produce_version}"
                 )
-            if codec:  # it must decompress, and not beyond what a batch may be
-                section = batch.raw[HEADER_SIZE:]
-                try:
-                    size_out = decompressed_size(
-                        CompressionType(codec), section, max_batch_bytes, position
-                    )
-                except errors.CorruptRecordError as exc:
-                    message = str(exc)
-                    if not message.startswith("record batch"):
-                        message = f"record batch at byte {position}: {message}"
-                    raise errors.CorruptMessageError(message) from None
-                if size_out > max_batch_bytes:
-                    raise errors.MessageTooLargeError(
-                        f"record batch at byte {position} decompresses to more than "
-                        f"max.message.bytes ({max_batch_bytes})"
-                    )
             if attributes & CONTROL_MASK:
                 raise errors.InvalidRecordError("clients may not write control batches")
             if attributes & TRANSACTIONAL_MASK:
                 raise errors.InvalidRecordError(
                     "transactional batches are not supported by the embedded broker"
                 )
+            max_timestamp = _check_records(batch, _CODECS[codec], max_batch_bytes)
+            if attributes & TIMESTAMP_TYPE_MASK:
+                max_timestamp = batch.max_timestamp  # LogAppendTime: the header's own
+            else:
+                set_max_timestamp(memoryview(buf)[position : position + size], max_timestamp)
             batches.append(
                 ValidBatch(
                     position,
                     size,
                     count,
                     batch.last_offset_delta,
-                    batch.max_timestamp,
+                    max_timestamp,
                     batch.producer_id,
                     batch.producer_epoch,
                     batch.base_sequence,
@@ -140,3 +170,32 @@ def validate_records(
             f"records end with {len(buf) - position} bytes that are not a whole record batch"
         )
     return buf, batches
+
+
+def _check_records(batch: RecordBatch, codec: CompressionType, max_batch_bytes: int) -> int:
+    """Walk one batch's records (decompressed, within the limit); their greatest timestamp."""
+    raw = batch.raw
+    position = batch.position
+    body = raw[HEADER_SIZE:]
+    if codec is not CompressionType.NONE:
+        limit = max(0, max_batch_bytes - HEADER_SIZE)
+        try:
+            body = memoryview(decompress(codec, body, position, max_bytes=limit))
+        except errors.DecompressedSizeError:
+            raise errors.MessageTooLargeError(
+                f"record batch at byte {position} ({codec.name.lower()}, {len(raw)} bytes) holds "
+                f"records of more than {limit} bytes: uncompressed it would be larger than "
+                f"max.message.bytes ({max_batch_bytes})"
+            ) from None
+        except errors.UnsupportedCodecError as exc:
+            raise errors.UnsupportedCompressionTypeError(
+                f"the broker cannot read {codec.name.lower()} batches: {exc}"
+            ) from None
+    result = check_records(body, batch.record_count, batch.first_timestamp)
+    if result.problem is None:
+        return result.max_timestamp
+    index, message = result.problem
+    where = f"record batch at byte {position}: {message}"
+    if index < 0:
+        raise errors.InvalidRecordError(where)
+    raise RecordValidationError(where, [(index, message)])

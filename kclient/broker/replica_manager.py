@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from kclient import errors
 from kclient.broker.config import BrokerConfig
 from kclient.broker.controller import Controller, Partition, Topic
-from kclient.broker.log_validator import ValidBatch, validate_records
+from kclient.broker.log_validator import RecordValidationError, ValidBatch, validate_records
 from kclient.broker.producer_state import BatchMetadata, next_sequence
 from kclient.record import assign_offsets, set_log_append_time, set_partition_leader_epoch
 
@@ -43,6 +43,8 @@ class AppendResult:
     log_start_offset: int = -1
     leader_id: int = -1
     leader_epoch: int = -1
+    #: (index of the record in its batch, what is wrong): Produce v8+ ``record_errors``
+    record_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -134,7 +136,13 @@ class ReplicaManager:
             leader_id, leader_epoch = self.leader_of(topic, index)
             if code != errors.NotLeaderOrFollowerError.code:
                 log.info("produce to %s-%d failed: %s", topic.name if topic else "?", index, exc)
-            return AppendResult(code, message, leader_id=leader_id, leader_epoch=leader_epoch)
+            return AppendResult(
+                code,
+                message,
+                leader_id=leader_id,
+                leader_epoch=leader_epoch,
+                record_errors=exc.record_errors if isinstance(exc, RecordValidationError) else [],
+            )
         except OSError as exc:
             log.error(
                 "cannot write to the log of %s-%d: %s", topic.name if topic else "?", index, exc
@@ -283,10 +291,12 @@ class ReplicaManager:
                     return 0, -1, log_.high_watermark, epoch
                 if timestamp == LATEST_TIERED_TIMESTAMP:
                     return 0, -1, -1, -1
+                assert topic is not None
+                max_batch_bytes = topic.max_message_bytes(self.config.message_max_bytes)
                 if timestamp == MAX_TIMESTAMP:
-                    found = log_.max_timestamp()
+                    found = log_.max_timestamp(max_batch_bytes)
                 elif timestamp >= 0:
-                    found = log_.offset_for_timestamp(timestamp)
+                    found = log_.offset_for_timestamp(timestamp, max_batch_bytes)
                 else:
                     raise errors.InvalidRequestError(f"unknown ListOffsets timestamp {timestamp}")
                 if found is None:

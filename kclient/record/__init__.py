@@ -2,9 +2,9 @@
 
 Build a batch with :class:`RecordBatchBuilder` (the producer's hot path), read batches with
 :func:`iter_batches` / :class:`RecordBatch`, and rewrite the broker-owned header fields in
-place with :func:`assign_offsets`, :func:`set_log_append_time` and
-:func:`set_partition_leader_epoch`. Codecs live in :mod:`kclient.record.compression`.
-No sockets, no threads, no clock.
+place with :func:`assign_offsets`, :func:`set_log_append_time`, :func:`set_max_timestamp`
+and :func:`set_partition_leader_epoch`. Codecs live in :mod:`kclient.record.compression`;
+the broker's record walk in :mod:`kclient.record.check`. No sockets, no threads, no clock.
 
 The per-record hot paths (``RecordBatchBuilder.append``, decoding a batch's records) run in
 C when the optional extension :mod:`kclient.record._speedups` is built; ``ACCELERATED``
@@ -19,6 +19,7 @@ from kclient.record.batch import (
     assign_offsets,
     iter_batches,
     set_log_append_time,
+    set_max_timestamp,
     set_partition_leader_epoch,
     set_producer_state,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "assign_offsets",
     "iter_batches",
     "set_log_append_time",
+    "set_max_timestamp",
     "set_partition_leader_epoch",
     "set_producer_state",
 ]

@@ -514,3 +514,13 @@ def set_log_append_time(buf: bytearray | memoryview, timestamp_ms: int) -> None:
     ATTRIBUTES.pack_into(buf, ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
     MAX_TIMESTAMP.pack_into(buf, MAX_TIMESTAMP_OFFSET, timestamp_ms)
     CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:end]))
+
+
+def set_max_timestamp(buf: bytearray | memoryview, timestamp_ms: int) -> None:
+    """Set the batch's maxTimestamp (CreateTime) to ``timestamp_ms`` and rewrite the CRC
+    when it changes (Java: ``DefaultRecordBatch.setMaxTimestamp(CREATE_TIME, ts)``)."""
+    end = _batch_end(buf, "set the max timestamp")
+    if MAX_TIMESTAMP.unpack_from(buf, MAX_TIMESTAMP_OFFSET)[0] == timestamp_ms:
+        return
+    MAX_TIMESTAMP.pack_into(buf, MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    CRC.pack_into(buf, CRC_OFFSET, crc32c(memoryview(buf)[ATTRIBUTES_OFFSET:end]))

@@ -28,7 +28,12 @@ import zlib
 from enum import IntEnum
 from typing import Any
 
-from kclient.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
+from kclient.errors import (
+    ConfigError,
+    CorruptRecordError,
+    DecompressedSizeError,
+    UnsupportedCodecError,
+)
 
 
 class CompressionType(IntEnum):
@@ -161,22 +166,36 @@ def compress(codec: CompressionType, data: bytes, level: int | None = None) -> b
     raise UnsupportedCodecError(f"unknown compression codec id {codec}")
 
 
-def decompress(codec: CompressionType, data: bytes | memoryview, position: int = 0) -> bytes:
+def decompress(
+    codec: CompressionType,
+    data: bytes | memoryview,
+    position: int = 0,
+    max_bytes: int | None = None,
+) -> bytes:
     """Decompress a batch's records section; ``position`` (the batch's byte offset) goes
-    into the error message when the data is not valid for the codec."""
+    into the error message when the data is not valid for the codec.
+
+    ``max_bytes`` bounds the output: data that would expand past it raises
+    :class:`DecompressedSizeError` having taken at most about ``max_bytes`` of memory (a
+    zstd frame announcing a larger size, or a snappy block, is refused before any output
+    is made). ``None`` (clients reading what their own broker sent) means no bound.
+    """
     try:
         if codec is GZIP:
-            return _gunzip(data)
+            return _gunzip(data, max_bytes)
         if codec is LZ4:
-            result: bytes = _lz4_frame().decompress(data)
-            return result
+            return _unlz4(data, max_bytes)
         if codec is SNAPPY:
-            return _unsnappy(data)
+            return _unsnappy(data, max_bytes)
         if codec is ZSTD:
-            return _unzstd(data)
+            return _unzstd(data, max_bytes)
         if codec is NONE:
+            if max_bytes is not None and len(data) > max_bytes:
+                raise _too_large(max_bytes)
             return bytes(data)
-    except UnsupportedCodecError:
+    except (UnsupportedCodecError, DecompressedSizeError) as exc:
+        if isinstance(exc, DecompressedSizeError):
+            raise DecompressedSizeError(f"record batch at byte {position}: {exc}") from None
         raise
     except Exception as exc:  # each codec library has its own error types
         raise CorruptRecordError(
@@ -185,104 +204,8 @@ def decompress(codec: CompressionType, data: bytes | memoryview, position: int =
     raise UnsupportedCodecError(f"unknown compression codec id {codec}")
 
 
-_CHUNK = 256 * 1024  # decompressed bytes looked at per step when only counting
-
-
-def decompressed_size(
-    codec: CompressionType, data: bytes | memoryview, limit: int, position: int = 0
-) -> int:
-    """How many bytes ``data`` decompresses to, counted without keeping them, checking
-    that it decompresses; stops early and returns ``limit + 1`` once past ``limit`` (a
-    small batch can expand to gigabytes). Raises CorruptRecordError like ``decompress``."""
-    try:
-        if codec is GZIP:
-            return _gzip_size(data, limit)
-        if codec is LZ4:
-            return _lz4_size(data, limit)
-        if codec is ZSTD:
-            if _zstd_size(data, limit) > limit:
-                return limit + 1
-        elif codec is SNAPPY:
-            if _snappy_declared_size(data) > limit:
-                return limit + 1
-        elif codec is NONE:
-            return min(len(data), limit + 1)
-    except (UnsupportedCodecError, CorruptRecordError):
-        raise
-    except Exception as exc:  # each codec library has its own error types
-        raise CorruptRecordError(
-            f"record batch at byte {position}: {codec.name.lower()} data does not decompress: {exc}"
-        ) from exc
-    return len(decompress(codec, data, position))  # within the limit: bounded
-
-
-def _gzip_size(data: bytes | memoryview, limit: int) -> int:
-    total = 0
-    rest = bytes(data)
-    while True:  # one gzip member after another
-        inflater = zlib.decompressobj(31)
-        pending = rest
-        while True:
-            total += len(inflater.decompress(pending, _CHUNK))
-            if total > limit:
-                return limit + 1
-            pending = inflater.unconsumed_tail
-            if inflater.eof or not pending:
-                break
-        if not inflater.eof:
-            total += len(inflater.flush())
-            if not inflater.eof:
-                raise CorruptRecordError("gzip stream is truncated")
-        rest = inflater.unused_data
-        if not rest:
-            return total
-
-
-def _lz4_size(data: bytes | memoryview, limit: int) -> int:
-    frame = _lz4_frame()
-    total = 0
-    rest = bytes(data)
-    while rest:  # one frame after another
-        decompressor = frame.LZ4FrameDecompressor()
-        total += len(decompressor.decompress(rest, max_length=_CHUNK))
-        while not decompressor.eof and total <= limit and not decompressor.needs_input:
-            total += len(decompressor.decompress(b"", max_length=_CHUNK))
-        if total > limit:
-            return limit + 1
-        if not decompressor.eof:
-            raise CorruptRecordError("lz4 frame is truncated")
-        rest = decompressor.unused_data
-    return total
-
-
-def _zstd_size(data: bytes | memoryview, limit: int) -> int:
-    total = 0
-    decompressor = _zstd_codec("decompressor", 0)
-    with decompressor.stream_reader(bytes(data), read_across_frames=True) as reader:
-        while total <= limit:
-            chunk = reader.read(_CHUNK)
-            if not chunk:
-                break
-            total += len(chunk)
-    return total
-
-
-def _snappy_declared_size(data: bytes | memoryview) -> int:
-    """The uncompressed sizes the (xerial) snappy blocks declare, added up."""
-    declared = _cramjam().snappy.decompress_raw_len
-    view = memoryview(data)
-    if len(view) < len(XERIAL_HEADER) or view[:8] != _XERIAL_MAGIC:
-        return int(declared(view))
-    total = 0
-    pos = len(XERIAL_HEADER)
-    while pos + 4 <= len(view):
-        (size,) = _INT32.unpack_from(view, pos)
-        pos += 4
-        if size < 0 or pos + size > len(view):
-            break  # decompress() then says what is wrong
-        total += int(declared(view[pos : pos + size]))
-        pos += size
-    return total
+def _too_large(max_bytes: int) -> DecompressedSizeError:
+    return DecompressedSizeError(f"its records expand to more than {max_bytes} bytes")
 
 
 def _lz4_frame_compress(data: bytes, level: int | None) -> bytes:
@@ -308,21 +231,66 @@ def _lz4_frame_compress(data: bytes, level: int | None) -> bytes:
     return b"".join(parts)
 
 
-def _gunzip(data: bytes | memoryview) -> bytes:
-    out = []
-    rest = bytes(data)
+def _gunzip(data: bytes | memoryview, max_bytes: int | None) -> bytes:
+    """One or more gzip members (Java's ``GZIPInputStream`` reads concatenated ones)."""
+    out: list[bytes] = []
+    produced = 0
+    rest: bytes | memoryview = data
     while True:
         inflater = zlib.decompressobj(31)
-        out.append(inflater.decompress(rest))
+        if max_bytes is None:
+            chunk = inflater.decompress(rest)
+        else:  # one byte more than allowed tells "too large" from "exactly the limit"
+            chunk = inflater.decompress(rest, max_bytes - produced + 1)
+            if produced + len(chunk) > max_bytes:
+                raise _too_large(max_bytes)
+        out.append(chunk)
+        produced += len(chunk)
         if not inflater.eof:
             raise CorruptRecordError("gzip stream is truncated")
         rest = inflater.unused_data
         if not rest:
-            return b"".join(out)
+            return out[0] if len(out) == 1 else b"".join(out)
 
 
-def _unzstd(data: bytes | memoryview) -> bytes:
+def _unlz4(data: bytes | memoryview, max_bytes: int | None) -> bytes:
+    """The first LZ4 frame (as Java's ``KafkaLZ4BlockInputStream`` reads it)."""
+    if max_bytes is None:
+        result: bytes = _lz4_frame().decompress(data)
+        return result
+    inflater = _lz4_frame().LZ4FrameDecompressor()
+    out: bytes = inflater.decompress(data, max_bytes + 1)
+    if len(out) > max_bytes:
+        raise _too_large(max_bytes)
+    if not inflater.eof:
+        raise CorruptRecordError("lz4 frame is truncated")
+    return out
+
+
+def _unzstd(data: bytes | memoryview, max_bytes: int | None) -> bytes:
+    """One or more zstd frames (Java writes one). With ``max_bytes``: a frame whose header
+    announces more is refused at once; else one call that stops at the limit; only
+    several frames, or a frame that fails that call, are read again in steps."""
     decompressor = _zstd_codec("decompressor", 0)
+    if max_bytes is not None:
+        zstd = _zstandard()
+        announced = zstd.frame_content_size(data)  # -1: not in the header
+        if announced > max_bytes:
+            raise _too_large(max_bytes)
+        try:
+            result: bytes = decompressor.decompress(
+                data,
+                max_output_size=0 if announced >= 0 else max_bytes + 1,
+                allow_extra_data=False,
+            )
+        except zstd.ZstdError:
+            # several frames, a truncated or damaged frame, or more than max_bytes
+            reader = decompressor.stream_reader(data, read_across_frames=True)
+            if len(reader.read(max_bytes + 1)) > max_bytes:
+                raise _too_large(max_bytes) from None
+            # at most max_bytes: read it again whole, checking that every frame ends
+        else:
+            return result
     out = []
     rest = bytes(data)
     while True:  # Java writes one frame; concatenated frames are valid zstd too
@@ -352,10 +320,13 @@ def _zstd_codec(kind: str, level: int) -> Any:
     return codec
 
 
-def _unsnappy(data: bytes | memoryview) -> bytes:
+def _unsnappy(data: bytes | memoryview, max_bytes: int | None) -> bytes:
+    """xerial-framed snappy (Java's ``SnappyInputStream``), or one raw snappy block."""
     decompress_raw = _cramjam().snappy.decompress_raw
     view = memoryview(data)
+    budget = -1 if max_bytes is None else max_bytes
     if len(view) < len(XERIAL_HEADER) or view[:8] != _XERIAL_MAGIC:
+        _snappy_length(view, budget, max_bytes)
         return bytes(decompress_raw(view))
     parts = []
     pos = len(XERIAL_HEADER)
@@ -369,9 +340,29 @@ def _unsnappy(data: bytes | memoryview) -> bytes:
             raise CorruptRecordError(
                 f"xerial snappy block at byte {pos} claims {size} bytes, {end - pos} remain"
             )
-        parts.append(bytes(decompress_raw(view[pos : pos + size])))
+        block = view[pos : pos + size]
+        if max_bytes is not None:
+            budget -= _snappy_length(block, budget, max_bytes)
+        parts.append(bytes(decompress_raw(block)))
         pos += size
     return b"".join(parts)
+
+
+def _snappy_length(block: memoryview, budget: int, max_bytes: int | None) -> int:
+    """The uncompressed length a raw snappy block announces (its leading varint), checked
+    against what may still be produced (``budget``; unchecked when ``max_bytes`` is None)."""
+    if max_bytes is None:
+        return 0
+    length = 0
+    for i in range(min(5, len(block))):
+        length |= (block[i] & 0x7F) << (7 * i)
+        if block[i] < 0x80:
+            break
+    else:
+        raise CorruptRecordError("snappy block does not start with its length")
+    if length > budget:
+        raise _too_large(max_bytes)
+    return length
 
 
 def _lz4_frame() -> Any:

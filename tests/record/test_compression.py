@@ -8,13 +8,20 @@ import re
 import struct
 import sys
 import threading
+import tracemalloc
+import zlib
 
 import cramjam
 import lz4.frame
 import pytest
 import zstandard
 
-from kclient.errors import ConfigError, CorruptRecordError, UnsupportedCodecError
+from kclient.errors import (
+    ConfigError,
+    CorruptRecordError,
+    DecompressedSizeError,
+    UnsupportedCodecError,
+)
 from kclient.record import CompressionType, RecordBatchBuilder, iter_batches
 from kclient.record.compression import compress, decompress, resolve_level
 
@@ -178,7 +185,7 @@ def test_bad_compressed_data_is_a_corrupt_record(codec: CompressionType, damage:
     if damage == "truncate":
         bad = good[: len(good) // 2]
     elif damage == "garbage":
-        bad = bytes(range(256)) * 4
+        bad = bytes(range(64)) * 4
     else:
         flipped = bytearray(good)
         for i in range(len(flipped) // 3, len(flipped), 97):
@@ -227,3 +234,81 @@ def test_codecs_from_many_threads_at_once() -> None:
     for thread in threads:
         thread.join()
     assert results == dict.fromkeys(range(6), True)
+
+
+# ---- a bound on what decompression may produce (the broker's max.message.bytes) ---------
+
+LIMITED = [c for c in CompressionType if c is not CompressionType.NONE]
+
+
+@pytest.mark.parametrize("codec", [*LIMITED, CompressionType.NONE])
+def test_output_up_to_the_limit_passes_and_one_byte_more_does_not(
+    codec: CompressionType,
+) -> None:
+    data = compress(codec, DATA)
+    assert decompress(codec, data, 0, max_bytes=len(DATA)) == DATA
+    with pytest.raises(DecompressedSizeError, match=f"more than {len(DATA) - 1} bytes"):
+        decompress(codec, data, 0, max_bytes=len(DATA) - 1)
+
+
+def bomb(codec: CompressionType) -> bytes:
+    """64 MiB of zeros in at most about 3 MiB (snappy's best ratio is 21), made 1 MiB at
+    a time."""
+    chunk = b"\x00" * (1 << 20)
+    if codec is CompressionType.GZIP:
+        deflater = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return b"".join(deflater.compress(chunk) for _ in range(64)) + deflater.flush()
+    if codec is CompressionType.ZSTD:  # Java's frames carry no content size
+        zstd = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+        return b"".join(zstd.compress(chunk) for _ in range(64)) + zstd.flush()
+    if codec is CompressionType.LZ4:
+        lz4_stream = lz4.frame.LZ4FrameCompressor()
+        parts = [lz4_stream.begin()] + [lz4_stream.compress(chunk) for _ in range(64)]
+        return b"".join(parts) + lz4_stream.flush()
+    block = bytes(cramjam.snappy.compress_raw(chunk))
+    return compress(CompressionType.SNAPPY, b"")[:16] + b"".join(
+        struct.pack(">i", len(block)) + block for _ in range(64)
+    )
+
+
+@pytest.mark.parametrize("codec", LIMITED)
+def test_a_bomb_is_refused_having_taken_about_the_limit(codec: CompressionType) -> None:
+    data = bomb(codec)
+    assert len(data) < 4 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecompressedSizeError, match="at byte 61: its records expand"):
+            decompress(codec, data, 61, max_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"{codec.name}: {peak} bytes"
+
+
+def test_a_zstd_frame_announcing_too_much_is_refused_before_decompressing() -> None:
+    frame = zstandard.ZstdCompressor().compress(b"\x00" * (8 << 20))  # content size: 8 MiB
+    assert zstandard.frame_content_size(frame) == 8 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(DecompressedSizeError):
+            decompress(CompressionType.ZSTD, frame, 0, max_bytes=1 << 20)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 1024
+
+
+def test_several_zstd_frames_count_together() -> None:
+    two = compress(CompressionType.ZSTD, b"a" * 100) + compress(CompressionType.ZSTD, b"b" * 100)
+    assert decompress(CompressionType.ZSTD, two, 0, max_bytes=200) == b"a" * 100 + b"b" * 100
+    with pytest.raises(DecompressedSizeError):
+        decompress(CompressionType.ZSTD, two, 0, max_bytes=199)
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        decompress(CompressionType.ZSTD, two[:-4], 0, max_bytes=1000)
+
+
+def test_a_snappy_block_announcing_too_much_is_refused() -> None:
+    raw = bytes(cramjam.snappy.compress_raw(b"x" * 5000))
+    with pytest.raises(DecompressedSizeError):
+        decompress(CompressionType.SNAPPY, raw, 0, max_bytes=4999)
+    assert decompress(CompressionType.SNAPPY, raw, 0, max_bytes=5000) == b"x" * 5000

@@ -1,0 +1,60 @@
+"""What a client can make the broker spend: ListOffsets by timestamp reads one batch within
+``max.message.bytes``, whatever a stored batch claims to expand to."""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+from kclient.protocol import ApiKey
+from kclient.record.compression import CompressionType, compress
+
+from .raw_batches import NOW_MS, raw_batch, record, zstd_bomb
+
+
+def list_offset(h: Any, timestamp: int) -> tuple[int, int]:
+    body = h.call(
+        ApiKey.LIST_OFFSETS,
+        7,
+        {
+            "replica_id": -1,
+            "topics": [
+                {"name": "t", "partitions": [{"partition_index": 0, "timestamp": timestamp}]}
+            ],
+        },
+    )
+    p = body["topics"][0]["partitions"][0]
+    assert p["error_code"] == 0
+    return p["offset"], p["timestamp"]
+
+
+def test_list_offsets_finds_records_inside_compressed_batches(harness: Any) -> None:
+    harness.controller.create_topic("t", 1)
+    for codec in (CompressionType.GZIP, CompressionType.ZSTD):
+        records = record(0, ts_delta=0) + record(1, ts_delta=10) + record(2, ts_delta=5)
+        batch = raw_batch(compress(codec, records), 3, codec=codec, max_timestamp=NOW_MS + 10)
+        assert harness.produce("t", batch)["error_code"] == 0
+    # offsets 0-2 gzip, 3-5 zstd; timestamps NOW, NOW+10, NOW+5 in each
+    assert list_offset(harness, NOW_MS + 1) == (1, NOW_MS + 10)
+    assert list_offset(harness, NOW_MS + 10) == (1, NOW_MS + 10)
+    assert list_offset(harness, NOW_MS + 11) == (-1, -1)
+    assert list_offset(harness, -3) == (1, NOW_MS + 10)  # the first with the greatest
+
+
+def test_list_offsets_by_timestamp_reads_a_bomb_within_the_limit(harness: Any) -> None:
+    """A stored zstd batch of 64 MiB of records (written before the broker validated
+    batches): the lookup stops at max.message.bytes and answers from the header. On main
+    it decompressed all of it (the issue: 2.1 GB for a 1 GiB bomb)."""
+    harness.controller.create_topic("t", 1)
+    bomb = bytearray(raw_batch(zstd_bomb(64, 1 << 20), 64, codec=CompressionType.ZSTD))
+    partition = harness.controller.partition("t", 0)
+    with partition.lock:
+        partition.log.append(bomb, [(0, len(bomb), 0, 63, NOW_MS)])
+    tracemalloc.start()
+    try:
+        answers = [list_offset(harness, NOW_MS), list_offset(harness, -3)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert answers == [(0, NOW_MS), (63, NOW_MS)]  # the batch's base and last offset
+    assert peak < 4 << 20, peak
