@@ -8,8 +8,13 @@ from typing import Any
 
 from kclient.protocol import ApiKey
 from kclient.record.compression import CompressionType, compress
+from kclient.testing.hostile import raw_batch, record, zstd_bomb
 
-from .raw_batches import NOW_MS, raw_batch, record, zstd_bomb
+from .conftest import NOW_MS
+
+
+def batch_at_now(records: bytes, count: int, **kwargs: Any) -> bytes:
+    return raw_batch(records, count, timestamp_ms=NOW_MS, **kwargs)
 
 
 def list_offset(h: Any, timestamp: int) -> tuple[int, int]:
@@ -32,7 +37,7 @@ def test_list_offsets_finds_records_inside_compressed_batches(harness: Any) -> N
     harness.controller.create_topic("t", 1)
     for codec in (CompressionType.GZIP, CompressionType.ZSTD):
         records = record(0, ts_delta=0) + record(1, ts_delta=10) + record(2, ts_delta=5)
-        batch = raw_batch(compress(codec, records), 3, codec=codec, max_timestamp=NOW_MS + 10)
+        batch = batch_at_now(compress(codec, records), 3, codec=codec, max_timestamp=NOW_MS + 10)
         assert harness.produce("t", batch)["error_code"] == 0
     # offsets 0-2 gzip, 3-5 zstd; timestamps NOW, NOW+10, NOW+5 in each
     assert list_offset(harness, NOW_MS + 1) == (1, NOW_MS + 10)
@@ -46,7 +51,7 @@ def test_list_offsets_by_timestamp_reads_a_bomb_within_the_limit(harness: Any) -
     batches): the lookup stops at max.message.bytes and answers from the header. On main
     it decompressed all of it (the issue: 2.1 GB for a 1 GiB bomb)."""
     harness.controller.create_topic("t", 1)
-    bomb = bytearray(raw_batch(zstd_bomb(64, 1 << 20), 64, codec=CompressionType.ZSTD))
+    bomb = bytearray(batch_at_now(zstd_bomb(64, 1 << 20), 64, codec=CompressionType.ZSTD))
     partition = harness.controller.partition("t", 0)
     with partition.lock:
         partition.log.append(bomb, [(0, len(bomb), 0, 63, NOW_MS)])
