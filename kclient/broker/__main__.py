@@ -105,6 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="largest request accepted (socket.request.max.bytes; default: 100 MiB)",
     )
+    p.add_argument(
+        "--queued-max-request-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="bytes of requests being read or answered at once, per broker; -1: no bound "
+        "(queued.max.request.bytes; default: 100 MiB)",
+    )
+    p.add_argument(
+        "--fetch-max-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="most bytes one Fetch answer holds (fetch.max.bytes; default: 55 MiB)",
+    )
     tls = p.add_argument_group("TLS (Kafka's listeners=SSL://... or SASL_SSL://...)")
     tls.add_argument(
         "--security-protocol",
@@ -245,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.message_max_bytes is not None:
             settings["message_max_bytes"] = args.message_max_bytes
+        for name in ("queued_max_request_bytes", "fetch_max_bytes"):
+            if getattr(args, name) is not None:
+                settings[name] = getattr(args, name)
         if args.sasl_enabled_mechanisms is not None:
             settings["sasl_enabled_mechanisms"] = args.sasl_enabled_mechanisms
         users = load_sasl_users(args.sasl_user, args.sasl_users_file, os.environ, _warn)

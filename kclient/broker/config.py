@@ -25,6 +25,10 @@ from kclient.tls import SECURITY_PROTOCOLS, server_context
 
 #: Kafka's default ``message.max.bytes`` (1 MiB plus the 12-byte log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
+#: ``queued.max.request.bytes`` here (Kafka's default, -1, sets no bound).
+DEFAULT_QUEUED_MAX_REQUEST_BYTES = 100 * 1024 * 1024
+#: Kafka's default ``fetch.max.bytes`` (55 MiB).
+DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
 
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -53,6 +57,12 @@ class BrokerConfig:
     queued_max_requests: int = 500
     #: ``socket.request.max.bytes``: larger frames close the connection.
     socket_request_max_bytes: int = 100 * 1024 * 1024
+    #: ``queued.max.request.bytes``: the bytes of requests being read or waiting for their
+    #: answer, per broker; past it only requests of up to 4 KiB are read until others are
+    #: answered. -1: no bound (Kafka's default; ours is 100 MiB).
+    queued_max_request_bytes: int = DEFAULT_QUEUED_MAX_REQUEST_BYTES
+    #: ``fetch.max.bytes``: the most one Fetch answer holds, whatever the request asks.
+    fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES
     #: ``message.max.bytes``: largest record batch accepted (topics may override).
     message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
     #: ``auto.create.topics.enable``.
@@ -110,6 +120,7 @@ class BrokerConfig:
             "queued.max.requests": self.queued_max_requests,
             "socket.request.max.bytes": self.socket_request_max_bytes,
             "message.max.bytes": self.message_max_bytes,
+            "fetch.max.bytes": self.fetch_max_bytes,
             "num.partitions": self.num_partitions,
             "max.partitions.per.topic": self.max_partitions_per_topic,
             "log.segment.bytes": self.log_segment_bytes,
@@ -119,6 +130,16 @@ class BrokerConfig:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"'{name}' must be a positive integer, got {value!r}")
+        queued = self.queued_max_request_bytes
+        if (
+            not isinstance(queued, int)
+            or isinstance(queued, bool)
+            or not (queued > 0 or queued == -1)
+        ):
+            raise ConfigError(
+                "'queued.max.request.bytes' must be a positive number of bytes or -1 (no "
+                f"bound), got {queued!r}"
+            )
         reauth_ms = self.connections_max_reauth_ms
         if not isinstance(reauth_ms, int) or isinstance(reauth_ms, bool) or reauth_ms < 0:
             raise ConfigError(

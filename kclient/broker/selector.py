@@ -1,11 +1,18 @@
 """Server-side KSelector: the sockets of one Processor (Kafka's ``Selector`` + ``KafkaChannel``).
 
 Owned by exactly one Processor thread. Each ``ServerChannel`` holds at most one
-``NetworkReceive`` (4-byte signed size, then exactly that many bytes: nothing past the end
-of a request is read) and at most one ``NetworkSend`` (a list of buffers written with
-``sendmsg``, i.e. by reference, no joining). A channel that has completed a receive is
-muted (no read interest) until the Processor unmutes it after the response went out, so
-a connection's requests are handled strictly one at a time, in order.
+``NetworkReceive`` (``network_receive``: 4-byte signed size, then exactly that many bytes,
+read into a buffer that grows as they arrive) and at most one ``NetworkSend`` (a list of
+buffers written with ``sendmsg``, i.e. by reference, no joining). A channel that has
+completed a receive is muted (no read interest) until the Processor unmutes it after the
+response went out, so a connection's requests are handled strictly one at a time, in
+order.
+
+The bytes of a request count against the broker's ``MemoryPool``
+(``queued.max.request.bytes``) from its first chunk until the channel is unmuted (the
+answer went out) or closed. A receive that stops because the pool is used up mutes its
+channel for memory; every poll reads such channels again once the pool has room (polling
+at least every 50 ms meanwhile).
 
 ``poll()`` fills ``completed_receives``, ``completed_sends`` and ``disconnected``; the
 Processor drains those lists. Closing a channel, for whatever reason, reports it in
@@ -38,8 +45,14 @@ from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
+from kclient.broker.network_receive import (
+    InvalidReceiveError,
+    MemoryPool,
+    NetworkReceive,
+    TlsNetworkReceive,
+)
 from kclient.broker.sasl_session import SaslSession
-from kclient.tls import handshake_step, has_pending, recv_into, send_some, tls_chunks
+from kclient.tls import handshake_step, has_pending, send_some, tls_chunks
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -50,125 +63,11 @@ _IOV_MAX = 1024
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _WAKEUP = "<wakeup>"
+#: How often channels waiting for room in the memory pool are read again (at most).
+_MEMORY_RETRY_S = 0.05
 #: Longest a TLS handshake, or a SASL authentication, may take (capped by
 #: ``connections.max.idle.ms``).
 HANDSHAKE_TIMEOUT_MS = 10_000
-
-
-#: A request's buffer starts at this (or its size, if smaller) and doubles as bytes arrive.
-FIRST_CHUNK_BYTES = 64 * 1024
-
-
-class InvalidReceiveError(Exception):
-    """A size prefix is negative or larger than ``socket.request.max.bytes``."""
-
-    def __init__(self, message: str, size: int = -1) -> None:
-        super().__init__(message)
-        self.size = size
-
-
-class NetworkReceive:
-    """One size-prefixed frame being read (Kafka's ``NetworkReceive``)."""
-
-    __slots__ = ("_read", "_size", "_size_buf", "_view", "max_size", "payload")
-
-    def __init__(self, max_size: int) -> None:
-        self.max_size = max_size
-        self._size_buf = bytearray(4)
-        self._size = -1
-        self._read = 0
-        self.payload = bytearray()
-        self._view = memoryview(self._size_buf)
-
-    def read_from(self, sock: socket.socket) -> tuple[bool, int]:
-        """Read what is available: (complete, bytes read). Raises EOFError when the peer
-        closed, InvalidReceiveError for a bad size, OSError for socket errors."""
-        total = 0
-        while True:
-            if self._size < 0:
-                try:
-                    n = sock.recv_into(self._view[self._read :])
-                except BlockingIOError:
-                    return False, total
-                if n == 0:
-                    raise EOFError("connection closed by peer")
-                total += n
-                self._read += n
-                if self._read < 4:
-                    continue
-                if self._begin_payload() == 0:
-                    return True, total
-            else:
-                if self._read == len(self.payload):
-                    self._grow()
-                try:
-                    n = sock.recv_into(self._view[self._read :])
-                except BlockingIOError:
-                    return False, total
-                if n == 0:
-                    raise EOFError("connection closed by peer in the middle of a request")
-                total += n
-                self._read += n
-                if self._read == self._size:
-                    self._view.release()
-                    return True, total
-
-    def _begin_payload(self) -> int:
-        """The 4-byte size is in: check it and make room for the payload; returns it."""
-        size = int.from_bytes(self._size_buf, "big", signed=True)
-        if size < 0 or size > self.max_size:
-            raise InvalidReceiveError(
-                f"invalid request size {size} (socket.request.max.bytes is {self.max_size})",
-                size,
-            )
-        self._size = size
-        self._read = 0
-        # Room for what has arrived, not for what the prefix announces: a size prefix
-        # followed by silence costs a first chunk, not ``size`` bytes (see ``_grow``).
-        self._view.release()
-        self.payload = bytearray(min(size, FIRST_CHUNK_BYTES))
-        self._view = memoryview(self.payload)
-        return size
-
-    def _grow(self) -> None:
-        """The payload buffer is full but the frame is not: double it (up to the size)."""
-        self._view.release()
-        payload = self.payload
-        payload += bytes(min(self._size, 2 * len(payload)) - len(payload))
-        self._view = memoryview(payload)
-
-    @property
-    def started(self) -> bool:
-        return self._size >= 0 or self._read > 0
-
-
-class TlsNetworkReceive(NetworkReceive):
-    """A frame read through TLS: ``recv_into`` yields None (not BlockingIOError) when no
-    whole TLS record is there. Bytes past the frame stay buffered in the TLS object."""
-
-    __slots__ = ()
-
-    def read_from(self, sock: socket.socket) -> tuple[bool, int]:
-        tls = cast(ssl.SSLSocket, sock)
-        total = 0
-        while True:
-            n = recv_into(tls, self._view[self._read :])
-            if n is None:
-                return False, total
-            if n == 0:
-                if self._size < 0:
-                    raise EOFError("connection closed by peer")
-                raise EOFError("connection closed by peer in the middle of a request")
-            total += n
-            self._read += n
-            if self._size < 0:
-                if self._read == 4 and self._begin_payload() == 0:
-                    return True, total
-            elif self._read == self._size:
-                self._view.release()
-                return True, total
-            elif self._read == len(self.payload):
-                self._grow()
 
 
 class NetworkSend:
@@ -245,15 +144,19 @@ class ServerChannel:
     re-authenticating (None once it has, and on listeners without SASL).
     ``reauth_session`` is the session of an authenticated connection whose session
     expires (``connections.max.reauth.ms``), else None.
+    ``held_bytes`` is what its request in flight holds of the memory pool;
+    ``memory_muted`` says that reading stopped until the pool has room.
     """
 
     __slots__ = (
         "events",
         "handshake_events",
         "handshaking",
+        "held_bytes",
         "id",
         "last_active_ns",
         "max_receive_size",
+        "memory_muted",
         "muted",
         "peer",
         "reauth_session",
@@ -280,6 +183,8 @@ class ServerChannel:
         self.sock = sock
         self.peer = peer
         self.muted = False
+        self.memory_muted = False
+        self.held_bytes = 0
         self.receive: NetworkReceive | None = None
         self.send: NetworkSend | None = None
         self.events = 0
@@ -304,8 +209,13 @@ class ServerSelector:
         max_receive_size: int,
         connections_max_idle_ms: int = 600_000,
         handshake_timeout_ms: int = HANDSHAKE_TIMEOUT_MS,
+        pool: MemoryPool | None = None,
     ) -> None:
         self.max_receive_size = max_receive_size
+        #: ``queued.max.request.bytes``, shared by the Processors of a broker
+        self.pool = pool if pool is not None else MemoryPool(-1)
+        #: channels whose receive waits for room in the pool
+        self._memory_muted: set[str] = set()
         self._idle_ns = connections_max_idle_ms * 1_000_000
         self._handshake_ns = min(handshake_timeout_ms, connections_max_idle_ms) * 1_000_000
         #: TLS channels with decrypted bytes buffered in their SSL object.
@@ -373,7 +283,8 @@ class ServerSelector:
         if ch.handshaking:
             wanted = ch.handshake_events
         else:
-            wanted = (0 if ch.muted else _READ) | (_WRITE if ch.send is not None else 0)
+            reading = not (ch.muted or ch.memory_muted)
+            wanted = (_READ if reading else 0) | (_WRITE if ch.send is not None else 0)
         if wanted == ch.events:
             return
         if ch.events == 0:
@@ -393,9 +304,14 @@ class ServerSelector:
             self._update_interest(ch)
 
     def unmute(self, channel_id: str) -> None:
+        """Read the next request: the one before is answered (its bytes go back to the
+        pool)."""
         ch = self.channels.get(channel_id)
         if ch is not None and ch.muted:
             ch.muted = False
+            if ch.held_bytes:
+                self.pool.release(ch.held_bytes, ch)
+                ch.held_bytes = 0
             self._update_interest(ch)
 
     def send(self, channel_id: str, buffers: Sequence[Buffer], now_ns: int) -> bool:
@@ -421,6 +337,13 @@ class ServerSelector:
         if ch is None:
             return
         self._pending_reads.discard(channel_id)
+        self._memory_muted.discard(channel_id)
+        held = ch.held_bytes
+        if ch.receive is not None:
+            held += ch.receive.reserved
+            ch.receive = None
+        self.pool.release(held, ch)
+        ch.held_bytes = 0
         if ch.events:
             try:
                 self._sel.unregister(ch.sock)
@@ -449,6 +372,10 @@ class ServerSelector:
         per channel, continue pending writes and TLS handshakes, close broken and idle
         connections. Does not wait when an unmuted TLS channel has buffered bytes."""
         buffered: list[ServerChannel] | None = None
+        if self._memory_muted:
+            self._retry_memory_muted(now_ns)
+            if self._memory_muted:
+                timeout_s = min(timeout_s, _MEMORY_RETRY_S)
         if self._pending_reads:
             buffered = self._unmuted_pending()
             if buffered:
@@ -470,14 +397,18 @@ class ServerSelector:
                 self._write(ch)
                 if ch.id not in self.channels:
                     continue
-            if events & _READ and not ch.muted:
+            if events & _READ and not (ch.muted or ch.memory_muted):
                 self._read(ch, now_ns)
             if ch.id in self.channels:
                 self._update_interest(ch)
         if buffered:
             for ch in buffered:
                 # not read meanwhile through a socket event, still open and unmuted
-                if ch.id in self._pending_reads and not ch.muted and ch.id in self.channels:
+                if (
+                    ch.id in self._pending_reads
+                    and not (ch.muted or ch.memory_muted)
+                    and ch.id in self.channels
+                ):
                     self._read(ch, now_ns)
                     if ch.id in self.channels:
                         self._update_interest(ch)
@@ -485,9 +416,22 @@ class ServerSelector:
             self._close_idle(now_ns)
             self._next_idle_check_ns = now_ns + 1_000_000_000
 
+    def _retry_memory_muted(self, now_ns: int) -> None:
+        """Read again the channels that waited for room in the pool."""
+        waiting = self._memory_muted
+        self._memory_muted = set()
+        for channel_id in waiting:
+            ch = self.channels.get(channel_id)
+            if ch is None:
+                continue
+            ch.memory_muted = False
+            self._read(ch, now_ns)
+            if ch.id in self.channels:
+                self._update_interest(ch)
+
     def _read(self, ch: ServerChannel, now_ns: int) -> None:
         if ch.receive is None:
-            ch.receive = ch.receive_type(ch.max_receive_size)
+            ch.receive = ch.receive_type(ch.max_receive_size, self.pool, ch)
         try:
             complete, n = ch.receive.read_from(ch.sock)
         except EOFError as exc:
@@ -518,9 +462,11 @@ class ServerSelector:
             self.close(ch.id, f"read failed: {exc}")
             return
         self.bytes_in += n
-        ch.last_active_ns = now_ns
+        if n:
+            ch.last_active_ns = now_ns
         if complete:
             self.completed_receives.append((ch.id, ch.receive.payload))
+            ch.held_bytes += ch.receive.reserved
             ch.receive = None
             ch.muted = True  # one request at a time; the Processor unmutes after responding
             if ch.tls:
@@ -529,6 +475,9 @@ class ServerSelector:
                     self._pending_reads.add(ch.id)
                 else:
                     self._pending_reads.discard(ch.id)
+        elif ch.receive.waiting_for_memory:
+            ch.memory_muted = True
+            self._memory_muted.add(ch.id)
         elif ch.tls:
             self._pending_reads.discard(ch.id)  # read until the SSL object wanted more
 
@@ -537,7 +486,7 @@ class ServerSelector:
         ready = []
         for channel_id in self._pending_reads:
             ch = self.channels.get(channel_id)
-            if ch is not None and not ch.muted:
+            if ch is not None and not ch.muted and not ch.memory_muted:
                 ready.append(ch)
         return ready
 

@@ -90,6 +90,7 @@ class KafkaServer:
             num_network_threads=cfg.num_network_threads,
             max_request_bytes=cfg.socket_request_max_bytes,
             connections_max_idle_ms=cfg.connections_max_idle_ms,
+            queued_max_request_bytes=cfg.queued_max_request_bytes,
             metrics=self.metrics,
             name_prefix=prefix,
             ssl_context=self.ssl_context,

@@ -14,6 +14,8 @@ Kafka's ``SocketServer`` / ``Acceptor`` / ``Processor``:
 Bad input closes only the offending connection, with one log line: an unparseable
 frame, an unknown api key, an unsupported version (except ApiVersions, which is answered
 with UNSUPPORTED_VERSION in the v0 format), a size outside 0..``socket.request.max.bytes``.
+A request's buffer grows as its bytes arrive, from one ``MemoryPool`` per broker
+(``queued.max.request.bytes``, see ``network_receive``).
 
 An SSL listener (``security.protocol=SSL``) gives its Processors one ``SSLContext``: each
 Processor wraps the connections handed to it (never the Acceptor, which must not block)
@@ -53,6 +55,7 @@ from typing import Any
 from kclient import errors
 from kclient.broker.faults import LostAnswers
 from kclient.broker.metrics import BrokerMetrics
+from kclient.broker.network_receive import MemoryPool
 from kclient.broker.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -113,6 +116,7 @@ class Processor:
         *,
         max_request_bytes: int,
         connections_max_idle_ms: int = 600_000,
+        memory_pool: MemoryPool | None = None,
         metrics: BrokerMetrics | None = None,
         connection_queue_size: int = 20,
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
@@ -136,7 +140,7 @@ class Processor:
         self._channel = request_channel
         self._metrics = metrics
         self._monotonic_ns = monotonic_ns
-        self.selector = ServerSelector(max_request_bytes, connections_max_idle_ms)
+        self.selector = ServerSelector(max_request_bytes, connections_max_idle_ms, pool=memory_pool)
         self._new_connections: queue.Queue[socket.socket] = queue.Queue(connection_queue_size)
         self._inflight: dict[str, Response] = {}
         self._waker = Waker()
@@ -629,18 +633,22 @@ class SocketServer:
         num_network_threads: int,
         max_request_bytes: int,
         connections_max_idle_ms: int = 600_000,
+        queued_max_request_bytes: int = -1,
         metrics: BrokerMetrics | None = None,
         name_prefix: str = "kclient-broker",
         ssl_context: ssl.SSLContext | None = None,
         sasl_server: SaslServer | None = None,
         lost_answers: LostAnswers | None = None,
     ) -> None:
+        #: ``queued.max.request.bytes``: request bytes held by all Processors together
+        self.memory_pool = MemoryPool(queued_max_request_bytes)
         self.processors = [
             Processor(
                 i,
                 request_channel,
                 max_request_bytes=max_request_bytes,
                 connections_max_idle_ms=connections_max_idle_ms,
+                memory_pool=self.memory_pool,
                 metrics=metrics,
                 name_prefix=name_prefix,
                 ssl_context=ssl_context,

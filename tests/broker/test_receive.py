@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kclient.broker.selector import FIRST_CHUNK_BYTES, InvalidReceiveError, NetworkReceive
+from kclient.broker.network_receive import FIRST_CHUNK_BYTES, InvalidReceiveError, NetworkReceive
 
 
 class TrickleSocket:
