@@ -26,6 +26,7 @@ ILLEGAL_SASL_STATE after authentication.
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -292,7 +293,7 @@ class Apis:
     def handle_create_topics(self, request: Request) -> None:
         body = self._body(request)
         validate_only = bool(body.get("validate_only", False))
-        names = [t["name"] for t in body["topics"]]
+        counts = collections.Counter(t["name"] for t in body["topics"])
         results = []
         cap = self.config.max_partitions_per_topic
         requested = 0  # partitions asked for so far in this request
@@ -300,7 +301,7 @@ class Apis:
             name = spec["name"]
             result: dict[str, Any] = {"name": name, "error_code": 0}
             try:
-                if names.count(name) > 1:
+                if counts[name] > 1:
                     raise errors.InvalidRequestError(f"topic {name!r} is listed more than once")
                 asked = spec["num_partitions"]
                 if asked == -1:

@@ -7,7 +7,9 @@ would answer with an error (unknown, not leader, offset out of range); otherwise
 waits for an append to one of its partitions or for ``max_wait_ms``.
 
 Stored batches go into the response by reference (memoryviews of the log, or one
-``pread`` per contiguous run on disk), exactly as they were written. Fetch sessions
+``pread`` per contiguous run on disk), exactly as they were written; an answer holds at
+most ``fetch.max.bytes`` (55 MiB), whatever the request's ``max_bytes`` (but always the
+first batch, so that a consumer makes progress). Fetch sessions
 (KIP-227) are not kept: every response says session 0, so clients send full fetches.
 """
 
@@ -129,7 +131,8 @@ class FetchHandler:
         by_id: bool,
         read_committed: bool,
     ) -> dict[str, Any]:
-        remaining = body.get("max_bytes", 0x7FFFFFFF)
+        # fetch.max.bytes caps what a request may ask for (Kafka: KIP-74)
+        remaining = min(body.get("max_bytes", 0x7FFFFFFF), self._rm.config.fetch_max_bytes)
         total = 0
         topics: list[dict[str, Any]] = []
         by_key: dict[Any, list[dict[str, Any]]] = {}

@@ -1,11 +1,16 @@
 """What a client can make the broker spend: ListOffsets by timestamp reads one batch within
-``max.message.bytes``, whatever a stored batch claims to expand to."""
+``max.message.bytes``, whatever a stored batch claims to expand to; a CreateTopics request
+of many topics is answered in linear time; a Fetch answer holds at most
+``fetch.max.bytes``."""
 
 from __future__ import annotations
 
 import tracemalloc
 from typing import Any
 
+import pytest
+
+from kclient import errors
 from kclient.protocol import ApiKey
 from kclient.record.compression import CompressionType, compress
 from kclient.testing.hostile import raw_batch, record, zstd_bomb
@@ -63,3 +68,67 @@ def test_list_offsets_by_timestamp_reads_a_bomb_within_the_limit(harness: Any) -
         tracemalloc.stop()
     assert answers == [(0, NOW_MS), (63, NOW_MS)]  # the batch's base and last offset
     assert peak < 4 << 20, peak
+
+
+# ---- many topics in one CreateTopics request ---------------------------------------------
+
+
+def create_topics(h: Any, *topics: tuple[str, int]) -> list[dict[str, Any]]:
+    body = h.call(
+        ApiKey.CREATE_TOPICS,
+        5,
+        {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+                for name, partitions in topics
+            ],
+            "timeout_ms": 1000,
+            "validate_only": False,
+        },
+    )
+    result: list[dict[str, Any]] = body["topics"]
+    return result
+
+
+def test_many_topics_in_one_request_are_answered_in_linear_time(make_harness: Any) -> None:
+    """100,000 topic entries answered at once (the duplicate check was quadratic): the
+    first max.partitions.per.topic (10,000) created, the rest refused."""
+    h = make_harness()
+    results = create_topics(h, *((f"t{i}", 1) for i in range(100_000)))
+    assert len(results) == 100_000
+    names = [errors.error_name(r["error_code"]) for r in results]
+    assert names.count("NONE") == 10_000
+    assert names.count("POLICY_VIOLATION") == 90_000
+
+
+# ---- fetch.max.bytes, queued.max.request.bytes ------------------------------------------
+
+
+def test_fetch_answers_hold_at_most_fetch_max_bytes(make_harness: Any, make_batch: Any) -> None:
+    h = make_harness(fetch_max_bytes=5000)
+    h.controller.create_topic("t", 1)
+    for _ in range(10):
+        assert h.produce("t", make_batch([b"v" * 1000]))["error_code"] == 0
+    body = h.call(
+        ApiKey.FETCH,
+        12,
+        h.fetch_body("t", 0, partition_max_bytes=2**31 - 1, max_bytes=2**31 - 1),
+    )
+    records = body["responses"][0]["partitions"][0]["records"]
+    size = sum(len(r) for r in records) if isinstance(records, list) else len(records)
+    assert 1000 < size <= 5000
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5, True])
+def test_queued_max_request_bytes_is_positive_or_minus_one(value: Any) -> None:
+    from kclient.broker.config import BrokerConfig
+
+    with pytest.raises(errors.ConfigError, match="'queued.max.request.bytes' must be"):
+        BrokerConfig(queued_max_request_bytes=value)
+    assert BrokerConfig(queued_max_request_bytes=-1).queued_max_request_bytes == -1
