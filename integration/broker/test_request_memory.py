@@ -156,3 +156,84 @@ def test_size_prefixes_of_100_mib_then_silence_cost_4_kib_each() -> None:
                 sock.close()
         assert peak - before < 8 * FIRST_CHUNK_BYTES + 4 * MIB, peak - before
         assert broker.high_watermark("alive") == 2
+
+
+def produce_of_tiny_entries(partitions: int) -> bytes:
+    """A Produce v9 request of one topic and ``partitions`` entries of 6 bytes each (an
+    index, null records): about 6 bytes on the wire per entry, hundreds in Python."""
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [
+            {
+                "name": "t",
+                "partition_data": [{"index": i, "records": None} for i in range(partitions)],
+            }
+        ],
+    }
+    return b"".join(encode_request(ApiKey.PRODUCE, 9, 1, "c", body))
+
+
+def send_while_pumping(
+    processor: Processor, sock: socket.socket, data: bytes, until: Callable[[], object]
+) -> None:
+    """Send ``data`` a socket buffer at a time, running the processor between sends."""
+    sock.setblocking(False)
+    view = memoryview(data)
+    for _ in range(10_000):
+        if view:
+            try:
+                view = view[sock.send(view) :]
+            except BlockingIOError:
+                pass
+        processor.run_once(0.001)
+        if until():
+            return
+    raise AssertionError("condition not reached")
+
+
+def test_a_request_of_more_entries_than_max_request_items_is_refused_before_decoding(
+    channel: RequestChannel, caplog: pytest.LogCaptureFixture
+) -> None:
+    """1,000,000 partition entries in a 6 MB Produce request used to become ~1 GB of
+    Python objects; past max.request.items the connection is closed having decoded at
+    most that many, and the log names the setting."""
+    p = Processor(0, channel, max_request_bytes=100 * MIB, max_request_items=1000)
+    try:
+        ours, theirs = socket.socketpair()
+        assert p.accept(ours, may_block=False)
+        p.configure_new_connections()
+        frame = produce_of_tiny_entries(1_000_000)
+        tracemalloc.start()
+        try:
+            send_while_pumping(p, theirs, frame, lambda: p.connection_count == 0)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert channel.receive_request(0.001) is None  # nothing reached the handlers
+        assert peak < 3 * len(frame)  # the frame itself, not its entries as objects
+        assert "max.request.items" in caplog.text
+        theirs.close()
+    finally:
+        p.close()
+
+
+def test_a_request_within_max_request_items_is_served(channel: RequestChannel) -> None:
+    p = Processor(0, channel, max_request_bytes=100 * MIB, max_request_items=1001)
+    try:
+        ours, theirs = socket.socketpair()
+        assert p.accept(ours, may_block=False)
+        p.configure_new_connections()
+        request: list[object] = []
+        send_while_pumping(  # 1 topic + 1000 partitions
+            p,
+            theirs,
+            produce_of_tiny_entries(1000),
+            lambda: request.append(channel.receive_request(0.001)) or request[-1] is not None,
+        )
+        assert isinstance(request[-1], Request)
+        assert len(request[-1].body["topic_data"][0]["partition_data"]) == 1000
+        theirs.close()
+    finally:
+        p.close()

@@ -114,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(queued.max.request.bytes; default: 100 MiB)",
     )
     p.add_argument(
+        "--max-request-items",
+        type=int,
+        default=None,
+        metavar="N",
+        help="most array entries (topics, partitions ...) one request may hold in all "
+        "(max.request.items; default: 200000)",
+    )
+    p.add_argument(
         "--fetch-max-bytes",
         type=int,
         default=None,
@@ -260,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.message_max_bytes is not None:
             settings["message_max_bytes"] = args.message_max_bytes
-        for name in ("queued_max_request_bytes", "fetch_max_bytes"):
+        for name in ("queued_max_request_bytes", "max_request_items", "fetch_max_bytes"):
             if getattr(args, name) is not None:
                 settings[name] = getattr(args, name)
         if args.sasl_enabled_mechanisms is not None:

@@ -27,6 +27,9 @@ from kclient.tls import SECURITY_PROTOCOLS, server_context
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
 #: ``queued.max.request.bytes`` here (Kafka's default, -1, sets no bound).
 DEFAULT_QUEUED_MAX_REQUEST_BYTES = 100 * 1024 * 1024
+#: ``max.request.items``: 200,000 of the smallest entries decode to about 45 MB of Python
+#: objects (a Produce request of 1,000,000 six-byte partition entries made 224 MB).
+DEFAULT_MAX_REQUEST_ITEMS = 200_000
 #: Kafka's default ``fetch.max.bytes`` (55 MiB).
 DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
 
@@ -61,6 +64,11 @@ class BrokerConfig:
     #: answer, per broker; past it only requests of up to 4 KiB are read until others are
     #: answered. -1: no bound (Kafka's default; ours is 100 MiB).
     queued_max_request_bytes: int = DEFAULT_QUEUED_MAX_REQUEST_BYTES
+    #: ``max.request.items`` (ours; Kafka has no such bound): the most array entries
+    #: (topics, partitions, ...) one request may hold in all; a request of more closes the
+    #: connection before they are decoded (each costs the broker a few hundred bytes of
+    #: Python objects, so a 100 MiB request of tiny entries would cost gigabytes).
+    max_request_items: int = DEFAULT_MAX_REQUEST_ITEMS
     #: ``fetch.max.bytes``: the most one Fetch answer holds, whatever the request asks.
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES
     #: ``message.max.bytes``: largest record batch accepted (topics may override).
@@ -121,6 +129,7 @@ class BrokerConfig:
             "socket.request.max.bytes": self.socket_request_max_bytes,
             "message.max.bytes": self.message_max_bytes,
             "fetch.max.bytes": self.fetch_max_bytes,
+            "max.request.items": self.max_request_items,
             "num.partitions": self.num_partitions,
             "max.partitions.per.topic": self.max_partitions_per_topic,
             "log.segment.bytes": self.log_segment_bytes,

@@ -91,6 +91,7 @@ class KafkaServer:
             max_request_bytes=cfg.socket_request_max_bytes,
             connections_max_idle_ms=cfg.connections_max_idle_ms,
             queued_max_request_bytes=cfg.queued_max_request_bytes,
+            max_request_items=cfg.max_request_items,
             metrics=self.metrics,
             name_prefix=prefix,
             ssl_context=self.ssl_context,

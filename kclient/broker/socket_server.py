@@ -117,6 +117,7 @@ class Processor:
         max_request_bytes: int,
         connections_max_idle_ms: int = 600_000,
         memory_pool: MemoryPool | None = None,
+        max_request_items: int | None = None,
         metrics: BrokerMetrics | None = None,
         connection_queue_size: int = 20,
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
@@ -126,6 +127,7 @@ class Processor:
         lost_answers: LostAnswers | None = None,
     ) -> None:
         self.id = processor_id
+        self._max_request_items = max_request_items
         self._lost_answers = lost_answers
         self._ssl_context = ssl_context
         self._sasl_server = sasl_server
@@ -380,7 +382,7 @@ class Processor:
         body: dict[str, Any] | None = None
         try:
             if not unsupported:
-                header, body = decode_request(frame)
+                header, body = decode_request(frame, self._max_request_items)
         except errors.UnsupportedVersionError:
             self._reject(
                 connection_id,
@@ -390,8 +392,11 @@ class Processor:
             )
             return None
         except Exception as exc:
+            hint = " (max.request.items)" if "array items in one message" in str(exc) else ""
             self._reject(
-                connection_id, peer, f"unparseable {name} v{header.api_version} request ({exc})"
+                connection_id,
+                peer,
+                f"unparseable {name} v{header.api_version} request ({exc}){hint}",
             )
             return None
         return Request(
@@ -634,6 +639,7 @@ class SocketServer:
         max_request_bytes: int,
         connections_max_idle_ms: int = 600_000,
         queued_max_request_bytes: int = -1,
+        max_request_items: int | None = None,
         metrics: BrokerMetrics | None = None,
         name_prefix: str = "kclient-broker",
         ssl_context: ssl.SSLContext | None = None,
@@ -649,6 +655,7 @@ class SocketServer:
                 max_request_bytes=max_request_bytes,
                 connections_max_idle_ms=connections_max_idle_ms,
                 memory_pool=self.memory_pool,
+                max_request_items=max_request_items,
                 metrics=metrics,
                 name_prefix=name_prefix,
                 ssl_context=ssl_context,

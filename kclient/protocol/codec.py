@@ -73,13 +73,14 @@ __all__ = [
 ]
 
 
-# ``fast_decode(buf, pos)`` → (body, position after it); ``buf`` is a 1-D memoryview of
+# ``fast_decode(buf, pos, items_left)`` → (body, position after it), decoding at most
+# ``items_left`` array items (``Reader.items_left``); ``buf`` is a 1-D memoryview of
 # bytes. ``fast_encode(buf, parts, body)`` → (tail, flushed) appends to ``buf``; each
 # record buffer it takes by reference goes to ``parts`` after the bytearray written so
 # far, and writing goes on in a new bytearray. ``tail`` is the bytearray written last
 # (``buf`` itself when nothing was referenced), ``flushed`` the bytes now in ``parts``
 # (from ``buf``'s start on), so the whole encode is ``flushed + len(tail)`` bytes long.
-FastDecoder = Callable[[memoryview, int], tuple[dict[str, Any], int]]
+FastDecoder = Callable[[memoryview, int, int], tuple[dict[str, Any], int]]
 FastEncoder = Callable[[bytearray, list[Buffer], Mapping[str, Any]], tuple[bytearray, int]]
 # The same fused with the frame around the body, for ``frame.py``'s hot paths (see
 # ``Plan.request_encoder`` and ``Plan.response_decoder``).
@@ -150,7 +151,7 @@ class Plan:
     def decode(self, reader: Reader) -> dict[str, Any]:
         """Decode a body from ``reader`` (which may hold more bytes after it)."""
         try:
-            body, reader.pos = self.fast_decode(reader.buf, reader.pos)
+            body, reader.pos = self.fast_decode(reader.buf, reader.pos, reader.items_left)
         except Exception:  # anything unusual: the careful path decodes or says what is wrong
             return self.decode_careful(reader)
         return body

@@ -27,6 +27,7 @@ from kclient.protocol.types import (
     INT16,
     INT32,
     MAX_UINT32,
+    NO_ITEM_LIMIT,
     Buffer,
     Reader,
     Writer,
@@ -141,6 +142,7 @@ def _reference_chunks(
 
 _NAMESPACE: dict[str, Any] = {
     "_Miss": _FastPathMiss,
+    "_no_item_limit": NO_ITEM_LIMIT,
     "_Mapping": Mapping,
     "_UUID": uuid.UUID,
     "_uvarint_at": _uvarint_at,
@@ -245,11 +247,12 @@ def _min_size(fld: Field, version: int, flexible: bool, *, item: bool = False) -
 
 
 def decoder_source(message: Message, version: int, response_header: int | None) -> Source:
-    """``decode(buf, pos)`` of a body, or with ``response_header`` (0 or 1) ``decode(frame)``
-    of a whole response frame, header and all."""
+    """``decode(buf, pos, items_left)`` of a body (at most ``items_left`` array items in
+    all, else the careful path says what is wrong), or with ``response_header`` (0 or 1)
+    ``decode(frame)`` of a whole response frame, header and all."""
     if response_header is None:
         src = Source("decode", version, message.is_flexible(version))
-        src.add(0, "def decode(buf, pos):")
+        src.add(0, "def decode(buf, pos, items_left):")
     else:
         name = f"decode_response_v{response_header}"
         src = Source(name, version, message.is_flexible(version), raw=True)
@@ -262,6 +265,7 @@ def decoder_source(message: Message, version: int, response_header: int | None) 
         src.add(2, "buf = _Reader(frame).buf")
         src.add(2, "raw = _raw_bytes(buf)")
         src.add(1, "pos = 0")  # the header is read with the body's first fixed fields
+        src.add(1, "items_left = _no_item_limit")
     src.add(1, "blen = len(buf)")
     lead: tuple[str, list[str], list[str]] | None = None
     if response_header is None:
@@ -422,6 +426,9 @@ def _decode_array(src: Source, fld: Field, nullable: bool, depth: int, length: s
     inner = _decode_null(src, depth, n, v, nullable)
     least = max(_min_size(fld, src.version, src.flexible, item=True), 1)
     src.add(inner, f"if {n} * {least} > blen - pos:")
+    src.add(inner + 1, "raise _Miss")
+    src.add(inner, f"items_left -= {n}")
+    src.add(inner, "if items_left < 0:")  # the careful path says so
     src.add(inner + 1, "raise _Miss")
     fixed = FIXED_TYPES.get(fld.item_type)
     if fixed is not None:  # checked above: the bytes are there

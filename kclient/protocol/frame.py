@@ -245,8 +245,12 @@ def decode_request_header(frame: Buffer) -> tuple[RequestHeader, int]:
     return header, reader.pos
 
 
-def decode_request(frame: Buffer) -> tuple[RequestHeader, dict[str, Any]]:
-    """Header and body of a request frame (no size prefix).
+def decode_request(
+    frame: Buffer, max_items: int | None = None
+) -> tuple[RequestHeader, dict[str, Any]]:
+    """Header and body of a request frame (no size prefix); with ``max_items``, a body of
+    more array items in all (topics, partitions ...) raises ``ProtocolDecodeError``
+    before they are made (a broker's bound on what one request may cost it).
 
     Raises ``ProtocolDecodeError`` for bytes that do not decode or an api key kclient does
     not declare, and ``UnsupportedVersionError`` for a known api at a version outside
@@ -266,6 +270,8 @@ def decode_request(frame: Buffer) -> tuple[RequestHeader, dict[str, Any]]:
         raise UnsupportedVersionError(
             f"{message.name} v{header.api_version} is not supported (supported: v{message.valid})"
         )
+    if max_items is not None:
+        reader.limit_items(max_items)
     return header, plan(message, header.api_version).decode(reader)
 
 

@@ -29,6 +29,7 @@ Wire formats (big-endian; "compact" forms are used by flexible versions, KIP-482
 from __future__ import annotations
 
 import struct
+import sys
 import uuid
 
 from kclient.errors import ProtocolDecodeError, ProtocolEncodeError
@@ -101,10 +102,19 @@ class EncodeError(ProtocolEncodeError):
         return f"{prefix}{where}{self.problem}"
 
 
-class Reader:
-    """Sequential reader over a buffer. ``pos`` is the next byte; offsets in errors add ``base``."""
+#: ``Reader.items_left`` without a limit.
+NO_ITEM_LIMIT = sys.maxsize
 
-    __slots__ = ("base", "buf", "pos")
+
+class Reader:
+    """Sequential reader over a buffer. ``pos`` is the next byte; offsets in errors add ``base``.
+
+    ``max_items`` (None: no limit) bounds the array items the reader decodes in all: a
+    message of a few bytes per item makes Python objects of ~60x its size, so a server
+    sets it (``frame.decode_request``) before decoding what a client sent.
+    """
+
+    __slots__ = ("base", "buf", "items_left", "max_items", "pos")
 
     def __init__(self, data: bytes | bytearray | memoryview, pos: int = 0, base: int = 0) -> None:
         view = data if type(data) is memoryview else memoryview(data)
@@ -113,6 +123,12 @@ class Reader:
         self.buf = view
         self.pos = pos
         self.base = base
+        self.max_items: int | None = None
+        self.items_left = NO_ITEM_LIMIT
+
+    def limit_items(self, max_items: int) -> None:
+        """Decode at most ``max_items`` array items from now on (DecodeError beyond)."""
+        self.max_items = self.items_left = max_items
 
     def remaining(self) -> int:
         return len(self.buf) - self.pos
@@ -272,6 +288,11 @@ class Reader:
                 f"claims {n} items of at least {max(min_item_size, 1)} bytes,"
                 f" only {len(self.buf) - self.pos} bytes left",
                 at=start,
+            )
+        self.items_left -= n
+        if self.items_left < 0:
+            raise self.error(
+                what, f"more than {self.max_items} array items in one message", at=start
             )
         return n
 

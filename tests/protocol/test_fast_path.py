@@ -42,7 +42,14 @@ from kclient.protocol.frame import (
 )
 from kclient.protocol.messages import REQUESTS, RESPONSES
 from kclient.protocol.schema import F, Field, Message, message
-from kclient.protocol.types import DecodeError, EncodeError, Reader, Writer, uvarint_bytes
+from kclient.protocol.types import (
+    NO_ITEM_LIMIT,
+    DecodeError,
+    EncodeError,
+    Reader,
+    Writer,
+    uvarint_bytes,
+)
 from tests.protocol.test_properties import CASES, _case_id, _settings, bodies, mutations
 
 
@@ -83,7 +90,9 @@ def careful_decode(kind: str, api_key: int, version: int, data: bytes) -> tuple[
 
 
 def fast_decode(kind: str, api_key: int, version: int, data: bytes) -> tuple[Any, int]:
-    body, end = plan(_message(kind, api_key), version).fast_decode(memoryview(data), 0)
+    body, end = plan(_message(kind, api_key), version).fast_decode(
+        memoryview(data), 0, NO_ITEM_LIMIT
+    )
     return body, end
 
 
@@ -132,7 +141,9 @@ def test_decoded_records_are_views_of_the_input() -> None:
         "topic_data": [{"name": "t", "partition_data": [{"index": 1, "records": b"abc"}]}],
     }
     encoded = frame_bytes(careful_buffers("request", ApiKey.PRODUCE, 9, body))
-    decoded, _ = plan(REQUESTS[ApiKey.PRODUCE], 9).fast_decode(memoryview(encoded), 0)
+    decoded, _ = plan(REQUESTS[ApiKey.PRODUCE], 9).fast_decode(
+        memoryview(encoded), 0, NO_ITEM_LIMIT
+    )
     records = decoded["topic_data"][0]["partition_data"][0]["records"]
     assert isinstance(records, memoryview) and records.obj is encoded
     assert records == b"abc"
@@ -370,7 +381,7 @@ def test_the_careful_path_starts_from_what_the_fast_path_was_given() -> None:
     assert got[1] is records
     assert frame_bytes(body_plan.encode(body)) == frame_bytes(got)[len(b"header") :]
 
-    def gives_up_reading(buf: memoryview, pos: int) -> Any:
+    def gives_up_reading(buf: memoryview, pos: int, items_left: int) -> Any:
         raise IndexError
 
     body_plan.fast_decode = gives_up_reading
@@ -458,11 +469,14 @@ def test_arrays_of_empty_structs_are_checked_against_the_bytes_left() -> None:
     for data, ok in [*cases, (b"\x7f\xff\xff\xffabc", False)]:
         reader = Reader(data)
         if ok:
-            assert body_plan.fast_decode(memoryview(data), 0) == ({"items": [{}] * 3}, 4)
+            assert body_plan.fast_decode(memoryview(data), 0, NO_ITEM_LIMIT) == (
+                {"items": [{}] * 3},
+                4,
+            )
             assert body_plan.decode_careful(reader) == {"items": [{}] * 3}
         else:
             with pytest.raises(_FastPathMiss):
-                body_plan.fast_decode(memoryview(data), 0)
+                body_plan.fast_decode(memoryview(data), 0, NO_ITEM_LIMIT)
             with pytest.raises(ProtocolDecodeError, match="items of at least 1 bytes, only 3"):
                 body_plan.decode(reader)
 
