@@ -7,7 +7,8 @@ One tansu broker (in-memory storage, 127.0.0.1) serves every client in one run. 
 client runs in its own Python process, so CPU seconds are that client's alone
 (``getrusage``: user + system, all threads). For each codec (none, then lz4):
 ``--messages`` records of ``--size`` bytes to a fresh one-partition topic, acks=1,
-linger 5 ms, 1 MiB batches, idempotence off, one ``send``/``produce`` call per record;
+linger 5 ms, 1 MiB batches, idempotence off, one ``send``/``produce`` call per record
+(``kclient send_batch``: ``send_batch`` calls of 10,000 records);
 the clock runs from the first send to the end of flush. Every record is then read back
 with a confluent-kafka consumer (``assign``) and checked: each sequence number exactly
 once. Then ``--latency-sends`` sequential sends with linger 0, each waiting for its
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-CLIENTS = ["kclient", "kafka-python", "aiokafka", "confluent-kafka"]
+CLIENTS = ["kclient", "kclient send_batch", "kafka-python", "aiokafka", "confluent-kafka"]
 CODECS = ["none", "lz4"]
 FLOORS = ["floor: no client, one thread", "floor: no client, two Python threads"]
 # The issue's target: p50 <= 300 µs where confluent-kafka measured 178 µs on this machine.
@@ -73,6 +74,28 @@ def run_kclient(bootstrap: str, topic: str, n: int, size: int, codec: str) -> No
     )
     producer.partitions_for(topic)  # metadata before the clock starts, as for the others
     _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+
+
+def run_kclient_batch(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+    """kclient's ``send_batch``: the same records in calls of 10,000."""
+    from kclient import KafkaProducer
+
+    values = [payload(i, size) for i in range(n)]
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=5,
+        batch_size=1 << 20,
+        enable_idempotence=False,
+        compression_type=codec,
+    )
+    producer.partitions_for(topic)
+
+    def send_all() -> None:
+        for start in range(0, n, 10_000):
+            producer.send_batch(topic, values[start : start + 10_000])
+
+    _timed(send_all, producer.flush, producer.close)
 
 
 def _send_each(send: Callable[..., object], topic: str, values: list[bytes]) -> None:
@@ -394,6 +417,7 @@ def latency_floor_two_threads(bootstrap: str, topic: str, sends: int, size: int)
 
 THROUGHPUT = {
     "kclient": run_kclient,
+    "kclient send_batch": run_kclient_batch,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent-kafka": run_confluent,
@@ -575,7 +599,7 @@ def main() -> None:
                 print(
                     f"# {client} {codec}: {rate:,.0f} msgs/s, verified: {checked}", file=sys.stderr
                 )
-        latency_clients = [] if args.throughput_only else list(args.clients)
+        latency_clients = [] if args.throughput_only else [c for c in args.clients if c in LATENCY]
         if latency_clients and not args.no_floors:
             latency_clients += FLOORS
         per_round: dict[str, list[float]] = {client: [] for client in latency_clients}

@@ -5,8 +5,9 @@
         metadata = producer.send("events", value=b"hello", key=b"k").result(timeout=10)
 
 Public API: ``KafkaProducer``, ``ProducerConfig``, ``RecordMetadata``,
-``FutureRecordMetadata``, ``ProducerRecord``, the types in its signatures (``Header``,
-``Callback``, ``TopicPartition``, ``PartitionInfo``), the ``errors`` module, and for
+``FutureRecordMetadata``, ``ProducerRecord``, ``SendBatchResult``, the types in its
+signatures (``Header``, ``Callback``, ``TopicPartition``, ``PartitionInfo``), the
+``errors`` module, and for
 ``send_offsets_to_transaction``: ``OffsetAndMetadata`` and ``ConsumerGroupMetadata``.
 Import them from here: the modules they are defined in are internal and may move.
 """
@@ -21,6 +22,7 @@ from kclient.errors import KafkaError
 from kclient.network.cluster import PartitionInfo, TopicPartition
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Callback, Header
+from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
 from kclient.sender.offsets import ConsumerGroupMetadata, OffsetAndMetadata
 
@@ -49,6 +51,7 @@ __all__ = [
     "ProducerConfig",
     "ProducerRecord",
     "RecordMetadata",
+    "SendBatchResult",
     "TopicPartition",
     "errors",
 ]

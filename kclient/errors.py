@@ -11,6 +11,8 @@ probably stale (``invalid_metadata``). ``for_code(code)`` gives the class for a 
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class KafkaError(Exception):
     """Base of every error kclient raises."""
@@ -36,6 +38,28 @@ class RecordTooLargeError(KafkaError):
 
 class SerializationError(KafkaError):
     """A key or value serializer failed or returned something other than bytes."""
+
+
+class SendBatchError(KafkaError):
+    """Some rows of a ``send_batch`` call failed.
+
+    ``errors`` maps row index -> the exception of that row (as ``send``'s future would
+    have raised it); ``metadata`` is every row's ``RecordMetadata`` in row order, None
+    for the failed rows.
+    """
+
+    def __init__(self, topic: str, errors: dict[int, BaseException], metadata: list[Any]) -> None:
+        first = min(errors)
+        super().__init__(
+            f"{len(errors)} of {len(metadata)} records to topic {topic!r} failed; "
+            f"the first, row {first}: {errors[first]!r}"
+        )
+        self.topic = topic
+        self.errors = errors
+        self.metadata = metadata
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.topic, self.errors, self.metadata))
 
 
 # ---- peer faults and transport -----------------------------------------------------------

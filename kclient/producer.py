@@ -32,15 +32,22 @@ from typing import Any
 from kclient import serialization
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.config import ProducerConfig
-from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError, RecordTooLargeError
+from kclient.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+    SerializationError,
+)
 from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
-from kclient.sender import transaction_manager
+from kclient.sender import bulk, transaction_manager
 from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
+from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
@@ -232,6 +239,136 @@ class KafkaProducer:
         return self._append(
             queues, partition, timestamp_ms, key, value, headers, callback, block_ms, size
         )
+
+    def send_batch(  # noqa: PLR0917 (the signature the issue fixes, positional as written)
+        self,
+        topic: str,
+        values: Any,
+        keys: Any = None,
+        headers: Any = None,
+        partitions: Any = None,
+        timestamps: Any = None,
+    ) -> SendBatchResult:
+        """Queue one record per item of ``values``; returns one ``SendBatchResult`` for all.
+
+        ``values`` and the optional ``keys``, ``headers`` (a list of headers per record),
+        ``partitions`` and ``timestamps`` (ms) columns are sequences or Arrow arrays, one
+        item per record (None items: no key, no headers, the partitioner's choice, now).
+        Each record goes as ``send`` would send it (serializers, partitioner, ordering per
+        partition, idempotence, ``buffer.memory``). A record refused at once (too large,
+        not serializable, a bad partition) is reported for its row and the others go on;
+        when metadata or buffer memory is not available within ``max.block.ms``, the rows
+        not yet queued are reported failed with that ``KafkaTimeoutError``. Raises
+        ``IllegalStateError`` after close and, for the whole call, bad columns
+        (``TypeError``/``ValueError``).
+        """
+        values = bulk.column("values", values, None)
+        assert values is not None
+        rows = len(values)
+        keys = bulk.column("keys", keys, rows)
+        headers = bulk.column("headers", headers, rows)
+        partitions = bulk.column("partitions", partitions, rows)
+        timestamps = bulk.column("timestamps", timestamps, rows)
+        if self._unusable is not None:
+            self._raise_unusable()
+        now_ms = self._time_ns() // 1_000_000
+        if timestamps is None:
+            times: Sequence[Any] = [now_ms] * rows
+        else:
+            times = [now_ms if t is None else t for t in timestamps]
+        result = SendBatchResult(topic, values, keys, times)
+        fast = (
+            headers is None
+            and partitions is None
+            and self._partitioner is None
+            and not self._serializers
+            and self._txn is None
+        )
+        row = 0
+        while row < rows:
+            if fast:
+                row = self._append_rows(topic, values, keys, times, result=result, start=row)
+                if row >= rows:
+                    break
+            try:  # this row the general way (it converts, partitions or refuses it)
+                result.queued(
+                    row,
+                    self.send(
+                        topic,
+                        values[row],
+                        None if keys is None else keys[row],
+                        headers=None if headers is None else headers[row],
+                        partition=None if partitions is None else partitions[row],
+                        timestamp_ms=times[row],
+                    ),
+                )
+            except (RecordTooLargeError, SerializationError, ValueError, TypeError) as exc:
+                result.refused(row, exc)
+            except KafkaError as exc:  # metadata or memory not there: the rest cannot go
+                if isinstance(exc, IllegalStateError) and row == 0:
+                    raise
+                for rest in range(row, rows):
+                    result.refused(rest, exc)
+                break
+            row += 1
+        return result
+
+    def _append_rows(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None,
+        timestamps: Sequence[Any],
+        *,
+        result: SendBatchResult,
+        start: int,
+    ) -> int:
+        """``send_batch``'s common case (bytes, no serializers, headers, partitions or
+        partitioner): rows from ``start`` appended a run at a time under one lock
+        (``RecordAccumulator.append_run``), without ``send``'s per-record work, until a
+        row needs the general path; returns that row (``len(values)`` when all went)."""
+        rows = len(values)
+        queues = self._queues.get(topic)
+        if queues is None or not queues.num_partitions:
+            try:
+                queues, _ = self._wait_on_metadata(topic, None)
+            except KafkaTimeoutError as exc:
+                for rest in range(start, rows):
+                    result.refused(rest, exc)
+                return rows
+        end = _first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
+        partitions: list[int] | None = None
+        if keys is not None and not self._ignore_keys:
+            count = queues.num_partitions
+            partitions = [-1] * rows
+            for row in range(start, end):
+                key = keys[row]
+                if key is not None:
+                    partitions[row] = keyed_partition(key, count)
+        run = self._accumulator.append_run
+        append = self._append
+        block_ms = self._max_block_ms
+        results, deltas = result._results, result._deltas
+        row = start
+        while True:
+            row = run(queues, partitions, timestamps, keys, values, row, end, results, deltas)
+            if row >= end:
+                return end
+            # a new batch: the general append makes it (waiting for memory if need be)
+            key = None if keys is None else keys[row]
+            value = values[row]
+            size = 82 + (0 if value is None else len(value)) + (0 if key is None else len(key))
+            partition = -1 if partitions is None else partitions[row]
+            try:
+                future = append(
+                    queues, partition, timestamps[row], key, value, None, None, block_ms, size
+                )
+            except KafkaTimeoutError as exc:  # buffer.memory stayed full: the rest cannot go
+                for rest in range(row, rows):
+                    result.refused(rest, exc)
+                return rows
+            result.queued(row, future)
+            row += 1
 
     def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         if self._key_serializer is not None:
@@ -500,3 +637,25 @@ def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError
 
 def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
     return NetworkClientConfig.from_config(cfg)
+
+
+def _first_irregular_row(
+    values: Sequence[Any],
+    keys: Sequence[Any] | None,
+    timestamps: Sequence[Any],
+    start: int,
+    max_payload: int,
+) -> int:
+    """The first row from ``start`` that ``send_batch``'s bulk path cannot take as it is
+    (not bytes, key and value over ``max_payload`` bytes, a timestamp not an int)."""
+    for row in range(start, len(values)):
+        value = values[row]
+        key = None if keys is None else keys[row]
+        if (
+            (value is not None and value.__class__ is not bytes)
+            or (key is not None and key.__class__ is not bytes)
+            or timestamps[row].__class__ is not int
+            or (0 if value is None else len(value)) + (0 if key is None else len(key)) > max_payload
+        ):
+            return row
+    return len(values)

@@ -34,7 +34,7 @@ from kclient.sender.batch import (
     ProducerBatch,
 )
 from kclient.sender.buffer_pool import BufferPool
-from kclient.sender.future import FutureRecordMetadata
+from kclient.sender.future import FutureRecordMetadata, ProduceResult
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.incomplete import IncompleteBatches
 from kclient.sender.partitioner import StickyPartitioner
@@ -270,6 +270,56 @@ class RecordAccumulator:
             max_block_ms,
             size_estimate,
         )
+
+    def append_run(  # noqa: PLR0917 (send_batch's loop passes positionally)
+        self,
+        queues: TopicQueues,
+        partitions: Sequence[int] | None,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        start: int,
+        stop: int,
+        results: list[ProduceResult | None],
+        deltas: list[int],
+    ) -> int:
+        """``send_batch``'s rows ``start``..``stop`` - 1 appended under one lock
+        acquisition, each to its partition's open batch (a partition of -1, or
+        ``partitions`` None: the topic's sticky partition), recording each row's batch
+        result and offset delta. Stops at the first row whose batch is full or missing (the
+        caller appends it with ``append``, which makes a new batch, waiting for memory if
+        need be, then calls again); returns that row, or ``stop``. The caller has checked
+        the rows' types and sizes."""
+        with queues.lock:
+            if self.closed:
+                raise IllegalStateError("cannot send after the producer is closed")
+            deques = queues.deques
+            for row in range(start, stop):
+                partition = -1 if partitions is None else partitions[row]
+                sticky = queues.sticky if partition < 0 else None
+                if sticky is not None:
+                    partition = sticky.partition
+                dq = deques[partition]
+                if not dq:
+                    return row
+                batch = dq[-1]
+                key = None if keys is None else keys[row]
+                value = values[row]
+                delta = batch._append(timestamps[row], key, value, _NO_HEADERS)
+                if delta < 0:
+                    return row
+                results[row] = batch.result
+                deltas[row] = delta
+                if sticky is not None:
+                    produced = sticky.produced_bytes + (
+                        RECORD_OVERHEAD_MAX
+                        + (0 if key is None else len(key))
+                        + (0 if value is None else len(value))
+                    )
+                    sticky.produced_bytes = produced
+                    if produced >= sticky.sticky_bytes:
+                        sticky.maybe_switch(batch)
+        return stop
 
     def _append_new_batch(  # noqa: PLR0917
         self,

@@ -1,0 +1,205 @@
+"""``KafkaProducer.send_batch``: many records in one call, one result for all of them.
+
+No Java counterpart (Java sends record by record); the rows go through the same path as
+``send`` — serializers, partitioner, accumulator, idempotence, ordering per partition,
+``buffer.memory`` blocking, delivery timeout, splitting on MESSAGE_TOO_LARGE — and
+``SendBatchResult`` gathers their outcomes: ``result(timeout)`` returns every row's
+``RecordMetadata`` in row order or raises ``SendBatchError`` naming each failed row.
+
+Columns are Python sequences (lists, tuples) or Arrow arrays (anything with
+``to_pylist()``: ``pyarrow.Array``/``ChunkedArray`` of binary or string, large variants
+included); Arrow columns are turned into Python lists here, and Arrow strings into their
+UTF-8 bytes. The result is filled on the
+caller's thread and read on any thread; its records complete on the Sender thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from kclient.errors import KafkaTimeoutError, SendBatchError
+from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+
+
+class SendBatchResult:
+    """The outcome of one ``send_batch`` call, row by row.
+
+    A row appended on the bulk path is its batch's result and its offset delta (no
+    future of its own until one is asked for); a row sent the general way is the future
+    ``send`` returned.
+    """
+
+    __slots__ = (
+        "_deltas",
+        "_errors",
+        "_futures",
+        "_keys",
+        "_results",
+        "_timestamps",
+        "_values",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None,
+        timestamps: Sequence[int],
+    ) -> None:
+        rows = len(values)
+        self.topic = topic
+        self._values = values
+        self._keys = keys
+        self._timestamps = timestamps
+        self._results: list[ProduceResult | None] = [None] * rows
+        self._deltas = [0] * rows
+        self._futures: dict[int, FutureRecordMetadata] = {}
+        #: rows refused before they were queued (too large, not serializable, ...)
+        self._errors: dict[int, BaseException] = {}
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done() else "pending"
+        return f"<SendBatchResult {self.topic!r} rows={len(self)} {state}>"
+
+    # ---- filled by send_batch (the caller's thread) --------------------------------------
+
+    def queued(self, row: int, future: FutureRecordMetadata) -> None:
+        self._futures[row] = future
+
+    def refused(self, row: int, error: BaseException) -> None:
+        self._errors[row] = error
+
+    # ---- read (any thread) ---------------------------------------------------------------
+
+    def _future(self, row: int) -> FutureRecordMetadata | None:
+        future = self._futures.get(row)
+        if future is not None:
+            return future
+        result = self._results[row]
+        if result is None:
+            return None
+        keys = self._keys
+        key = None if keys is None else keys[row]
+        value = self._values[row]
+        return FutureRecordMetadata(
+            result,
+            self._deltas[row],
+            self._timestamps[row],
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+        )
+
+    def done(self) -> bool:
+        """Whether every queued row is acknowledged or failed (does not wait)."""
+        for row in range(len(self._results)):
+            future = self._future(row)
+            if future is not None and not future.done():
+                return False
+        return True
+
+    def futures(self) -> list[FutureRecordMetadata | None]:
+        """Each row's future, as ``send`` would have returned it (None: refused at once)."""
+        return [self._future(row) for row in range(len(self._results))]
+
+    def exceptions(self, timeout: float | None = None) -> dict[int, BaseException]:
+        """Wait for every row; the failed rows' exceptions by row index (empty: all
+        delivered). Raises ``KafkaTimeoutError`` if rows are still pending at ``timeout``."""
+        return self._wait(timeout)[1]
+
+    def result(self, timeout: float | None = None) -> list[RecordMetadata]:
+        """Wait for every row (at most ``timeout`` seconds, None: as long as it takes);
+        each row's ``RecordMetadata`` in row order. Raises ``SendBatchError`` when rows
+        failed, ``KafkaTimeoutError`` when rows are still pending at ``timeout``."""
+        metadata, errors = self._wait(timeout)
+        if errors:
+            raise SendBatchError(self.topic, errors, metadata)
+        return metadata  # type: ignore[return-value]
+
+    get = result
+
+    def _wait(
+        self, timeout: float | None
+    ) -> tuple[list[RecordMetadata | None], dict[int, BaseException]]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        errors = dict(self._errors)
+        rows = len(self._results)
+        metadata: list[RecordMetadata | None] = [None] * rows
+        results, deltas, timestamps = self._results, self._deltas, self._timestamps
+        keys, values = self._keys, self._values
+        topic = self.topic
+        for row in range(rows):
+            result = results[row]
+            if result is not None and result.done and not result.superseded:
+                # the common case, inlined: FutureRecordMetadata's _error and _metadata
+                delta = deltas[row]
+                error = result.error
+                if result.record_errors is not None:
+                    error = result.record_errors.get(delta, error)
+                if error is not None:
+                    errors[row] = error
+                    continue
+                key = None if keys is None else keys[row]
+                value = values[row]
+                metadata[row] = RecordMetadata(
+                    topic,
+                    result.tp.partition,
+                    result.base_offset + delta if result.base_offset >= 0 else -1,
+                    result.log_append_time_ms
+                    if result.log_append_time_ms >= 0
+                    else timestamps[row],
+                    -1 if key is None else len(key),
+                    -1 if value is None else len(value),
+                )
+                continue
+            future = self._future(row)
+            if future is None:
+                continue
+            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                outcome = future._await(remaining)
+            except KafkaTimeoutError:
+                pending = sum(1 for f in self.futures()[row:] if f is not None and not f.done())
+                raise KafkaTimeoutError(
+                    f"{pending} of {rows} records to topic {self.topic!r} not acknowledged "
+                    f"within {timeout} s (the timeout of this wait; they are still pending)"
+                ) from None
+            error = future._error(outcome)
+            if error is not None:
+                errors[row] = error
+            else:
+                metadata[row] = future._metadata(outcome)
+        return metadata, dict(sorted(errors.items()))
+
+
+_ARROW_TEXT = frozenset({"string", "large_string", "utf8", "large_utf8", "string_view"})
+
+
+def column(name: str, values: object, rows: int | None) -> Sequence[Any] | None:
+    """A ``send_batch`` column as a sequence (Arrow arrays become lists), checked to have
+    ``rows`` items (any number when ``rows`` is None)."""
+    if values is None:
+        return None
+    to_pylist = getattr(values, "to_pylist", None)
+    if to_pylist is not None:
+        text = str(getattr(values, "type", "")) in _ARROW_TEXT
+        items: list[Any] = to_pylist()
+        if text:  # Arrow strings are UTF-8 bytes: send them as such
+            items = [None if v is None else v.encode() for v in items]
+        values = items
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or not isinstance(values, Sequence):
+        raise TypeError(
+            f"send_batch: {name!r} must be a sequence (list, tuple) or an Arrow array with one "
+            f"item per record, got {type(values).__name__}"
+        )
+    if rows is not None and len(values) != rows:
+        raise ValueError(
+            f"send_batch: {name!r} has {len(values)} items but 'values' has {rows}; give one "
+            "per record"
+        )
+    return values
