@@ -1,7 +1,13 @@
-"""PySpark sink throughput: ``write_dataframe`` into the embedded broker and into tansu.
+"""PySpark sink throughput: ``write_dataframe`` against a hand-written confluent-kafka
+``mapInArrow`` loop, each into the embedded broker and into tansu.
 
     .venv/bin/python benchmarks/spark_sink.py [--rows 1000000] [--size 100] [--rounds 1]
         [--partitions 2] [--producer-props linger.ms=5 ...]
+
+The confluent-kafka writer is what a Spark user writes without kclient: ``mapInArrow``
+over the DataFrame, one idempotent ``Producer`` (acks=all, linger.ms=5) per task,
+``produce(topic, value, key)`` per row from the Arrow columns' Python lists, ``poll(0)``
+as it goes, ``flush()`` at the end. ``--producer-props`` go to both writers.
 
 Spark runs ``local[2]`` with the Python workers on this venv. The DataFrame (``--rows`` rows
 of a 14-byte key and a ``--size``-byte binary value) is cached and counted first, so the
@@ -121,6 +127,43 @@ def verify(
     return seen, seen == n and id_sum == n * (n - 1) // 2
 
 
+def kclient_writer(df: DataFrame, topic: str, config: dict[str, str]) -> int:
+    # the workers' producers close soon after the run, before this broker is stopped
+    return write_dataframe(df, topic, producer_idle_s=3.0, **config).records_written
+
+
+def confluent_writer(df: DataFrame, topic: str, config: dict[str, str]) -> int:
+    """The loop a Spark user writes around confluent-kafka's ``produce``."""
+    settings = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, **config}
+
+    def write(batches):  # type: ignore[no-untyped-def]
+        import confluent_kafka as ck
+        import pyarrow as pa
+
+        producer = ck.Producer(settings)
+        sent = 0
+        for batch in batches:
+            keys = batch.column("key").cast(pa.binary()).to_pylist()
+            for key, value in zip(keys, batch.column("value").to_pylist(), strict=True):
+                while True:
+                    try:
+                        producer.produce(topic, value, key)
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
+                producer.poll(0)
+            sent += batch.num_rows
+        if producer.flush(120):
+            raise RuntimeError("confluent-kafka: records left unsent")
+        yield pa.RecordBatch.from_pydict({"records": [sent]})
+
+    counts = df.mapInArrow(write, "records long").collect()
+    return sum(row.records for row in counts)
+
+
+WRITERS = {"kclient write_dataframe": kclient_writer, "confluent-kafka loop": confluent_writer}
+
+
 def run_one(
     spark: SparkSession,
     *,
@@ -129,18 +172,18 @@ def run_one(
     df: DataFrame,
     args: argparse.Namespace,
     create: object,
+    writer: str,
 ) -> Result:
     topic, warm = f"sink-{uuid.uuid4().hex[:8]}", f"warm-{uuid.uuid4().hex[:8]}"
     create([topic, warm], args.partitions)  # type: ignore[operator]
     config = {"bootstrap.servers": bootstrap, **args.producer_props}
-    # the workers' producers close soon after the run, before this broker is stopped
-    sink = {"producer_idle_s": 3.0, **config}
-    write_dataframe(rows(spark, 1000, args.size, args.df_partitions), warm, **sink)
+    write = WRITERS[writer]
+    write(rows(spark, 1000, args.size, args.df_partitions), warm, config)
     start = time.perf_counter()
-    result = write_dataframe(df, topic, **sink)
+    written = write(df, topic, config)
     seconds = time.perf_counter() - start
-    if result.records_written != args.rows:
-        raise RuntimeError(f"{name}: the sink reported {result.records_written} records")
+    if written != args.rows:
+        raise RuntimeError(f"{name}: the writer reported {written} records")
     consumed, ids_ok = verify(bootstrap, topic, args.partitions, args.rows, timeout_s=300)
     return Result(name, args.rows, seconds, consumed, ids_ok)
 
@@ -198,34 +241,41 @@ def main(argv: list[str] | None = None) -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    results: dict[str, list[Result]] = {"kclient embedded broker": [], "tansu": []}
+    results: dict[str, list[Result]] = {
+        f"{writer} -> {broker}": [] for broker in ("embedded", "tansu") for writer in WRITERS
+    }
     try:
         df = rows(spark, args.rows, args.size, args.df_partitions).cache()
         df.count()
         for _ in range(args.rounds):
-            with broker_process() as broker:
-                bootstrap = broker.bootstrap_servers
-                results["kclient embedded broker"].append(
-                    run_one(
-                        spark,
-                        name="kclient embedded broker",
-                        bootstrap=bootstrap,
-                        df=df,
-                        args=args,
-                        create=lambda names, p, b=bootstrap: create_topics(b, names, p),
+            for writer in WRITERS:  # the writers take turns on fresh brokers
+                with broker_process() as broker:
+                    name = f"{writer} -> embedded"
+                    bootstrap = broker.bootstrap_servers
+                    results[name].append(
+                        run_one(
+                            spark,
+                            name=name,
+                            bootstrap=bootstrap,
+                            df=df,
+                            args=args,
+                            create=lambda names, p, b=bootstrap: create_topics(b, names, p),
+                            writer=writer,
+                        )
                     )
-                )
-            with run_tansu() as tansu:
-                results["tansu"].append(
-                    run_one(
-                        spark,
-                        name="tansu",
-                        bootstrap=tansu.bootstrap_servers,
-                        df=df,
-                        args=args,
-                        create=lambda names, p, t=tansu: [t.create_topic(n, p) for n in names],
+                with run_tansu() as tansu:
+                    name = f"{writer} -> tansu"
+                    results[name].append(
+                        run_one(
+                            spark,
+                            name=name,
+                            bootstrap=tansu.bootstrap_servers,
+                            df=df,
+                            args=args,
+                            create=lambda names, p, t=tansu: [t.create_topic(n, p) for n in names],
+                            writer=writer,
+                        )
                     )
-                )
     finally:
         spark.stop()
 
@@ -238,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.size} B value), {args.df_partitions} DataFrame partitions -> topic with "
         f"{args.partitions} partitions, producer settings: {props}, {args.rounds} round(s)\n"
     )
-    print("| broker | seconds | rows/s | MB/s | consumed back |")
+    print("| writer -> broker | seconds | rows/s | MB/s | consumed back |")
     print("|---|---:|---:|---:|---:|")
     failed = False
     for name, runs in results.items():

@@ -648,7 +648,10 @@ def _first_irregular_row(
 ) -> int:
     """The first row from ``start`` that ``send_batch``'s bulk path cannot take as it is
     (not bytes, key and value over ``max_payload`` bytes, a timestamp not an int)."""
-    for row in range(start, len(values)):
+    rows = len(values)
+    if start == 0 and _all_regular(values, keys, timestamps, max_payload):
+        return rows  # checked column by column at C speed
+    for row in range(start, rows):
         value = values[row]
         key = None if keys is None else keys[row]
         if (
@@ -658,4 +661,22 @@ def _first_irregular_row(
             or (0 if value is None else len(value)) + (0 if key is None else len(key)) > max_payload
         ):
             return row
-    return len(values)
+    return rows
+
+
+_BYTES_OR_NONE = frozenset({bytes, type(None)})
+
+
+def _all_regular(
+    values: Sequence[Any], keys: Sequence[Any] | None, timestamps: Sequence[Any], max_payload: int
+) -> bool:
+    """Whether every row passes ``_first_irregular_row``'s checks (a bound on key + value
+    sizes from the longest of each; False may still hold no irregular row)."""
+    if not set(map(type, values)) <= _BYTES_OR_NONE or set(map(type, timestamps)) != {int}:
+        return False
+    longest = max(map(len, filter(None, values)), default=0)
+    if keys is not None:
+        if not set(map(type, keys)) <= _BYTES_OR_NONE:
+            return False
+        longest += max(map(len, filter(None, keys)), default=0)
+    return longest <= max_payload

@@ -17,6 +17,12 @@ or binary), ``topic`` (string; required unless the ``topic`` argument is given, 
 argument wins), ``partition`` (int), ``headers`` (array<struct<key: string, value:
 binary>>), ``timestamp`` (timestamp). Strings are sent as UTF-8; other columns are ignored.
 
+With a ``topic`` argument, each Arrow batch goes to the producer in one ``send_batch``
+call, and ``Row`` iterators in calls of 10,000 rows; rows routed by a ``topic`` column
+are sent one by one. The
+sink's producers use ``batch.size`` 1000000 (``SINK_BATCH_SIZE``, librdkafka's default)
+unless the settings give one.
+
 Threads: ``write_dataframe`` and ``foreach_batch`` run on the driver. ``KafkaSink`` runs in
 a task of a Python worker process; that task's thread calls ``send`` and the producer's
 I/O thread runs the delivery callbacks. Each worker process keeps one producer per
@@ -51,6 +57,11 @@ DEFAULT_PRODUCER_IDLE_S = 60.0
 COLUMNS = ("topic", "key", "value", "partition", "headers", "timestamp")
 """The columns the sink reads; any other column is ignored."""
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+#: The sink's ``batch.size`` unless one is given (librdkafka's default): a sink writes in
+#: bulk, and 16 KiB batches (Java's default) cost the producer's thread a request's work
+#: per ~140 records of 100 B.
+SINK_BATCH_SIZE = 1_000_000
+_BATCH_SIZE_NAMES = frozenset({"batch.size", "batch_size"})
 _SERIALIZERS = frozenset(
     {"key.serializer", "value.serializer", "key_serializer", "value_serializer"}
 )
@@ -263,11 +274,16 @@ class _Task:
         self.sent = 0
         self.failed = 0
         self.first_error: BaseException | None = None
+        #: the outcomes of the task's ``send_batch`` calls, read once flushed
+        self.results: list[Any] = []
 
-    def send_fn(self) -> Callable[..., Any]:
+    def producer(self) -> Any:
         if self._entry is None:
             self._entry = _CACHE.acquire(self._sink.producer_config, self._sink.producer_idle_s)
-        send: Callable[..., Any] = self._entry.producer.send
+        return self._entry.producer
+
+    def send_fn(self) -> Callable[..., Any]:
+        send: Callable[..., Any] = self.producer().send
         return send
 
     def on_delivery(self, _metadata: object, exc: BaseException | None) -> None:
@@ -280,6 +296,11 @@ class _Task:
         """Flush; raise ``SinkDeliveryError`` with the first Kafka error if any record failed."""
         if self._entry is not None:
             self._entry.producer.flush()
+        for result in self.results:
+            errors = result.exceptions(0)  # flushed: every row is done
+            self.failed += len(errors)
+            if errors and self.first_error is None:
+                self.first_error = next(iter(errors.values()))
         if self.first_error is not None:
             error = self.first_error
             raise SinkDeliveryError(
@@ -291,6 +312,58 @@ class _Task:
         if self._entry is not None:
             entry, self._entry = self._entry, None
             _CACHE.release(entry, retire=failed)
+
+
+class _BatchingSend:
+    """Takes ``send``'s arguments row by row and hands them to ``producer.send_batch``
+    ``ROWS_PER_CALL`` rows at a time (one topic per call); the results go to ``results``."""
+
+    ROWS_PER_CALL = 10_000
+
+    def __init__(self, producer: Any, results: list[Any]) -> None:
+        self._producer = producer
+        self._results = results
+        self._topic: str | None = None
+        self._columns: tuple[list[Any], ...] = ([], [], [], [], [])
+
+    def __call__(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        *,
+        headers: Any,
+        partition: Any,
+        timestamp_ms: Any,
+        callback: Any = None,
+    ) -> None:
+        if topic != self._topic:
+            self.close()
+            self._topic = topic
+        values, keys, all_headers, partitions, stamps = self._columns
+        values.append(value)
+        keys.append(key)
+        all_headers.append(headers)
+        partitions.append(partition)
+        stamps.append(timestamp_ms)
+        if len(values) >= self.ROWS_PER_CALL:
+            self.close()
+
+    def close(self) -> None:
+        """Hand over the rows taken so far."""
+        values, keys, headers, partitions, stamps = self._columns
+        if values:
+            self._results.append(
+                self._producer.send_batch(
+                    self._topic,
+                    values,
+                    keys if any(k is not None for k in keys) else None,
+                    headers if any(h is not None for h in headers) else None,
+                    partitions if any(p is not None for p in partitions) else None,
+                    stamps if any(t is not None for t in stamps) else None,
+                )
+            )
+            self._columns = ([], [], [], [], [])
 
 
 # ---- column conversion (executors) -------------------------------------------------------
@@ -344,6 +417,27 @@ def _headers_column(col: Any) -> Iterable[list[Header] | None]:
     return out
 
 
+def _arrow_columns(batch: Any) -> tuple[list[Any], Any, Any, Any, Any]:
+    """A ``pyarrow.RecordBatch``'s value, key, partition, headers and timestamp columns as
+    Python lists (None for a column that is absent or all null)."""
+    cols = dict(zip(batch.schema.names, batch.columns, strict=True))
+    col = cols.get("key")
+    keys = None if col is None else _bytes_column(col)
+    col = cols.get("partition")
+    partitions = None if col is None or col.null_count == len(col) else col.to_pylist()
+    col = cols.get("headers")
+    headers = None if col is None else _headers_column(col)
+    col = cols.get("timestamp")
+    stamps = None if col is None else _epoch_ms_column(col)
+    return (
+        _bytes_column(cols["value"]),
+        keys,
+        partitions,
+        headers if isinstance(headers, list) else None,
+        stamps if isinstance(stamps, list) else None,
+    )
+
+
 def _to_bytes(value: Any) -> Any:
     return value.encode() if value.__class__ is str else value
 
@@ -385,6 +479,8 @@ class KafkaSink:
                 "'value' columns as they are (binary, or strings as UTF-8); convert the "
                 "columns in the DataFrame instead"
             )
+        if not _BATCH_SIZE_NAMES & producer_config.keys():
+            producer_config = {"batch.size": SINK_BATCH_SIZE, **producer_config}
         ProducerConfig(producer_config)  # a bad setting fails here, before any task runs
         self.topic = topic
         self.producer_idle_s = float(producer_idle_s)
@@ -411,7 +507,12 @@ class KafkaSink:
             return  # an empty partition needs no producer
 
         def send_all(task: _Task) -> None:
-            task.sent = self.send_rows(task.send_fn(), chain((first,), it), task.on_delivery)
+            if self.topic is None:  # a topic column routes the rows: one send each
+                task.sent = self.send_rows(task.send_fn(), chain((first,), it), task.on_delivery)
+                return
+            batching = _BatchingSend(task.producer(), task.results)
+            task.sent = self.send_rows(batching, chain((first,), it), task.on_delivery)
+            batching.close()
 
         self._run(send_all)
 
@@ -473,11 +574,23 @@ class KafkaSink:
 
         def send_all(task: _Task) -> None:
             for batch in batches:
-                if batch.num_rows:
+                if not batch.num_rows:
+                    continue
+                if self.topic is None:  # a topic column routes the rows: one send each
                     task.sent += self.send_batch(task.send_fn(), batch, task.on_delivery)
+                else:
+                    task.results.append(self.send_columns(task.producer(), batch))
+                    task.sent += int(batch.num_rows)
 
         sent = self._run(send_all)
         yield pa.RecordBatch.from_pydict({"records": [sent]})
+
+    def send_columns(self, producer: Any, batch: Any) -> Any:
+        """Hand a ``pyarrow.RecordBatch`` to ``producer.send_batch`` (the sink's topic);
+        returns its ``SendBatchResult``. Each column becomes a Python list once."""
+        assert self.topic is not None
+        values, keys, partitions, headers, stamps = _arrow_columns(batch)
+        return producer.send_batch(self.topic, values, keys, headers, partitions, stamps)
 
     def send_batch(
         self, send: Callable[..., Any], batch: Any, callback: Callable[[Any, Any], None]
@@ -485,15 +598,11 @@ class KafkaSink:
         """Call ``send`` (``KafkaProducer.send``) for each row of a ``pyarrow.RecordBatch``;
         returns the count. Each column becomes a Python list once, then one call per row."""
         cols = dict(zip(batch.schema.names, batch.columns, strict=True))
-        values = _bytes_column(cols["value"])
-        col = cols.get("key")
-        keys = repeat(None) if col is None else _bytes_column(col)
-        col = cols.get("partition")
-        partitions = repeat(None) if col is None or col.null_count == len(col) else col.to_pylist()
-        col = cols.get("headers")
-        headers = repeat(None) if col is None else _headers_column(col)
-        col = cols.get("timestamp")
-        stamps = repeat(None) if col is None else _epoch_ms_column(col)
+        values, key_list, part_list, header_list, stamp_list = _arrow_columns(batch)
+        keys: Iterable[Any] = repeat(None) if key_list is None else key_list
+        partitions: Iterable[Any] = repeat(None) if part_list is None else part_list
+        headers: Iterable[Any] = repeat(None) if header_list is None else header_list
+        stamps: Iterable[Any] = repeat(None) if stamp_list is None else stamp_list
         if self.topic is not None:
             topics: Iterable[str] = repeat(self.topic)
         else:

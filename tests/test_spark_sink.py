@@ -15,7 +15,13 @@ import pytest
 from pyspark.sql import Row
 
 from kclient.errors import ConfigError, IllegalStateError
-from kclient.spark import KafkaSink, ProducerCache, SinkSchemaError, write_dataframe
+from kclient.spark import (
+    KafkaSink,
+    ProducerCache,
+    SinkSchemaError,
+    _BatchingSend,
+    write_dataframe,
+)
 
 BOOTSTRAP: dict[str, Any] = {"bootstrap_servers": "127.0.0.1:9"}
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
@@ -85,7 +91,15 @@ def test_write_dataframe_points_streaming_dataframes_to_foreach_batch() -> None:
 def test_sink_pickles_with_its_settings() -> None:
     sink = pickle.loads(pickle.dumps(KafkaSink("t", linger_ms=20, **BOOTSTRAP)))
     assert sink.topic == "t"
-    assert sink.producer_config == {"linger_ms": 20, **BOOTSTRAP}
+    assert sink.producer_config == {"batch.size": 1_000_000, "linger_ms": 20, **BOOTSTRAP}
+
+
+def test_the_sink_batches_a_million_bytes_unless_told_otherwise() -> None:
+    assert KafkaSink("t", **BOOTSTRAP).producer_config["batch.size"] == 1_000_000
+    assert KafkaSink("t", batch_size=5000, **BOOTSTRAP).producer_config == {
+        "batch_size": 5000,
+        **BOOTSTRAP,
+    }
 
 
 # ---- Arrow batches (write_dataframe) ------------------------------------------------------
@@ -180,6 +194,46 @@ def test_a_null_topic_without_a_topic_argument_fails_before_sending() -> None:
     with pytest.raises(SinkSchemaError, match="null 'topic' and no topic argument"):
         KafkaSink(None, **BOOTSTRAP).send_batch(sends, batch, on_delivery)
     assert sends.calls == []
+
+
+class BatchSends:
+    """Stands in for ``KafkaProducer.send_batch``; keeps every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+
+    def send_batch(self, *args: Any) -> str:
+        self.calls.append(args)
+        return "result"
+
+
+def test_with_a_topic_argument_a_batch_goes_to_send_batch_in_one_call() -> None:
+    producer = BatchSends()
+    utc = dt.timezone.utc
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "key": pa.array(["k1", None], pa.string()),
+            "value": pa.array([b"a", None], pa.binary()),
+            "partition": pa.array([None, 1], pa.int32()),
+            "timestamp": pa.array(
+                [dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=utc), None], pa.timestamp("ms", tz="UTC")
+            ),
+            "headers": pa.array([[{"key": "h", "value": b"1"}], None], HEADERS_TYPE),
+        }
+    )
+    assert KafkaSink("t", **BOOTSTRAP).send_columns(producer, batch) == "result"
+    ((topic, values, keys, headers, partitions, stamps),) = producer.calls
+    assert (topic, values, keys) == ("t", [b"a", None], [b"k1", None])
+    assert (headers, partitions, stamps) == ([[("h", b"1")], None], [None, 1], [1000, None])
+
+
+def test_absent_and_all_null_columns_are_not_passed() -> None:
+    producer = BatchSends()
+    batch = pa.RecordBatch.from_pydict(
+        {"value": pa.array([b"a"]), "timestamp": pa.array([None], pa.timestamp("ms"))}
+    )
+    KafkaSink("t", **BOOTSTRAP).send_columns(producer, batch)
+    assert producer.calls == [("t", [b"a"], None, None, None, None)]
 
 
 # ---- Rows (foreachPartition) ----------------------------------------------------------------
@@ -349,3 +403,23 @@ def test_the_reaper_thread_closes_an_idle_producer() -> None:
     reaper.join(10)
     assert not reaper.is_alive()  # nothing left to watch: the reaper ends
     assert len(producers) == 0
+
+
+def test_rows_go_to_send_batch_in_calls_of_ten_thousand(monkeypatch: pytest.MonkeyPatch) -> None:
+    producer = BatchSends()
+    results: list[Any] = []
+    batching = _BatchingSend(producer, results)
+    monkeypatch.setattr(_BatchingSend, "ROWS_PER_CALL", 3)
+    rows = [Row(key=f"k{i}", value=b"v%d" % i) for i in range(7)]
+    assert KafkaSink("t", **BOOTSTRAP).send_rows(batching, rows, on_delivery) == 7
+    batching.close()
+    assert [len(call[1]) for call in producer.calls] == [3, 3, 1]
+    assert producer.calls[0] == (
+        "t",
+        [b"v0", b"v1", b"v2"],
+        [b"k0", b"k1", b"k2"],
+        None,
+        None,
+        None,
+    )
+    assert results == ["result"] * 3
