@@ -273,7 +273,7 @@ class KafkaProducer:
             self._raise_unusable()
         now_ms = self._time_ns() // 1_000_000
         if timestamps is None:
-            times: Sequence[Any] = [now_ms] * rows
+            times: list[Any] = [now_ms] * rows
         else:
             times = [now_ms if t is None else t for t in timestamps]
         result = SendBatchResult(topic, values, keys, times)
@@ -316,9 +316,9 @@ class KafkaProducer:
     def _append_rows(
         self,
         topic: str,
-        values: Sequence[Any],
-        keys: Sequence[Any] | None,
-        timestamps: Sequence[Any],
+        values: list[Any],
+        keys: list[Any] | None,
+        timestamps: list[Any],
         *,
         result: SendBatchResult,
         start: int,
@@ -345,30 +345,24 @@ class KafkaProducer:
                 key = keys[row]
                 if key is not None:
                     partitions[row] = keyed_partition(key, count)
-        run = self._accumulator.append_run
-        append = self._append
-        block_ms = self._max_block_ms
-        results, deltas = result._results, result._deltas
-        row = start
-        while True:
-            row = run(queues, partitions, timestamps, keys, values, row, end, results, deltas)
-            if row >= end:
-                return end
-            # a new batch: the general append makes it (waiting for memory if need be)
-            key = None if keys is None else keys[row]
-            value = values[row]
-            size = 82 + (0 if value is None else len(value)) + (0 if key is None else len(key))
-            partition = -1 if partitions is None else partitions[row]
-            try:
-                future = append(
-                    queues, partition, timestamps[row], key, value, None, None, block_ms, size
-                )
-            except KafkaTimeoutError as exc:  # buffer.memory stayed full: the rest cannot go
-                for rest in range(row, rows):
-                    result.refused(rest, exc)
-                return rows
-            result.queued(row, future)
-            row += 1
+        error = self._accumulator.append_bulk(
+            queues,
+            partitions,
+            timestamps,
+            keys,
+            values,
+            start,
+            end,
+            result._results,
+            result._deltas,
+            self._max_block_ms,
+        )
+        if error is not None:  # buffer.memory stayed full: the rows left cannot go
+            for row in range(start, rows):
+                if result._results[row] is None:
+                    result.refused(row, error)
+            return rows
+        return end
 
     def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         if self._key_serializer is not None:

@@ -466,6 +466,159 @@ done:
     return result;
 }
 
+/* The item `i` of a list, or a TypeError naming `what` when it is not a list long enough;
+ * borrowed. */
+static PyObject *
+list_item(PyObject *list, Py_ssize_t i, const char *what)
+{
+    if (!PyList_CheckExact(list) || i < 0 || i >= PyList_GET_SIZE(list)) {
+        PyErr_Format(PyExc_TypeError, "append_rows(): %s must be a list with item %zd", what,
+                     i);
+        return NULL;
+    }
+    return PyList_GET_ITEM(list, i);
+}
+
+/* The bytes of a key or value for append_rows(): NULL/-1 for None; -2 with a TypeError for
+ * anything but bytes (send_batch checked the columns). */
+static inline Py_ssize_t
+row_field(PyObject *obj, const char **ptr, const char *what, Py_ssize_t row)
+{
+    if (obj == Py_None) {
+        *ptr = NULL;
+        return -1;
+    }
+    if (!PyBytes_CheckExact(obj)) {
+        PyErr_Format(PyExc_TypeError, "row %zd: %s must be bytes or None, got %s", row, what,
+                     Py_TYPE(obj)->tp_name);
+        return -2;
+    }
+    if (PyBytes_GET_SIZE(obj) > MAX_FIELD) {
+        PyErr_SetString(PyExc_OverflowError, "a record's key or value is too large");
+        return -2;
+    }
+    *ptr = PyBytes_AS_STRING(obj);
+    return PyBytes_GET_SIZE(obj);
+}
+
+/* append_rows(timestamps, keys, values, rows, start, stop, results, deltas, result) -> count
+ * Appends, as append() would without headers, the rows rows[start:stop] of the columns (rows
+ * None: the rows start..stop-1) until one does not fit (the first record of an empty batch
+ * always does); for each row appended, results[row] = result and deltas[row] = its offset
+ * delta. timestamps, values, results and deltas are lists, keys a list or None (no keys);
+ * keys and values hold bytes or None, timestamps ints. Returns the rows appended. */
+static PyObject *
+writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "append_rows() takes 9 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *timestamps = args[0], *keys = args[1], *values = args[2], *rows = args[3];
+    PyObject *results = args[6], *deltas = args[7], *result = args[8];
+    Py_ssize_t start = PyLong_AsSsize_t(args[4]);
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t stop = PyLong_AsSsize_t(args[5]);
+    if (stop == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (self->closed) {
+        return writer_closed_error();
+    }
+    Py_ssize_t appended = 0;
+    for (Py_ssize_t i = start; i < stop; i++) {
+        Py_ssize_t row = i;
+        if (rows != Py_None) {
+            PyObject *item = list_item(rows, i, "rows");
+            if (item == NULL) {
+                return NULL;
+            }
+            row = PyLong_AsSsize_t(item);
+            if (row == -1 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        PyObject *ts_obj = list_item(timestamps, row, "timestamps");
+        PyObject *value_obj = list_item(values, row, "values");
+        PyObject *key_obj = keys == Py_None ? Py_None : list_item(keys, row, "keys");
+        if (ts_obj == NULL || value_obj == NULL || key_obj == NULL ||
+            list_item(results, row, "results") == NULL ||
+            list_item(deltas, row, "deltas") == NULL) {
+            return NULL;
+        }
+        int overflow;
+        long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "timestamp_ms %R does not fit in 64 bits", ts_obj);
+            return NULL;
+        }
+        if (ts == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        const char *key_ptr, *value_ptr;
+        Py_ssize_t key_len = row_field(key_obj, &key_ptr, "key", row);
+        Py_ssize_t value_len = row_field(value_obj, &value_ptr, "value", row);
+        if (key_len == -2 || value_len == -2) {
+            return NULL;
+        }
+        Py_ssize_t count = self->count;
+        int64_t base_ts = count ? self->base_ts : (int64_t)ts;
+        uint64_t delta = zigzag((int64_t)((uint64_t)ts - (uint64_t)base_ts));
+        uint64_t offset_delta = zigzag(count);
+        Py_ssize_t body = 1 + varint_size(delta) + varint_size(offset_delta) +
+                          field_size(key_len) + field_size(value_len) + 1;
+        Py_ssize_t total = varint_size(zigzag(body)) + body;
+        if (total > PY_SSIZE_T_MAX - self->size) {
+            PyErr_SetString(PyExc_OverflowError, "record batch is too large");
+            return NULL;
+        }
+        if (self->size + total > self->limit && count) {
+            break;
+        }
+        PyObject *delta_obj = PyLong_FromSsize_t(count);
+        if (delta_obj == NULL || writer_reserve(self, total) < 0) {
+            Py_XDECREF(delta_obj);
+            return NULL;
+        }
+        uint8_t *p = self->buf + self->len;
+        p += write_varint(p, zigzag(body));
+        *p++ = 0; /* attributes */
+        p += write_varint(p, delta);
+        p += write_varint(p, offset_delta);
+        if (key_len < 0) {
+            *p++ = 1; /* the varint -1 */
+        }
+        else {
+            p += write_varint(p, zigzag(key_len));
+            memcpy(p, key_ptr, (size_t)key_len);
+            p += key_len;
+        }
+        if (value_len < 0) {
+            *p++ = 1;
+        }
+        else {
+            p += write_varint(p, zigzag(value_len));
+            memcpy(p, value_ptr, (size_t)value_len);
+            p += value_len;
+        }
+        *p++ = 0; /* no headers */
+        self->len = p - self->buf;
+        self->size += total;
+        self->base_ts = base_ts;
+        if (ts > self->max_ts) {
+            self->max_ts = ts;
+        }
+        self->count = count + 1;
+        PyList_SetItem(deltas, row, delta_obj); /* steals; the old item is released */
+        Py_INCREF(result);
+        PyList_SetItem(results, row, result);
+        appended++;
+    }
+    return PyLong_FromSsize_t(appended);
+}
+
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
  * __init__. */
 static PyObject *
@@ -588,6 +741,9 @@ writer_dealloc(RecordsWriter *self)
 static PyMethodDef writer_methods[] = {
     {"append", (PyCFunction)(void (*)(void))writer_append, METH_FASTCALL | METH_KEYWORDS,
      "append(timestamp_ms, key, value, headers=()) -> offset delta, or -1 when full"},
+    {"append_rows", (PyCFunction)(void (*)(void))writer_append_rows, METH_FASTCALL,
+     "append_rows(timestamps, keys, values, rows, start, stop, results, deltas, result) -> "
+     "rows appended"},
     {"is_full", (PyCFunction)writer_is_full, METH_NOARGS,
      "True when built, or when the batch has reached batch_size."},
     {"_start", (PyCFunction)writer_start, METH_O, "Reset to an empty batch of batch_size."},

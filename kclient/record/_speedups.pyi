@@ -1,6 +1,7 @@
 """Type stub of the C accelerator (``_speedups.c``); see kclient.record.builder and .batch."""
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from kclient.record.batch import Record
 
@@ -13,6 +14,19 @@ class RecordsWriter:
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[tuple[str, bytes | None]] = (),
+    ) -> int: ...
+    def append_rows(
+        self,
+        timestamps: list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        rows: list[int] | None,
+        start: int,
+        stop: int,
+        results: list[Any],
+        deltas: list[int],
+        result: object,
+        /,
     ) -> int: ...
     def is_full(self) -> bool: ...
     @property

@@ -167,6 +167,35 @@ class RecordBatchBuilder:
         """
         raise NotImplementedError
 
+    def append_rows(  # noqa: PLR0917 (the C method's positional signature)
+        self,
+        timestamps: list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        rows: list[int] | None,
+        start: int,
+        stop: int,
+        results: list[Any],
+        deltas: list[int],
+        result: object,
+        /,
+    ) -> int:
+        """Append rows ``rows[start:stop]`` of the columns (``rows`` None: rows
+        ``start``..``stop - 1``) without headers, as ``append`` would, until one does not
+        fit; for each, ``results[row] = result`` and ``deltas[row]`` = its offset delta.
+        Returns the rows appended (``send_batch``'s bulk path; keys and values are bytes
+        or None, timestamps ints)."""
+        appended = 0
+        for i in range(start, stop):
+            row = i if rows is None else rows[i]
+            delta = self.append(timestamps[row], None if keys is None else keys[row], values[row])
+            if delta < 0:
+                break
+            results[row] = result
+            deltas[row] = delta
+            appended += 1
+        return appended
+
     @property
     def record_count(self) -> int:
         """Records appended so far."""

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from kclient.errors import IllegalStateError
+from kclient.errors import IllegalStateError, KafkaTimeoutError
 from kclient.network.cluster import Cluster, Node, TopicPartition
 from kclient.network.connection_states import ExponentialBackoff
 from kclient.record import RecordBatch
@@ -271,55 +271,112 @@ class RecordAccumulator:
             size_estimate,
         )
 
-    def append_run(  # noqa: PLR0917 (send_batch's loop passes positionally)
+    def append_bulk(  # noqa: PLR0917 (send_batch's call passes positionally)
         self,
         queues: TopicQueues,
-        partitions: Sequence[int] | None,
-        timestamps: Sequence[int],
-        keys: Sequence[bytes | None] | None,
-        values: Sequence[bytes | None],
+        partitions: list[int] | None,
+        timestamps: list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
         start: int,
         stop: int,
         results: list[ProduceResult | None],
         deltas: list[int],
-    ) -> int:
-        """``send_batch``'s rows ``start``..``stop`` - 1 appended under one lock
-        acquisition, each to its partition's open batch (a partition of -1, or
-        ``partitions`` None: the topic's sticky partition), recording each row's batch
-        result and offset delta. Stops at the first row whose batch is full or missing (the
-        caller appends it with ``append``, which makes a new batch, waiting for memory if
-        need be, then calls again); returns that row, or ``stop``. The caller has checked
-        the rows' types and sizes."""
-        with queues.lock:
-            if self.closed:
-                raise IllegalStateError("cannot send after the producer is closed")
-            deques = queues.deques
+        max_block_ms: int,
+    ) -> KafkaTimeoutError | None:
+        """``send_batch``'s rows ``start``..``stop - 1``: each to its partition
+        (``partitions[row]``, or -1 / ``partitions`` None: the topic's sticky partition),
+        recording its batch result and offset delta. Rows are grouped by partition (order
+        kept within each); each group fills the open batch in one call to the builder's
+        ``append_rows`` (C), and the row that opens a new batch goes through ``append``,
+        which waits for memory if need be. Returns None when every row went, or the
+        ``KafkaTimeoutError`` that stopped it (``buffer.memory`` stayed full for
+        ``max_block_ms``: the rows left have no result). The caller has checked the rows'
+        types and sizes."""
+        groups: dict[int, list[int] | None]
+        if partitions is None:
+            groups = {-1: None}  # every row, in order: no list needed
+        else:
+            groups = {}
             for row in range(start, stop):
-                partition = -1 if partitions is None else partitions[row]
+                group = groups.get(partitions[row])
+                if group is None:
+                    groups[partitions[row]] = [row]
+                else:
+                    group.append(row)
+        for partition, rows in groups.items():
+            first, last = (start, stop) if rows is None else (0, len(rows))
+            error = self._append_group(
+                queues,
+                partition,
+                rows,
+                first,
+                last,
+                timestamps,
+                keys,
+                values,
+                results,
+                deltas,
+                max_block_ms,
+            )
+            if error is not None:
+                return error
+        return None
+
+    def _append_group(  # noqa: PLR0917
+        self,
+        queues: TopicQueues,
+        partition: int,
+        rows: list[int] | None,
+        first: int,
+        last: int,
+        timestamps: list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        results: list[ProduceResult | None],
+        deltas: list[int],
+        max_block_ms: int,
+    ) -> KafkaTimeoutError | None:
+        i = first
+        while i < last:
+            with queues.lock:
+                if self.closed:
+                    raise IllegalStateError("cannot send after the producer is closed")
                 sticky = queues.sticky if partition < 0 else None
-                if sticky is not None:
-                    partition = sticky.partition
-                dq = deques[partition]
-                if not dq:
-                    return row
-                batch = dq[-1]
-                key = None if keys is None else keys[row]
-                value = values[row]
-                delta = batch._append(timestamps[row], key, value, _NO_HEADERS)
-                if delta < 0:
-                    return row
-                results[row] = batch.result
-                deltas[row] = delta
-                if sticky is not None:
-                    produced = sticky.produced_bytes + (
-                        RECORD_OVERHEAD_MAX
-                        + (0 if key is None else len(key))
-                        + (0 if value is None else len(value))
+                dq = queues.deques[sticky.partition if sticky is not None else partition]
+                batch = dq[-1] if dq else None
+                if batch is not None and batch.records is None:  # open: fill it
+                    builder = batch.builder
+                    before = builder.size_in_bytes
+                    i += builder.append_rows(
+                        timestamps, keys, values, rows, i, last, results, deltas, batch.result
                     )
-                    sticky.produced_bytes = produced
-                    if produced >= sticky.sticky_bytes:
-                        sticky.maybe_switch(batch)
-        return stop
+                    if sticky is not None:
+                        sticky.produced_bytes += builder.size_in_bytes - before
+                        if sticky.produced_bytes >= sticky.sticky_bytes:
+                            sticky.maybe_switch(batch)
+                    if i >= last:
+                        return None
+            # this row opens a new batch (possibly on another sticky partition)
+            row = i if rows is None else rows[i]
+            key = None if keys is None else keys[row]
+            value = values[row]
+            size = (
+                BATCH_OVERHEAD
+                + RECORD_OVERHEAD_MAX
+                + (0 if key is None else len(key))
+                + (0 if value is None else len(value))
+            )
+            try:
+                future = self.append(
+                    queues, partition, timestamps[row], key, value, None, None, max_block_ms, size
+                )
+            except KafkaTimeoutError as exc:
+                return exc
+            results[row] = future._produce_result
+            deltas[row] = future._offset_delta
+            i += 1
+        return None
 
     def _append_new_batch(  # noqa: PLR0917
         self,

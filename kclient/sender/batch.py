@@ -12,7 +12,7 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
@@ -41,6 +41,19 @@ class BatchBuilder(Protocol):
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[Header] = (),
+    ) -> int: ...
+    def append_rows(  # noqa: PLR0917
+        self,
+        timestamps: list[int],
+        keys: list[bytes | None] | None,
+        values: list[bytes | None],
+        rows: list[int] | None,
+        start: int,
+        stop: int,
+        results: list[Any],
+        deltas: list[int],
+        result: object,
+        /,
     ) -> int: ...
     def is_full(self) -> bool: ...
     def set_producer_state(

@@ -180,9 +180,9 @@ class SendBatchResult:
 _ARROW_TEXT = frozenset({"string", "large_string", "utf8", "large_utf8", "string_view"})
 
 
-def column(name: str, values: object, rows: int | None) -> Sequence[Any] | None:
-    """A ``send_batch`` column as a sequence (Arrow arrays become lists), checked to have
-    ``rows`` items (any number when ``rows`` is None)."""
+def column(name: str, values: object, rows: int | None) -> list[Any] | None:
+    """A ``send_batch`` column as a list (Arrow arrays and other sequences become one),
+    checked to have ``rows`` items (any number when ``rows`` is None)."""
     if values is None:
         return None
     to_pylist = getattr(values, "to_pylist", None)
@@ -197,6 +197,8 @@ def column(name: str, values: object, rows: int | None) -> Sequence[Any] | None:
             f"send_batch: {name!r} must be a sequence (list, tuple) or an Arrow array with one "
             f"item per record, got {type(values).__name__}"
         )
+    if values.__class__ is not list:
+        values = list(values)  # the bulk path (C) reads lists
     if rows is not None and len(values) != rows:
         raise ValueError(
             f"send_batch: {name!r} has {len(values)} items but 'values' has {rows}; give one "

@@ -395,3 +395,73 @@ def test_error_paths_hold_no_memory() -> None:
     finally:
         tracemalloc.stop()
     assert end - start < 8_000  # leaking a buffer (over 512 bytes) each round would pass it
+
+
+# ---- append_rows: send_batch's bulk path --------------------------------------------------
+
+bytes_or_none = st.none() | st.binary(max_size=40) | st.binary(min_size=100, max_size=400)
+
+
+@SETTINGS
+@given(
+    columns=st.lists(st.tuples(bytes_or_none, bytes_or_none), min_size=1, max_size=40),
+    stamps=timestamps(),
+    batch_size=st.integers(0, 3000),
+    keyless=st.booleans(),
+    picked=st.booleans(),
+)
+def test_append_rows_builds_what_append_builds(
+    columns: list[tuple[bytes | None, bytes | None]],
+    stamps: list[int],
+    batch_size: int,
+    keyless: bool,
+    picked: bool,
+) -> None:
+    n = len(columns)
+    keys: list[bytes | None] | None = None if keyless else [k for k, _ in columns]
+    values = [v for _, v in columns]
+    times = [stamps[i % len(stamps)] for i in range(n)]
+    rows = list(range(n - 1, -1, -2)) if picked else None  # every other row, backwards
+    order = rows if rows is not None else list(range(n))
+    one_by_one = PyRecordBatchBuilder(batch_size=batch_size)
+    expected_deltas = [0] * n
+    taken = 0
+    for row in order:
+        delta = one_by_one.append(times[row], None if keys is None else keys[row], values[row])
+        if delta < 0:
+            break
+        expected_deltas[row] = delta
+        taken += 1
+    expected_bytes = one_by_one.build()
+    for cls in (c_builder_class(), PyRecordBatchBuilder):
+        bulk = cls(batch_size=batch_size)
+        results: list[Any] = [None] * n
+        deltas = [0] * n
+        got = bulk.append_rows(times, keys, values, rows, 0, len(order), results, deltas, "r")
+        assert got == taken
+        assert deltas == expected_deltas
+        assert results == ["r" if row in order[:taken] else None for row in range(n)]
+        assert bulk.record_count == taken
+        assert bulk.build() == expected_bytes
+
+
+def test_append_rows_bytes_match_append_for_the_c_builder() -> None:
+    keys: list[bytes | None] = [b"k", None, b"", b"x" * 300]
+    values: list[bytes | None] = [b"v", b"w" * 70, None, b""]
+    times = [5, 4, 2**40, -1]
+    one_by_one = c_builder_class()(batch_size=10_000)
+    for i in range(4):
+        one_by_one.append(times[i], keys[i], values[i])
+    bulk = c_builder_class()(batch_size=10_000)
+    assert bulk.append_rows(times, keys, values, None, 0, 4, [None] * 4, [0] * 4, None) == 4
+    assert bulk.build() == one_by_one.build()
+
+
+def test_append_rows_refuses_what_is_not_bytes_and_after_build() -> None:
+    bulk = c_builder_class()(batch_size=10_000)
+    with pytest.raises(TypeError, match="row 1: value must be bytes or None, got str"):
+        bulk.append_rows([1, 1], None, [b"a", "b"], None, 0, 2, [None] * 2, [0] * 2, None)
+    assert bulk.record_count == 1  # the row before it went in
+    bulk.build()
+    with pytest.raises(IllegalStateError):
+        bulk.append_rows([1], None, [b"a"], None, 0, 1, [None], [0], None)

@@ -1,45 +1,43 @@
-"""``RecordAccumulator.append_run`` and ``SendBatchResult`` with the mock client and clock:
+"""``RecordAccumulator.append_bulk`` and ``SendBatchResult`` with the mock client and clock:
 rows appended a run at a time are sent, split and completed like ``append``'s."""
 
 from __future__ import annotations
 
 from kclient import errors
 from kclient.sender.bulk import SendBatchResult
-from kclient.sender.future import ProduceResult
 from tests.sender.sender_helpers import Harness, batches_in, make, ok
 
 TOO_LARGE = errors.MessageTooLargeError.code
 
 
-def append_rows(h: Harness, values: list[bytes], partition: int) -> SendBatchResult:
-    """Rows to ``partition`` as send_batch appends them: runs, and ``append`` for each
-    row that needs a new batch."""
+def append_rows(h: Harness, values: list[bytes | None], partition: int) -> SendBatchResult:
+    """Rows to ``partition`` as send_batch appends them (``append_bulk``)."""
     queues = h.acc.topic_queues("t")
     if not queues.num_partitions:
         h.acc.update_topic(queues, h.client.metadata.fetch())
     timestamps = [1_000] * len(values)
     result = SendBatchResult("t", values, None, timestamps)
-    results: list[ProduceResult | None] = result._results
-    partitions = [partition] * len(values)
-    row = 0
-    while row < len(values):
-        row = h.acc.append_run(
-            queues, partitions, timestamps, None, values, row, len(values), results, result._deltas
-        )
-        if row < len(values):
-            value = values[row]
-            future = h.acc.append(
-                queues, partition, 1_000, None, value, None, None, 0, 82 + len(value)
-            )
-            result.queued(row, future)
-            row += 1
+    error = h.acc.append_bulk(
+        queues,
+        [partition] * len(values),
+        timestamps,
+        None,
+        values,
+        0,
+        len(values),
+        result._results,
+        result._deltas,
+        0,
+    )
+    assert error is None
     return result
 
 
 def test_a_run_fills_the_open_batch_and_new_batches_follow() -> None:
     h = make(batch_size=1024)
     result = append_rows(h, [bytes([i]) * 50 for i in range(40)], partition=0)
-    assert len(result._futures) == 3  # rows that opened a batch: 40 rows of ~57 B in 1 KiB
+    assert result._deltas == [*range(16), *range(16), *range(8)]  # 40 rows of ~57 B, 1 KiB
+    assert len({id(r) for r in result._results}) == 3
     h.run()
     (request,) = h.produce_requests()
     sent = batches_in(request)[("t", 0)]
