@@ -279,7 +279,6 @@ class KafkaProducer:
         result = SendBatchResult(topic, values, keys, times)
         fast = (
             headers is None
-            and partitions is None
             and self._partitioner is None
             and not self._serializers
             and self._txn is None
@@ -287,7 +286,9 @@ class KafkaProducer:
         row = 0
         while row < rows:
             if fast:
-                row = self._append_rows(topic, values, keys, times, result=result, start=row)
+                row = self._append_rows(
+                    topic, values, keys, times, partitions, result=result, start=row
+                )
                 if row >= rows:
                     break
             try:  # this row the general way (it converts, partitions or refuses it)
@@ -307,6 +308,15 @@ class KafkaProducer:
             except KafkaError as exc:  # metadata or memory not there: the rest cannot go
                 if isinstance(exc, IllegalStateError) and row == 0:
                     raise
+                if (
+                    isinstance(exc, KafkaTimeoutError)
+                    and partitions is not None
+                    and partitions[row] is not None
+                    and self._queues.get(topic) is not None
+                ):  # a partition the topic does not have: this row only
+                    result.refused(row, exc)
+                    row += 1
+                    continue
                 for rest in range(row, rows):
                     result.refused(rest, exc)
                 break
@@ -319,14 +329,16 @@ class KafkaProducer:
         values: list[Any],
         keys: list[Any] | None,
         timestamps: list[Any],
+        explicit: list[Any] | None,
         *,
         result: SendBatchResult,
         start: int,
     ) -> int:
-        """``send_batch``'s common case (bytes, no serializers, headers, partitions or
-        partitioner): rows from ``start`` appended a run at a time under one lock
-        (``RecordAccumulator.append_run``), without ``send``'s per-record work, until a
-        row needs the general path; returns that row (``len(values)`` when all went)."""
+        """``send_batch``'s common case (bytes, no serializers, headers or partitioner):
+        rows from ``start`` to their partitions (``explicit[row]``, else the key's, else
+        sticky) through ``RecordAccumulator.append_bulk``, without ``send``'s per-record
+        work, until a row needs the general path; returns that row (``len(values)`` when
+        all went)."""
         rows = len(values)
         queues = self._queues.get(topic)
         if queues is None or not queues.num_partitions:
@@ -338,13 +350,26 @@ class KafkaProducer:
                 return rows
         end = _first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
         partitions: list[int] | None = None
+        count = queues.num_partitions
         if keys is not None and not self._ignore_keys:
-            count = queues.num_partitions
-            partitions = [-1] * rows
+            if start == 0 and end == rows:  # the usual case, as one comprehension
+                partitions = [-1 if k is None else keyed_partition(k, count) for k in keys]
+            else:
+                partitions = [-1] * rows
+                for row in range(start, end):
+                    key = keys[row]
+                    if key is not None:
+                        partitions[row] = keyed_partition(key, count)
+        if explicit is not None:
+            if partitions is None:
+                partitions = [-1] * rows
             for row in range(start, end):
-                key = keys[row]
-                if key is not None:
-                    partitions[row] = keyed_partition(key, count)
+                chosen = explicit[row]
+                if chosen is not None:
+                    if chosen.__class__ is not int or not 0 <= chosen < count:
+                        end = row  # send says what is wrong with it (or waits for metadata)
+                        break
+                    partitions[row] = chosen
         error = self._accumulator.append_bulk(
             queues,
             partitions,

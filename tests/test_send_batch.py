@@ -267,3 +267,25 @@ def test_rows_over_many_batches_keep_order_per_key_and_all_arrive(client: LiveMo
         records = client.records[("t", keyed_partition(key, 4))]
         mine = [r.value for r in records if r.key == key]
         assert mine == [v for v, k in zip(values, keys, strict=True) if k == key]
+
+
+def test_explicit_partitions_place_rows_and_a_partition_the_topic_lacks_fails_its_row(
+    client: LiveMockClient,
+) -> None:
+    with KafkaProducer(
+        bootstrap_servers="h:1", kafka_client=client, linger_ms=0, max_block_ms=50
+    ) as p:
+        result = p.send_batch(
+            "t",
+            [b"a", b"b", b"c", b"d", b"e"],
+            keys=[b"k", None, b"k", None, None],
+            partitions=[3, 1, None, 9, 0],
+        )
+        errors = result.exceptions(10)
+        metadata = result.futures()
+    assert list(errors) == [3]
+    assert "partition 9 of topic 't' with partition count 4" in str(errors[3])
+    placed = {row: f.result(0).partition for row, f in enumerate(metadata) if f is not None}
+    assert placed[0] == 3 and placed[1] == 1 and placed[4] == 0
+    assert placed[2] == keyed_partition(b"k", 4)  # None: the key decides
+    assert [r.value for r in client.records[("t", 3)]][:1] == [b"a"]

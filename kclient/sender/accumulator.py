@@ -298,10 +298,10 @@ class RecordAccumulator:
             groups = {-1: None}  # every row, in order: no list needed
         else:
             groups = {}
-            for row in range(start, stop):
-                group = groups.get(partitions[row])
+            for row, partition in enumerate(partitions[start:stop], start):
+                group = groups.get(partition)
                 if group is None:
-                    groups[partitions[row]] = [row]
+                    groups[partition] = [row]
                 else:
                     group.append(row)
         for partition, rows in groups.items():

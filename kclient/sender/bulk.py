@@ -110,7 +110,19 @@ class SendBatchResult:
     def exceptions(self, timeout: float | None = None) -> dict[int, BaseException]:
         """Wait for every row; the failed rows' exceptions by row index (empty: all
         delivered). Raises ``KafkaTimeoutError`` if rows are still pending at ``timeout``."""
+        if self._all_batches_delivered():
+            return dict(sorted(self._errors.items()))  # only the rows refused at once
         return self._wait(timeout)[1]
+
+    def _all_batches_delivered(self) -> bool:
+        """Whether every queued row's batch is done without an error: checked once per
+        batch rather than once per row (False also when one is not done yet)."""
+        for result in dict.fromkeys(self._results):
+            if result is not None and (
+                not result.done or result.error is not None or result.record_errors
+            ):
+                return False
+        return all(f.done() and f.exception(0) is None for f in self._futures.values())
 
     def result(self, timeout: float | None = None) -> list[RecordMetadata]:
         """Wait for every row (at most ``timeout`` seconds, None: as long as it takes);
