@@ -289,3 +289,14 @@ def test_explicit_partitions_place_rows_and_a_partition_the_topic_lacks_fails_it
     assert placed[0] == 3 and placed[1] == 1 and placed[4] == 0
     assert placed[2] == keyed_partition(b"k", 4)  # None: the key decides
     assert [r.value for r in client.records[("t", 3)]][:1] == [b"a"]
+
+
+def test_keyed_and_keyless_rows_sharing_a_partition_keep_row_order() -> None:
+    client = LiveMockClient(partitions=1)
+    with KafkaProducer(
+        bootstrap_servers="h:1", kafka_client=client, batch_size=300, linger_ms=0
+    ) as p:
+        keys = [None if i % 3 else b"k%d" % i for i in range(90)]
+        values = [b"%03d" % i for i in range(90)]
+        p.send_batch("t", values, keys=keys).result(10)
+    assert [r.value for r in client.records[("t", 0)]] == values

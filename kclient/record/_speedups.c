@@ -505,7 +505,7 @@ row_field(PyObject *obj, const char **ptr, const char *what, Py_ssize_t row)
  * Appends, as append() would without headers, the rows rows[start:stop] of the columns (rows
  * None: the rows start..stop-1) until one does not fit (the first record of an empty batch
  * always does); for each row appended, results[row] = result and deltas[row] = its offset
- * delta. timestamps, values, results and deltas are lists, keys a list or None (no keys);
+ * delta. timestamps, values and results are lists, deltas an array('q'), keys a list or None;
  * keys and values hold bytes or None, timestamps ints. Returns the rows appended. */
 static PyObject *
 writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
@@ -527,41 +527,57 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
     if (self->closed) {
         return writer_closed_error();
     }
+    Py_buffer deltas_view;
+    if (PyObject_GetBuffer(deltas, &deltas_view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyErr_SetString(PyExc_TypeError, "append_rows(): deltas must be an array('q')");
+        return NULL;
+    }
+    if (deltas_view.itemsize != 8 || deltas_view.format == NULL ||
+        (strcmp(deltas_view.format, "q") != 0 && strcmp(deltas_view.format, "l") != 0)) {
+        PyBuffer_Release(&deltas_view);
+        PyErr_SetString(PyExc_TypeError, "append_rows(): deltas must be an array('q')");
+        return NULL;
+    }
+    int64_t *delta_items = (int64_t *)deltas_view.buf;
+    Py_ssize_t n_deltas = deltas_view.len / 8;
     Py_ssize_t appended = 0;
     for (Py_ssize_t i = start; i < stop; i++) {
         Py_ssize_t row = i;
         if (rows != Py_None) {
             PyObject *item = list_item(rows, i, "rows");
             if (item == NULL) {
-                return NULL;
+                goto error;
             }
             row = PyLong_AsSsize_t(item);
             if (row == -1 && PyErr_Occurred()) {
-                return NULL;
+                goto error;
             }
         }
         PyObject *ts_obj = list_item(timestamps, row, "timestamps");
         PyObject *value_obj = list_item(values, row, "values");
         PyObject *key_obj = keys == Py_None ? Py_None : list_item(keys, row, "keys");
         if (ts_obj == NULL || value_obj == NULL || key_obj == NULL ||
-            list_item(results, row, "results") == NULL ||
-            list_item(deltas, row, "deltas") == NULL) {
-            return NULL;
+            list_item(results, row, "results") == NULL) {
+            goto error;
+        }
+        if (row >= n_deltas) {
+            PyErr_Format(PyExc_IndexError, "append_rows(): deltas has no item %zd", row);
+            goto error;
         }
         int overflow;
         long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
         if (overflow) {
             PyErr_Format(PyExc_OverflowError, "timestamp_ms %R does not fit in 64 bits", ts_obj);
-            return NULL;
+            goto error;
         }
         if (ts == -1 && PyErr_Occurred()) {
-            return NULL;
+            goto error;
         }
         const char *key_ptr, *value_ptr;
         Py_ssize_t key_len = row_field(key_obj, &key_ptr, "key", row);
         Py_ssize_t value_len = row_field(value_obj, &value_ptr, "value", row);
         if (key_len == -2 || value_len == -2) {
-            return NULL;
+            goto error;
         }
         Py_ssize_t count = self->count;
         int64_t base_ts = count ? self->base_ts : (int64_t)ts;
@@ -572,15 +588,13 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t total = varint_size(zigzag(body)) + body;
         if (total > PY_SSIZE_T_MAX - self->size) {
             PyErr_SetString(PyExc_OverflowError, "record batch is too large");
-            return NULL;
+            goto error;
         }
         if (self->size + total > self->limit && count) {
             break;
         }
-        PyObject *delta_obj = PyLong_FromSsize_t(count);
-        if (delta_obj == NULL || writer_reserve(self, total) < 0) {
-            Py_XDECREF(delta_obj);
-            return NULL;
+        if (writer_reserve(self, total) < 0) {
+            goto error;
         }
         uint8_t *p = self->buf + self->len;
         p += write_varint(p, zigzag(body));
@@ -611,12 +625,16 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
             self->max_ts = ts;
         }
         self->count = count + 1;
-        PyList_SetItem(deltas, row, delta_obj); /* steals; the old item is released */
+        delta_items[row] = count;
         Py_INCREF(result);
         PyList_SetItem(results, row, result);
         appended++;
     }
+    PyBuffer_Release(&deltas_view);
     return PyLong_FromSsize_t(appended);
+error:
+    PyBuffer_Release(&deltas_view);
+    return NULL;
 }
 
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's

@@ -1,6 +1,6 @@
 """Type stub of the C accelerator (``_speedups.c``); see kclient.record.builder and .batch."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, MutableSequence, Sequence
 from typing import Any
 
 from kclient.record.batch import Record
@@ -24,7 +24,7 @@ class RecordsWriter:
         start: int,
         stop: int,
         results: list[Any],
-        deltas: list[int],
+        deltas: MutableSequence[int],
         result: object,
         /,
     ) -> int: ...

@@ -33,7 +33,7 @@ ratio, so with compression a Java batch may hold more records).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from crc32c import crc32c
@@ -176,7 +176,7 @@ class RecordBatchBuilder:
         start: int,
         stop: int,
         results: list[Any],
-        deltas: list[int],
+        deltas: MutableSequence[int],
         result: object,
         /,
     ) -> int:

@@ -19,7 +19,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import NamedTuple
 
 from kclient.errors import IllegalStateError, KafkaTimeoutError
@@ -281,21 +281,36 @@ class RecordAccumulator:
         start: int,
         stop: int,
         results: list[ProduceResult | None],
-        deltas: list[int],
+        deltas: MutableSequence[int],
         max_block_ms: int,
     ) -> KafkaTimeoutError | None:
         """``send_batch``'s rows ``start``..``stop - 1``: each to its partition
         (``partitions[row]``, or -1 / ``partitions`` None: the topic's sticky partition),
         recording its batch result and offset delta. Rows are grouped by partition (order
-        kept within each); each group fills the open batch in one call to the builder's
-        ``append_rows`` (C), and the row that opens a new batch goes through ``append``,
-        which waits for memory if need be. Returns None when every row went, or the
-        ``KafkaTimeoutError`` that stopped it (``buffer.memory`` stayed full for
-        ``max_block_ms``: the rows left have no result). The caller has checked the rows'
-        types and sizes."""
+        kept within each; keyless rows among keyed ones are given their sticky partition
+        first, ``StickyPartitioner.assign``); each group fills the open batch in one call
+        to the builder's ``append_rows`` (C), and the row that opens a new batch goes
+        through ``append``, which waits for memory if need be. Returns None when every row
+        went, or the ``KafkaTimeoutError`` that stopped it (``buffer.memory`` stayed full
+        for ``max_block_ms``: the rows left have no result). The caller has checked the
+        rows' types and sizes."""
         groups: dict[int, list[int] | None]
-        if partitions is None:
-            groups = {-1: None}  # every row, in order: no list needed
+        if partitions is not None and -1 in partitions and partitions.count(-1) < stop - start:
+            # keyless rows among keyed ones: they get their sticky partitions now, so that
+            # each partition's rows stay in row order whichever group they came from
+            with queues.lock:
+                assign = queues.sticky.assign
+                for row in range(start, stop):
+                    if partitions[row] < 0:
+                        key = None if keys is None else keys[row]
+                        value = values[row]
+                        partitions[row] = assign(
+                            RECORD_OVERHEAD_MAX
+                            + (0 if key is None else len(key))
+                            + (0 if value is None else len(value))
+                        )
+        if partitions is None or partitions.count(-1) == stop - start:
+            groups = {-1: None}  # every row sticky, in order: no list needed
         else:
             groups = {}
             for row, partition in enumerate(partitions[start:stop], start):
@@ -334,7 +349,7 @@ class RecordAccumulator:
         keys: list[bytes | None] | None,
         values: list[bytes | None],
         results: list[ProduceResult | None],
-        deltas: list[int],
+        deltas: MutableSequence[int],
         max_block_ms: int,
     ) -> KafkaTimeoutError | None:
         i = first

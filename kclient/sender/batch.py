@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import Any, Protocol
 
 from kclient.errors import IllegalStateError
@@ -51,7 +51,7 @@ class BatchBuilder(Protocol):
         start: int,
         stop: int,
         results: list[Any],
-        deltas: list[int],
+        deltas: MutableSequence[int],
         result: object,
         /,
     ) -> int: ...

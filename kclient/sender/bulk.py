@@ -16,11 +16,14 @@ caller's thread and read on any thread; its records complete on the Sender threa
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
 from kclient.errors import KafkaTimeoutError, SendBatchError
 from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+
+_ZEROS = bytes(8)
 
 
 class SendBatchResult:
@@ -55,7 +58,8 @@ class SendBatchResult:
         self._keys = keys
         self._timestamps = timestamps
         self._results: list[ProduceResult | None] = [None] * rows
-        self._deltas = [0] * rows
+        #: each bulk-path row's offset delta in its batch (int64s: 8 bytes a row)
+        self._deltas = array("q", _ZEROS) * rows if rows else array("q")
         self._futures: dict[int, FutureRecordMetadata] = {}
         #: rows refused before they were queued (too large, not serializable, ...)
         self._errors: dict[int, BaseException] = {}

@@ -130,6 +130,16 @@ class StickyPartitioner:
         if self.produced_bytes >= self.sticky_bytes:
             self.maybe_switch(batch)
 
+    def assign(self, record_bytes: int) -> int:
+        """The partition of a keyless record placed before its batch is known (a
+        ``send_batch`` mixing keyed and keyless rows): the current one, moving on once
+        ``sticky_bytes`` went to it."""
+        partition = self.partition
+        self.produced_bytes += record_bytes
+        if self.produced_bytes >= self.sticky_bytes:
+            self._next()
+        return partition
+
     def maybe_switch(self, batch: _Batch) -> None:
         if batch.is_full() or self.produced_bytes >= 2 * self.sticky_bytes:
             self._next()

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tracemalloc
+from array import array
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
@@ -436,10 +437,10 @@ def test_append_rows_builds_what_append_builds(
     for cls in (c_builder_class(), PyRecordBatchBuilder):
         bulk = cls(batch_size=batch_size)
         results: list[Any] = [None] * n
-        deltas = [0] * n
+        deltas = array("q", [0]) * n
         got = bulk.append_rows(times, keys, values, rows, 0, len(order), results, deltas, "r")
         assert got == taken
-        assert deltas == expected_deltas
+        assert list(deltas) == expected_deltas
         assert results == ["r" if row in order[:taken] else None for row in range(n)]
         assert bulk.record_count == taken
         assert bulk.build() == expected_bytes
@@ -453,15 +454,28 @@ def test_append_rows_bytes_match_append_for_the_c_builder() -> None:
     for i in range(4):
         one_by_one.append(times[i], keys[i], values[i])
     bulk = c_builder_class()(batch_size=10_000)
-    assert bulk.append_rows(times, keys, values, None, 0, 4, [None] * 4, [0] * 4, None) == 4
+    assert (
+        bulk.append_rows(times, keys, values, None, 0, 4, [None] * 4, array("q", [0]) * 4, None)
+        == 4
+    )
     assert bulk.build() == one_by_one.build()
 
 
 def test_append_rows_refuses_what_is_not_bytes_and_after_build() -> None:
     bulk = c_builder_class()(batch_size=10_000)
     with pytest.raises(TypeError, match="row 1: value must be bytes or None, got str"):
-        bulk.append_rows([1, 1], None, [b"a", "b"], None, 0, 2, [None] * 2, [0] * 2, None)
+        bulk.append_rows(
+            [1, 1], None, [b"a", "b"], None, 0, 2, [None] * 2, array("q", [0]) * 2, None
+        )
     assert bulk.record_count == 1  # the row before it went in
     bulk.build()
     with pytest.raises(IllegalStateError):
+        bulk.append_rows([1], None, [b"a"], None, 0, 1, [None], array("q", [0]), None)
+
+
+def test_append_rows_wants_int64_deltas() -> None:
+    bulk = c_builder_class()(batch_size=10_000)
+    with pytest.raises(TypeError, match=r"deltas must be an array\('q'\)"):
         bulk.append_rows([1], None, [b"a"], None, 0, 1, [None], [0], None)
+    with pytest.raises(IndexError, match="deltas has no item 1"):
+        bulk.append_rows([1, 1], None, [b"a", b"b"], None, 0, 2, [None] * 2, array("q", [0]), None)

@@ -36,7 +36,7 @@ def append_rows(h: Harness, values: list[bytes | None], partition: int) -> SendB
 def test_a_run_fills_the_open_batch_and_new_batches_follow() -> None:
     h = make(batch_size=1024)
     result = append_rows(h, [bytes([i]) * 50 for i in range(40)], partition=0)
-    assert result._deltas == [*range(16), *range(16), *range(8)]  # 40 rows of ~57 B, 1 KiB
+    assert list(result._deltas) == [*range(16), *range(16), *range(8)]  # 40 rows of ~57 B, 1 KiB
     assert len({id(r) for r in result._results}) == 3
     h.run()
     (request,) = h.produce_requests()
