@@ -7,9 +7,10 @@ the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
 
 Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics, Produce,
 InitProducerId (idempotent, non-transactional), Fetch (long poll through the
-purgatory), ListOffsets, and FindCoordinator (always COORDINATOR_NOT_AVAILABLE; listed
-because librdkafka enables LZ4 only when it sees it). Produce
-v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
+purgatory), ListOffsets, and the consumer group APIs (FindCoordinator, JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups,
+DeleteGroups, OffsetDelete: ``group_apis`` over the broker's ``GroupCoordinator``).
+Produce v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
 librdkafka only compresses when it sees Produce v0).
 
 SaslHandshake and SaslAuthenticate are advertised on SASL listeners only, SaslHandshake
@@ -34,8 +35,11 @@ from typing import Any
 
 from kclient import errors
 from kclient.broker.config import BrokerConfig
+from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller, Topic
 from kclient.broker.fetch import FetchHandler
+from kclient.broker.group_apis import GroupApis, coordinator_node, group_config
+from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.replica_manager import ReplicaManager
 from kclient.broker.request_channel import (
@@ -86,7 +90,10 @@ class Apis:
         *,
         time_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
+        group_coordinator: GroupCoordinator | None = None,
     ) -> None:
+        """``group_coordinator``: the broker's (a fresh one over in-memory offsets when
+        not given, for tests of one broker)."""
         self.node_id = node_id
         self.controller = controller
         self.channel = request_channel
@@ -97,6 +104,18 @@ class Apis:
         self._fetch = FetchHandler(
             self.replica_manager, purgatory, self._send, monotonic_ns=monotonic_ns
         )
+        if group_coordinator is None:
+            group_coordinator = GroupCoordinator(
+                node_id,
+                group_config(config),
+                ConsumerOffsets(),
+                purgatory,
+                is_coordinator=lambda group_id: coordinator_node(controller, group_id) == node_id,
+                time_ms=time_ms,
+                monotonic_ns=monotonic_ns,
+            )
+        self.group_coordinator = group_coordinator
+        group_apis = GroupApis(group_coordinator, controller, self._send, monotonic_ns)
         self._handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self._fetch.handle,
@@ -106,9 +125,9 @@ class Apis:
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
-            ApiKey.FIND_COORDINATOR: self.handle_find_coordinator,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
+            **group_apis.handlers(),
         }
         self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
 
@@ -372,6 +391,7 @@ class Apis:
                         raise errors.UnknownTopicIdError(f"no topic has id {topic_id}")
                     name = result["name"] = topic.name
                 topic = self.controller.delete_topic(name)
+                self.group_coordinator.offsets.drop_topic(name)
                 result["topic_id"] = topic.topic_id
                 for p in topic.partitions:
                     self.controller.notify_append(p)  # wake fetches waiting on it
@@ -411,23 +431,6 @@ class Apis:
                 "producer_epoch": 0,
             },
         )
-
-    # ---- FindCoordinator ---------------------------------------------------------------
-
-    def handle_find_coordinator(self, request: Request) -> None:
-        """No group or transaction coordinator here: COORDINATOR_NOT_AVAILABLE."""
-        body = self._body(request)
-        code = errors.CoordinatorNotAvailableError.code
-        message = "the embedded broker has no group or transaction coordinator"
-        request.error_count += 1
-        if request.header.api_version >= 4:
-            coordinators = [
-                {"key": key, "error_code": code, "error_message": message}
-                for key in body["coordinator_keys"]
-            ]
-            self._send(request, {"coordinators": coordinators})
-        else:
-            self._send(request, {"error_code": code, "error_message": message})
 
     # ---- Produce -----------------------------------------------------------------------
 

@@ -2,11 +2,13 @@
 
 The public entry points of ``kclient.broker``. An ``EmbeddedCluster`` runs N brokers
 (node ids 0..N-1), each with its own port, SocketServer and threads, over one shared
-in-process Controller (topics, leaders, logs) and one fetch purgatory. Partition leaders
-are spread over the brokers. ``stop_broker`` closes a broker's listener and connections
-(clients see a real disconnect) after moving its partitions to live replicas;
-``start_broker`` brings it back on the same port. ``EmbeddedBroker`` is the one-broker
-case.
+in-process Controller (topics, leaders, logs), one purgatory and one ConsumerOffsets
+(committed offsets and group records). Partition leaders are spread over the brokers,
+and so are consumer groups: each group's coordinator is chosen by a hash of its id
+(``consumer_offsets.coordinator_for``). ``stop_broker`` closes a broker's listener and
+connections (clients see a real disconnect) after moving its partitions and groups to
+live brokers; ``start_broker`` brings it back on the same port, and it takes back its
+partitions and groups. ``EmbeddedBroker`` is the one-broker case.
 
 Used from the caller's thread; every method is safe to call while clients are producing.
 
@@ -21,18 +23,49 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from kclient import errors
+from kclient.broker import consumer_protocol
 from kclient.broker.config import BrokerConfig
+from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller, Partition, Topic
+from kclient.broker.group_apis import coordinator_node
 from kclient.broker.metrics import BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.server import KafkaServer
 from kclient.record import Record, RecordBatch
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """A member of a consumer group, as ``EmbeddedCluster.describe_group`` tells it."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    #: topic -> partitions assigned to the member (consumer protocol groups, once Stable)
+    assignment: dict[str, list[int]]
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    """A consumer group: its state (Empty, PreparingRebalance, CompletingRebalance,
+    Stable, Dead), generation, members and which broker coordinates it."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str  # the assignor of a Stable consumer group ("range", "roundrobin" ...)
+    generation_id: int
+    leader_id: str | None
+    coordinator: int
+    members: tuple[MemberDescription, ...]
 
 
 class EmbeddedCluster:
@@ -67,6 +100,9 @@ class EmbeddedCluster:
         self._started = False
         self._closed = False
         self.controller = Controller(self.config, range(brokers))
+        self.consumer_offsets = ConsumerOffsets(self.config.log_dir)
+        for topic in self.consumer_offsets.topics() - set(self.controller.topics):
+            self.consumer_offsets.drop_topic(topic)  # deleted while the offsets were not told
         self.purgatory = DelayedOperationPurgatory("kclient-broker-fetch")
         self.controller.add_append_listener(self.purgatory.check_and_complete)
         base = self.config.port
@@ -79,6 +115,7 @@ class EmbeddedCluster:
                 base + node_id if base else 0,
                 ssl_context=self.ssl_context,
                 sasl_server=self.sasl_server,
+                consumer_offsets=self.consumer_offsets,
             )
             for node_id in range(brokers)
         }
@@ -112,6 +149,7 @@ class EmbeddedCluster:
                 server.shutdown(timeout_s)
             self.purgatory.shutdown(timeout_s)
             self.controller.close()
+            self.consumer_offsets.close()
 
     stop = close
 
@@ -154,6 +192,7 @@ class EmbeddedCluster:
         connections. Acknowledged records stay readable from the new leaders."""
         with self._lock:
             self._broker(node_id).shutdown()
+            self._groups_moved()
 
     def start_broker(self, node_id: int) -> None:
         """Restart a stopped broker on its port; it takes back its preferred leaderships."""
@@ -161,6 +200,14 @@ class EmbeddedCluster:
             if self._closed:
                 raise errors.IllegalStateError("this embedded cluster was closed")
             self._broker(node_id).startup()
+            self._groups_moved()
+
+    def _groups_moved(self) -> None:
+        """Coordination of some groups moved: their old coordinators let them go."""
+        for server in self.brokers.values():
+            coordinator = server.group_coordinator
+            if coordinator is not None:
+                coordinator.on_brokers_changed()
 
     def lose_answers(self, node_id: int, api_key: int, count: int = 1) -> None:
         """Fault injection for tests: broker ``node_id`` handles the next ``count``
@@ -194,7 +241,9 @@ class EmbeddedCluster:
         self.controller.create_topic(name, partitions, replication_factor, configs)
 
     def delete_topic(self, name: str) -> None:
+        """Delete a topic, and every group's committed offsets of it."""
         topic = self.controller.delete_topic(name)
+        self.consumer_offsets.drop_topic(name)
         for p in topic.partitions:
             self.controller.notify_append(p)
 
@@ -232,6 +281,67 @@ class EmbeddedCluster:
                 f"topic {topic!r} has {len(t.partitions)} partitions; there is no partition {index}"
             )
         return t.partitions[index]
+
+    # ---- consumer groups ---------------------------------------------------------------
+
+    def groups(self) -> dict[str, str]:
+        """Group id -> state of every consumer group the cluster knows (with members, or
+        with committed offsets)."""
+        ids = set(self.consumer_offsets.group_ids())
+        for server in self.brokers.values():
+            coordinator = server.group_coordinator
+            if coordinator is not None:
+                with coordinator.lock:
+                    ids.update(coordinator.groups)
+        out = {}
+        for group_id in sorted(ids):
+            description = self.describe_group(group_id)
+            if description is not None:
+                out[group_id] = description.state
+        return out
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """A consumer group's state, generation and members (with their assignment), as
+        its coordinator sees it; None when the group does not exist. Raises
+        CoordinatorNotAvailableError when no broker is running."""
+        node = coordinator_node(self.controller, group_id)
+        server = self.brokers.get(node)
+        coordinator = server.group_coordinator if server is not None else None
+        if coordinator is None:
+            raise errors.CoordinatorNotAvailableError(
+                f"no broker is running to coordinate group {group_id!r}"
+            )
+        error, summary = coordinator.describe_group(group_id)
+        if error:
+            raise errors.for_code(error)(f"cannot describe group {group_id!r}")
+        if summary is None:
+            return None
+        members = []
+        for m in summary.members:
+            try:
+                assignment = consumer_protocol.assigned_partitions(m.assignment)
+            except (ValueError, UnicodeDecodeError):
+                assignment = {}  # not the consumer protocol
+            members.append(
+                MemberDescription(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment
+                )
+            )
+        return GroupDescription(
+            summary.group_id,
+            summary.state,
+            summary.protocol_type,
+            summary.protocol,
+            summary.generation_id,
+            summary.leader_id,
+            node,
+            tuple(members),
+        )
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the offset the group committed (the next record it will
+        consume); {} for a group without commits."""
+        return {tp: o.offset for tp, o in self.consumer_offsets.offsets(group_id).items()}
 
     # ---- metrics -----------------------------------------------------------------------
 

@@ -120,6 +120,22 @@ class BrokerConfig:
     #: that guessing passwords is slow; other connections are served meanwhile. Must be
     #: below ``connections.max.idle.ms``, as in Kafka. 0 answers at once.
     connection_failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
+    #: ``group.initial.rebalance.delay.ms``: when the first member joins an Empty group,
+    #: the coordinator waits this long for more members (again after each newcomer, up
+    #: to the rebalance timeout) before it forms the generation. Kafka's default is 3000;
+    #: here 100, so that a test's consumers start in a fraction of a second.
+    group_initial_rebalance_delay_ms: int = 100
+    #: ``group.min.session.timeout.ms``: the smallest ``session.timeout.ms`` a consumer
+    #: may ask for (else INVALID_SESSION_TIMEOUT). Kafka's default is 6000; here 100, so
+    #: tests may use short sessions to see a dead consumer's partitions move quickly.
+    group_min_session_timeout_ms: int = 100
+    #: ``group.max.session.timeout.ms``: the largest ``session.timeout.ms`` (Kafka's).
+    group_max_session_timeout_ms: int = 1_800_000
+    #: ``group.max.size``: members per group (GROUP_MAX_SIZE_REACHED beyond; Kafka's).
+    group_max_size: int = 0x7FFFFFFF
+    #: ``offset.metadata.max.bytes``: longest metadata string of a committed offset
+    #: (OFFSET_METADATA_TOO_LARGE beyond; Kafka's).
+    offset_metadata_max_bytes: int = 4096
 
     def __post_init__(self) -> None:
         positive = {
@@ -135,6 +151,10 @@ class BrokerConfig:
             "log.segment.bytes": self.log_segment_bytes,
             "connections.max.idle.ms": self.connections_max_idle_ms,
             "sasl.server.max.receive.size": self.sasl_server_max_receive_size,
+            "group.min.session.timeout.ms": self.group_min_session_timeout_ms,
+            "group.max.session.timeout.ms": self.group_max_session_timeout_ms,
+            "group.max.size": self.group_max_size,
+            "offset.metadata.max.bytes": self.offset_metadata_max_bytes,
         }
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -165,6 +185,21 @@ class BrokerConfig:
                 "'connection.failed.authentication.delay.ms' must be 0 (answer at once) or a "
                 f"number of milliseconds below 'connections.max.idle.ms' "
                 f"({self.connections_max_idle_ms}), got {delay_ms!r}"
+            )
+        rebalance_delay_ms = self.group_initial_rebalance_delay_ms
+        if (
+            not isinstance(rebalance_delay_ms, int)
+            or isinstance(rebalance_delay_ms, bool)
+            or rebalance_delay_ms < 0
+        ):
+            raise ConfigError(
+                "'group.initial.rebalance.delay.ms' must be 0 or a positive number of "
+                f"milliseconds, got {rebalance_delay_ms!r}"
+            )
+        if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
+            raise ConfigError(
+                f"'group.max.session.timeout.ms' ({self.group_max_session_timeout_ms}) is "
+                f"below 'group.min.session.timeout.ms' ({self.group_min_session_timeout_ms})"
             )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"listener port must be 0..65535, got {self.port}")

@@ -1,16 +1,19 @@
 """KafkaServer: one broker of the embedded cluster (Kafka's ``KafkaServer``/``BrokerServer``).
 
-Wires a RequestChannel, a SocketServer (Acceptor + Processors), a RequestHandlerPool and
-Apis together for one node id, over the cluster's shared Controller and purgatory. The
+Wires a RequestChannel, a SocketServer (Acceptor + Processors), a RequestHandlerPool,
+a GroupCoordinator and Apis together for one node id, over the cluster's shared
+Controller, purgatory and ConsumerOffsets. The
 listener is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (``BrokerConfig.security_protocol``);
 Metadata advertises its host and port either way, so clients connect back with the same
 protocol.
 ``startup``/``shutdown`` run on the caller's thread and may be repeated: a restarted
 broker listens on the same port again.
 
-Shutdown order (like Kafka's controlled shutdown): leadership moves away first, then
+Shutdown order (like Kafka's controlled shutdown): leadership moves away first (group
+coordination with it: members waiting in JoinGroup/SyncGroup get NOT_COORDINATOR), then
 the listener and every connection close (clients see a real disconnect), then the
-handler threads stop.
+handler threads stop. A restarted broker has a new GroupCoordinator, which loads its
+groups from the ConsumerOffsets as requests name them.
 """
 
 from __future__ import annotations
@@ -21,8 +24,11 @@ import time
 
 from kclient.broker.apis import Apis
 from kclient.broker.config import BrokerConfig
+from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import BrokerEndpoint, Controller
 from kclient.broker.faults import LostAnswers
+from kclient.broker.group_apis import coordinator_node, group_config
+from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.handler import RequestHandlerPool
 from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
@@ -48,6 +54,7 @@ class KafkaServer:
         *,
         ssl_context: ssl.SSLContext | None = None,
         sasl_server: SaslServer | None = None,
+        consumer_offsets: ConsumerOffsets | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -64,6 +71,10 @@ class KafkaServer:
         self.lost_answers = LostAnswers()  # kept across restarts
         self._handlers: RequestHandlerPool | None = None
         self.request_channel: RequestChannel | None = None
+        self.consumer_offsets = (
+            consumer_offsets if consumer_offsets is not None else ConsumerOffsets()
+        )
+        self.group_coordinator: GroupCoordinator | None = None
 
     @property
     def is_running(self) -> bool:
@@ -99,11 +110,22 @@ class KafkaServer:
             lost_answers=self.lost_answers,
         )
         self.port = socket_server.port
-        apis = Apis(self.node_id, self.controller, channel, self.purgatory, cfg)
+        node_id, controller = self.node_id, self.controller
+        coordinator = GroupCoordinator(
+            node_id,
+            group_config(cfg),
+            self.consumer_offsets,
+            self.purgatory,
+            is_coordinator=lambda group_id: coordinator_node(controller, group_id) == node_id,
+        )
+        apis = Apis(
+            node_id, controller, channel, self.purgatory, cfg, group_coordinator=coordinator
+        )
         handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
         handlers.start()
         socket_server.start()
         self.request_channel = channel
+        self.group_coordinator = coordinator
         self._socket_server = socket_server
         self._handlers = handlers
         self.controller.broker_started(
@@ -118,6 +140,9 @@ class KafkaServer:
         if socket_server is None or handlers is None:
             return
         self.controller.broker_stopped(self.node_id)
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
+            self.group_coordinator = None
         socket_server.shutdown(timeout_s)
         handlers.shutdown(timeout_s)
         self._socket_server = None

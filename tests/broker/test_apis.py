@@ -24,14 +24,14 @@ def error_name(code: int) -> str:
 
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 #: Declared in the protocol package, not (yet) served by the broker: not advertised.
-UNSERVED = frozenset(k for k in ApiKey if 8 <= k <= 16 and k != ApiKey.FIND_COORDINATOR) | {
-    ApiKey.DELETE_GROUPS,
-    ApiKey.OFFSET_DELETE,
-    ApiKey.ADD_PARTITIONS_TO_TXN,
-    ApiKey.ADD_OFFSETS_TO_TXN,
-    ApiKey.END_TXN,
-    ApiKey.TXN_OFFSET_COMMIT,
-}
+UNSERVED = frozenset(
+    {
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+        ApiKey.TXN_OFFSET_COMMIT,
+    }
+)
 
 
 def test_api_versions_lists_every_api_and_produce_from_v0(harness: Any) -> None:
@@ -42,7 +42,7 @@ def test_api_versions_lists_every_api_and_produce_from_v0(harness: Any) -> None:
     ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
     for key, (low, high) in SUPPORTED_VERSIONS.items():
         if key in SASL_APIS or key in UNSERVED:
-            assert key not in ranges  # not served here
+            assert key not in ranges  # a PLAINTEXT/SSL listener does not serve SASL
             continue
         assert ranges[key][1] == high
         assert ranges[key][0] == (0 if key == ApiKey.PRODUCE else low)
@@ -521,11 +521,26 @@ def test_list_offsets_earliest_latest_and_by_timestamp(harness: Any, make_batch:
     assert lookup(-3) == (2, 5000)
 
 
-def test_find_coordinator_says_not_available(harness: Any) -> None:
-    body = harness.call(
-        ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g1", "g2"]}
-    )
-    assert [(c["key"], c["error_code"]) for c in body["coordinators"]] == [
-        ("g1", errors.CoordinatorNotAvailableError.code),
-        ("g2", errors.CoordinatorNotAvailableError.code),
+def test_find_coordinator_names_the_coordinator_of_each_group(make_harness: Any) -> None:
+    h = make_harness(brokers=3)
+    body = h.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": ["g1", "g2"]})
+    # "g1".hashCode() = 3242 -> __consumer_offsets partition 42 -> broker 42 % 3 = 0; g2: 1
+    assert [(c["key"], c["error_code"], c["node_id"], c["port"]) for c in body["coordinators"]] == [
+        ("g1", NONE, 0, 9092),
+        ("g2", NONE, 1, 9093),
     ]
+    old = h.call(ApiKey.FIND_COORDINATOR, 0, {"key": "g2"})
+    assert (old["error_code"], old["node_id"], old["host"], old["port"]) == (
+        NONE,
+        1,
+        "127.0.0.1",
+        9093,
+    )
+    h.controller.broker_stopped(0)  # its groups move to the next live broker
+    moved = h.call(ApiKey.FIND_COORDINATOR, 3, {"key": "g1", "key_type": 0})
+    assert (moved["error_code"], moved["node_id"]) == (NONE, 1)
+
+
+def test_find_coordinator_of_a_transactional_id_is_not_available(harness: Any) -> None:
+    body = harness.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["t"]})
+    assert body["coordinators"][0]["error_code"] == errors.CoordinatorNotAvailableError.code
