@@ -156,6 +156,14 @@ class DelayedOperationPurgatory:
             due = self._pop_due(self._monotonic_ns())
         return self._complete_expired(due)
 
+    def next_deadline_ns(self) -> int | None:
+        """The earliest deadline of an operation still pending (None when none is):
+        deterministic tests advance their clock to it, then call ``expire_due``."""
+        with self._lock:
+            while self._timeouts and self._timeouts[0][2].is_completed:
+                heapq.heappop(self._timeouts)
+            return self._timeouts[0][0] if self._timeouts else None
+
     def _pop_due(self, now_ns: int) -> list[DelayedOperation]:
         """Take the operations due by ``now_ns`` (and completed ones) off the timeouts.
         Called under the lock."""

@@ -68,9 +68,17 @@ class GroupHarness:
         )
 
     def advance(self, ms: int) -> None:
-        self.clock.advance(ms)
-        while self.purgatory.expire_due():
-            pass
+        """Move the clock ``ms`` forward, stopping at each timer's deadline on the way to
+        fire it then (a timer that reschedules itself counts from its own deadline)."""
+        target_ns = self.clock.monotonic_ns() + ms * 1_000_000
+        while True:
+            deadline_ns = self.purgatory.next_deadline_ns()
+            if deadline_ns is None or deadline_ns > target_ns:
+                break
+            self.clock.advance(max(0, deadline_ns - self.clock.monotonic_ns()) // 1_000_000)
+            self.purgatory.expire_due()
+        self.clock.advance((target_ns - self.clock.monotonic_ns()) // 1_000_000)
+        self.purgatory.expire_due()
 
     def state(self, group_id: str = "g") -> GroupState:
         return self.coordinator.groups[group_id].state
@@ -167,12 +175,22 @@ class GroupHarness:
             {tp: OffsetAndMetadata(o, -1, "", 0) for tp, o in offsets.items()},
         )
 
+    def until_answered(self, *answers: Answer) -> None:
+        """Advance in steps of the initial rebalance delay until every answer came (each
+        member joining during the delay extends it once)."""
+        step_ms = max(1, self.coordinator.config.initial_rebalance_delay_ms)
+        for _ in range(1000):
+            if all(a.done for a in answers):
+                return
+            self.advance(step_ms)
+        raise AssertionError(f"no answer after {1000 * step_ms} ms: {answers}")
+
     # ---- whole rebalances --------------------------------------------------------------
 
     def stable_group(self, members: int = 1, **kwargs: Any) -> list[JoinGroupResult]:
         """``members`` dynamic members joined and synced: generation 1, Stable."""
         answers = [self.join_new(**kwargs) for _ in range(members)]
-        self.advance(self.coordinator.config.initial_rebalance_delay_ms)
+        self.until_answered(*answers)
         results: list[JoinGroupResult] = [a.result for a in answers]
         self.sync_all(results)
         return results
@@ -180,7 +198,9 @@ class GroupHarness:
     def sync_all(self, results: list[JoinGroupResult]) -> list[SyncGroupResult]:
         """Every member of a generation sends SyncGroup; the leader assigns b'a:<id>'."""
         leader = next(r for r in results if r.member_id == r.leader_id)
-        syncs = {r.member_id: self.sync(r.member_id, r.generation_id) for r in results if r is not leader}
+        syncs = {
+            r.member_id: self.sync(r.member_id, r.generation_id) for r in results if r is not leader
+        }
         assignments = {m: f"a:{m}".encode() for m, _, _ in leader.members}
         syncs[leader.member_id] = self.sync(leader.member_id, leader.generation_id, assignments)
         return [syncs[r.member_id].result for r in results]
