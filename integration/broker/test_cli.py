@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -94,3 +96,32 @@ def test_sigint_while_clients_are_connected_stops_within_five_seconds() -> None:
         assert time.monotonic() - started < 5
         assert proc.stdout is not None
         assert b"stopped" in proc.stdout.read()
+
+
+def test_group_joins_and_rebalances_are_logged_one_line_each() -> None:
+    from integration.broker.groups import GroupMember, consume_until, produce
+
+    with cli_broker("--group-initial-rebalance-delay-ms", "50") as (proc, bootstrap):
+        produce(bootstrap, "logged", 0, 1, 1)
+        member = GroupMember(bootstrap, "watched", "logged", **{"client.id": "watcher"})
+        seen: dict[tuple[int, int], list[bytes]] = {}
+        try:
+            consume_until([member], seen, lambda: len(seen) >= 1)
+        finally:
+            member.close()
+        assert proc.stderr is not None
+        text = b""
+        deadline = time.monotonic() + 10
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stderr, selectors.EVENT_READ)
+        while b"it left" not in text and time.monotonic() < deadline:
+            if sel.select(0.2):
+                text += os.read(proc.stderr.fileno(), 65536)
+        sel.close()
+        lines = text.decode().splitlines()
+    joins = [line for line in lines if "group watched: member watcher-" in line and "joins" in line]
+    assert len(joins) == 1 and " INFO " in joins[0], lines
+    assert "client.id watcher from /127.0.0.1" in joins[0]
+    assert any("generation 1 formed with 1 members (protocol range" in line for line in lines)
+    assert any("generation 1 is stable" in line for line in lines)
+    assert any("removed: it left" in line for line in lines), "".join(lines)

@@ -69,3 +69,26 @@ def test_close_leaves_no_broker_thread_behind() -> None:
     cluster.close()
     assert time.monotonic() - started < 5
     assert broker_threads() - before == set()
+
+
+def test_a_group_consumer_against_the_fixture(kafka_broker: EmbeddedBroker) -> None:
+    """What a user's consumer test looks like (the README's example)."""
+    producer = confluent_kafka.Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    producer.produce("payments", b"paid-1")
+    assert producer.flush(10) == 0
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "group.id": "billing",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe(["payments"])
+    try:
+        msg = consumer.poll(5.0)
+        assert msg is not None and msg.error() is None
+        assert msg.value() == b"paid-1"
+        consumer.commit(msg, asynchronous=False)
+    finally:
+        consumer.close()
+    assert kafka_broker.committed_offsets("billing") == {("payments", 0): 1}

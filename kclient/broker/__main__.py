@@ -210,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
         "passwords is slow (connection.failed.authentication.delay.ms; default: 100)",
     )
     p.add_argument(
+        "--group-initial-rebalance-delay-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="how long a new consumer group waits for more members before its first "
+        "generation (group.initial.rebalance.delay.ms; default: 100, Kafka's is 3000)",
+    )
+    p.add_argument(
         "--metrics-interval",
         type=float,
         default=0.0,
@@ -220,9 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--log-level",
         default="WARNING",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        help="logging level (default: %(default)s)",
+        help="logging level (default: %(default)s; consumer group joins and rebalances "
+        "are logged at INFO unless this is ERROR)",
     )
     return p
+
+
+#: loggers of the group coordinator, at INFO by default
+GROUP_EVENT_LOGGERS = ("kclient.broker.group_coordinator", "kclient.broker.group_rebalance")
 
 
 def _warn(message: str) -> None:
@@ -235,6 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, args.log_level),
         format="%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s",
     )
+    if args.log_level != "ERROR":
+        # one line per join, rebalance and generation: what a user watches a group by
+        for name in GROUP_EVENT_LOGGERS:
+            logging.getLogger(name).setLevel(
+                logging.DEBUG if args.log_level == "DEBUG" else logging.INFO
+            )
     from kclient.broker.cluster import EmbeddedCluster
     from kclient.broker.config import BrokerConfig, parse_listen
     from kclient.broker.credentials import load_sasl_users, load_ssl_key_password
@@ -268,7 +287,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         if args.message_max_bytes is not None:
             settings["message_max_bytes"] = args.message_max_bytes
-        for name in ("queued_max_request_bytes", "max_request_items", "fetch_max_bytes"):
+        for name in (
+            "queued_max_request_bytes",
+            "max_request_items",
+            "fetch_max_bytes",
+            "group_initial_rebalance_delay_ms",
+        ):
             if getattr(args, name) is not None:
                 settings[name] = getattr(args, name)
         if args.sasl_enabled_mechanisms is not None:
