@@ -265,3 +265,5 @@ def test_a_consumer_without_group_management_commits_into_an_empty_group() -> No
             consumer.close()
         assert broker.committed_offsets("manual") == {("plain", 0): 3}
         assert broker.groups() == {"manual": "Empty"}
+        assert broker.describe_group("nobody") is None
+        assert broker.committed_offsets("nobody") == {}

@@ -306,3 +306,38 @@ def test_group_requests_to_a_broker_that_is_not_the_coordinator(make_harness: An
     assert body["error_code"] == errors.NotCoordinatorError.code
     fetched = h.call(ApiKey.OFFSET_FETCH, 7, {"group_id": "g1", "topics": None}, node=1)
     assert fetched["error_code"] == errors.NotCoordinatorError.code
+
+
+def test_bad_group_requests_get_kafkas_errors(harness: ApiHarness) -> None:
+    join = {
+        "group_id": "",
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 30_000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"\xff\xff not a subscription"}],
+        "reason": None,
+    }
+    assert harness.call(ApiKey.JOIN_GROUP, 9, join)["error_code"] == (
+        errors.InvalidGroupIdError.code
+    )
+    no_protocols = join | {"group_id": "g", "protocols": []}
+    assert harness.call(ApiKey.JOIN_GROUP, 9, no_protocols)["error_code"] == (
+        errors.InconsistentGroupProtocolError.code
+    )
+    # metadata that is not the consumer protocol is the client's business: it still joins
+    first = harness.call(ApiKey.JOIN_GROUP, 9, join | {"group_id": "g"})
+    assert first["error_code"] == errors.MemberIdRequiredError.code
+    sync = {
+        "group_id": "g",
+        "generation_id": 1,
+        "member_id": first["member_id"],
+        "group_instance_id": None,
+        "protocol_type": None,
+        "protocol_name": None,
+        "assignments": [],
+    }
+    assert harness.call(ApiKey.SYNC_GROUP, 5, sync)["error_code"] == (
+        errors.InconsistentGroupProtocolError.code
+    )
