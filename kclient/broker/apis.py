@@ -6,10 +6,12 @@ the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
 ``CloseConnectionResponse`` (an acks=0 Produce that failed, so the client notices).
 
 Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics, Produce,
-InitProducerId (idempotent, non-transactional), Fetch (long poll through the
-purgatory), ListOffsets, and the consumer group APIs (FindCoordinator, JoinGroup,
-SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups,
-DeleteGroups, OffsetDelete: ``group_apis`` over the broker's ``GroupCoordinator``).
+InitProducerId, Fetch (long poll through the purgatory; read_committed), ListOffsets,
+the consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete:
+``group_apis`` over the broker's ``GroupCoordinator``) and the transaction APIs
+(InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+TxnOffsetCommit: ``txn_apis`` over the broker's ``TransactionCoordinator``).
 Produce v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
 librdkafka only compresses when it sees Produce v0).
 
@@ -49,6 +51,12 @@ from kclient.broker.request_channel import (
     RequestChannel,
     SendResponse,
 )
+from kclient.broker.txn_apis import MAX_VERSIONS as _TXN_MAX_VERSIONS
+from kclient.broker.txn_apis import TxnApis
+from kclient.broker.txn_coordinator import TransactionCoordinator
+from kclient.broker.txn_markers import TransactionMarkerWriter
+from kclient.broker.txn_offsets import PendingTxnOffsets
+from kclient.broker.txn_state import TransactionStateManager
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import encode_response
 
@@ -72,7 +80,11 @@ def advertised_versions(
         if (sasl or key not in _SASL_APIS) and (served is None or key in served)
     }
     return [
-        {"api_key": key, "min_version": _ADVERTISED_MIN.get(key, low), "max_version": high}
+        {
+            "api_key": key,
+            "min_version": _ADVERTISED_MIN.get(key, low),
+            "max_version": _TXN_MAX_VERSIONS.get(key, high),
+        }
         for key, (low, high) in sorted(versions.items())
     ]
 
@@ -91,9 +103,13 @@ class Apis:
         time_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
         group_coordinator: GroupCoordinator | None = None,
+        txn_state: TransactionStateManager | None = None,
+        pending_txn_offsets: PendingTxnOffsets | None = None,
     ) -> None:
         """``group_coordinator``: the broker's (a fresh one over in-memory offsets when
-        not given, for tests of one broker)."""
+        not given, for tests of one broker); ``txn_state`` and ``pending_txn_offsets``:
+        the cluster's transaction state and transactional group offsets (fresh in-memory
+        ones when not given)."""
         self.node_id = node_id
         self.controller = controller
         self.channel = request_channel
@@ -116,6 +132,24 @@ class Apis:
             )
         self.group_coordinator = group_coordinator
         group_apis = GroupApis(group_coordinator, controller, self._send, monotonic_ns)
+        if txn_state is None:
+            txn_state = TransactionStateManager(max_timeout_ms=config.transaction_max_timeout_ms)
+        if pending_txn_offsets is None:
+            pending_txn_offsets = PendingTxnOffsets(group_coordinator.offsets)
+        self.txn_coordinator = TransactionCoordinator(
+            node_id,
+            txn_state,
+            TransactionMarkerWriter(controller, pending_txn_offsets),
+            controller.allocate_producer_id,
+            is_coordinator=lambda txn_id: coordinator_node(controller, txn_id) == node_id,
+            time_ms=time_ms,
+        )
+        self.replica_manager.txn_verifier = lambda p, pid, epoch: (
+            self.txn_coordinator.verify_partition(p.topic.name, p.index, pid, epoch)
+        )
+        self._txn_apis = TxnApis(
+            self.txn_coordinator, group_coordinator, pending_txn_offsets, controller, self._send
+        )
         self._handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self._fetch.handle,
@@ -128,6 +162,7 @@ class Apis:
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
             **group_apis.handlers(),
+            **self._txn_apis.handlers(),
         }
         self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
 
@@ -409,14 +444,11 @@ class Apis:
         body = self._body(request)
         producer_id = body.get("producer_id", -1)
         producer_epoch = body.get("producer_epoch", -1)
-        error = 0
         if body["transactional_id"] is not None:
-            log.info(
-                "refusing transactional id %r: the embedded broker has no transactions",
-                body["transactional_id"],
-            )
-            error = errors.InvalidRequestError.code
-        elif (producer_id == -1) != (producer_epoch == -1):
+            self._txn_apis.handle_init_producer_id(request)
+            return
+        error = 0
+        if (producer_id == -1) != (producer_epoch == -1):
             error = errors.InvalidRequestError.code
         if error:
             request.error_count += 1
@@ -512,6 +544,7 @@ class Apis:
 
     def handle_list_offsets(self, request: Request) -> None:
         body = self._body(request)
+        read_committed = body.get("isolation_level", 0) == 1
         topics_out = []
         for t in body["topics"]:
             topic = self.controller.topic(t["name"])
@@ -522,6 +555,7 @@ class Apis:
                     p["partition_index"],
                     p["timestamp"],
                     p.get("current_leader_epoch", -1),
+                    read_committed,
                 )
                 if code:
                     request.error_count += 1

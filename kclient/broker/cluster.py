@@ -2,13 +2,14 @@
 
 The public entry points of ``kclient.broker``. An ``EmbeddedCluster`` runs N brokers
 (node ids 0..N-1), each with its own port, SocketServer and threads, over one shared
-in-process Controller (topics, leaders, logs), one purgatory and one ConsumerOffsets
-(committed offsets and group records). Partition leaders are spread over the brokers,
-and so are consumer groups: each group's coordinator is chosen by a hash of its id
-(``consumer_offsets.coordinator_for``). ``stop_broker`` closes a broker's listener and
-connections (clients see a real disconnect) after moving its partitions and groups to
-live brokers; ``start_broker`` brings it back on the same port, and it takes back its
-partitions and groups. ``EmbeddedBroker`` is the one-broker case.
+in-process Controller (topics, leaders, logs), one purgatory, one ConsumerOffsets
+(committed offsets and group records) and one transaction state (``txn_state``, and the
+offsets of open transactions, ``txn_offsets``). Partition leaders are spread over the
+brokers, and so are consumer groups and transactional ids: the coordinator of each is
+chosen by a hash of its id (``consumer_offsets.coordinator_for``). ``stop_broker`` closes
+a broker's listener and connections (clients see a real disconnect) after moving its
+partitions, groups and transactional ids to live brokers; ``start_broker`` brings it back
+on the same port, and it takes them back. ``EmbeddedBroker`` is the one-broker case.
 
 Used from the caller's thread; every method is safe to call while clients are producing.
 
@@ -36,6 +37,8 @@ from kclient.broker.group_apis import coordinator_node
 from kclient.broker.metrics import BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.server import KafkaServer
+from kclient.broker.txn_offsets import PendingTxnOffsets
+from kclient.broker.txn_state import TransactionStateManager
 from kclient.record import Record, RecordBatch
 
 log = logging.getLogger(__name__)
@@ -103,6 +106,10 @@ class EmbeddedCluster:
         self.consumer_offsets = ConsumerOffsets(self.config.log_dir)
         for topic in self.consumer_offsets.topics() - set(self.controller.topics):
             self.consumer_offsets.drop_topic(topic)  # deleted while the offsets were not told
+        self.txn_state = TransactionStateManager(
+            self.config.log_dir, max_timeout_ms=self.config.transaction_max_timeout_ms
+        )
+        self.pending_txn_offsets = PendingTxnOffsets(self.consumer_offsets, self.config.log_dir)
         self.purgatory = DelayedOperationPurgatory("kclient-broker-fetch")
         self.controller.add_append_listener(self.purgatory.check_and_complete)
         base = self.config.port
@@ -116,6 +123,8 @@ class EmbeddedCluster:
                 ssl_context=self.ssl_context,
                 sasl_server=self.sasl_server,
                 consumer_offsets=self.consumer_offsets,
+                txn_state=self.txn_state,
+                pending_txn_offsets=self.pending_txn_offsets,
             )
             for node_id in range(brokers)
         }
@@ -149,6 +158,8 @@ class EmbeddedCluster:
                 server.shutdown(timeout_s)
             self.purgatory.shutdown(timeout_s)
             self.controller.close()
+            self.txn_state.close()
+            self.pending_txn_offsets.close()
             self.consumer_offsets.close()
 
     stop = close

@@ -136,6 +136,13 @@ class BrokerConfig:
     #: ``offset.metadata.max.bytes``: longest metadata string of a committed offset
     #: (OFFSET_METADATA_TOO_LARGE beyond; Kafka's).
     offset_metadata_max_bytes: int = 4096
+    #: ``transaction.max.timeout.ms``: the largest ``transaction.timeout.ms`` a
+    #: transactional producer may ask for (INVALID_TRANSACTION_TIMEOUT beyond; Kafka's).
+    transaction_max_timeout_ms: int = 900_000
+    #: ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: how often the
+    #: transaction coordinator aborts transactions open longer than their timeout.
+    #: Kafka's default is 10000; here 1000, so a timed-out transaction ends promptly.
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 1000
 
     def __post_init__(self) -> None:
         positive = {
@@ -155,6 +162,10 @@ class BrokerConfig:
             "group.max.session.timeout.ms": self.group_max_session_timeout_ms,
             "group.max.size": self.group_max_size,
             "offset.metadata.max.bytes": self.offset_metadata_max_bytes,
+            "transaction.max.timeout.ms": self.transaction_max_timeout_ms,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
+                self.transaction_abort_timed_out_transaction_cleanup_interval_ms
+            ),
         }
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:

@@ -184,6 +184,17 @@ class ConsumerOffsets:
             self._append({"k": "offsets", "g": group_id, "o": rows})
             self._entry(group_id).offsets.update(offsets)
 
+    def commit_transactional(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """Store offsets a transaction committed (its COMMIT marker moves them here from
+        ``txn_offsets``; the transaction coordinator, not the group's, decides). Raises
+        KafkaStorageError."""
+        with self._lock:
+            rows = [_offset_json(tp, o) for tp, o in offsets.items()]
+            self._append({"k": "offsets", "g": group_id, "o": rows})
+            self._entry(group_id).offsets.update(offsets)
+
     def delete_offsets(
         self, group_id: str, node_id: int, partitions: Iterable[TopicPartition]
     ) -> int:

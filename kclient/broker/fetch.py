@@ -100,7 +100,10 @@ class FetchHandler:
                 request.api_remote_complete_time_ns = self._monotonic_ns()
             self._send(request, self._build(request, fetches, body, by_id, read_committed))
 
-        if max_wait_ms <= 0 or min_bytes <= 0 or not fetches or self._ready(fetches, min_bytes):
+        def ready() -> bool:
+            return self._ready(fetches, min_bytes, read_committed)
+
+        if max_wait_ms <= 0 or min_bytes <= 0 or not fetches or ready():
             respond()
             return
         keys = [
@@ -109,13 +112,13 @@ class FetchHandler:
             if f.topic is not None and 0 <= f.index < len(f.topic.partitions)
         ]
         deadline_ns = self._monotonic_ns() + max_wait_ms * 1_000_000
-        op = DelayedOperation(deadline_ns, lambda: self._ready(fetches, min_bytes), respond)
+        op = DelayedOperation(deadline_ns, ready, respond)
         self._purgatory.try_complete_else_watch(op, keys)
 
-    def _ready(self, fetches: list[_PartitionFetch], min_bytes: int) -> bool:
+    def _ready(self, fetches: list[_PartitionFetch], min_bytes: int, read_committed: bool) -> bool:
         total = 0
         for f in fetches:
-            n = self._rm.fetchable_bytes(f.topic, f.index, f.fetch_offset)
+            n = self._rm.fetchable_bytes(f.topic, f.index, f.fetch_offset, read_committed)
             if n < 0:
                 return True
             total += n
@@ -146,6 +149,7 @@ class FetchHandler:
                     0,
                 )
                 leader = (-1, -1)
+                lso, aborted = -1, None
             else:
                 r = self._rm.read(
                     f.topic,
@@ -154,7 +158,9 @@ class FetchHandler:
                     max(0, min(f.max_bytes, remaining)),
                     min_one_batch=total == 0,
                     current_leader_epoch=f.current_leader_epoch,
+                    read_committed=read_committed,
                 )
+                lso, aborted = r.last_stable_offset, r.aborted_transactions
                 result_code, hw, log_start, records, size = (
                     r.error_code,
                     r.high_watermark,
@@ -171,9 +177,13 @@ class FetchHandler:
                 "partition_index": f.index,
                 "error_code": result_code,
                 "high_watermark": hw,
-                "last_stable_offset": hw,
+                "last_stable_offset": lso if lso >= 0 else hw,
                 "log_start_offset": log_start,
-                "aborted_transactions": [] if read_committed else None,
+                "aborted_transactions": None
+                if aborted is None
+                else [
+                    {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in aborted
+                ],
                 "records": records,
             }
             if result_code in _LEADER_ERRORS:

@@ -9,8 +9,8 @@ result into the response body of the request's version; no group logic lives her
 JoinGroup and SyncGroup answer later, from whichever thread completes the rebalance.
 
 The coordinator of a group is the broker ``consumer_offsets.coordinator_for`` names
-among the live brokers; transactional ids (key type 1) get COORDINATOR_NOT_AVAILABLE
-until the broker has a transaction coordinator. Called on request handler threads.
+among the live brokers; that of a transactional id (key type 1) is chosen by the same
+hash (``txn_state``). Called on request handler threads.
 """
 
 from __future__ import annotations
@@ -109,16 +109,11 @@ class GroupApis:
 
     def _coordinator(self, key: str, key_type: int) -> dict[str, Any]:
         out: dict[str, Any] = {"key": key, "node_id": -1, "host": "", "port": -1}
-        if key_type == find_coordinator.TRANSACTION:
-            return out | {
-                "error_code": errors.CoordinatorNotAvailableError.code,
-                "error_message": "the embedded broker has no transaction coordinator yet",
-            }
-        if key_type != find_coordinator.GROUP:
+        if key_type not in (find_coordinator.GROUP, find_coordinator.TRANSACTION):
             return out | {
                 "error_code": errors.InvalidRequestError.code,
                 "error_message": f"coordinator key type {key_type} is not supported "
-                "(0: consumer groups; share groups are not)",
+                "(0: consumer groups, 1: transactions; share groups are not)",
             }
         node = coordinator_node(self.controller, key)
         endpoint = self.controller.endpoints.get(node) if node >= 0 else None

@@ -24,6 +24,12 @@ the log end, and the batches after it are replayed from their headers.
 Data written before an answer survives a crash of the process (kill -9: the page cache
 is the kernel's); a crash of the machine can lose what was not yet flushed.
 
+Transactions: ``append_marker`` writes a COMMIT/ABORT control batch (``control_batch``)
+and ends the producer's transaction here; the last stable offset is the first offset of
+the earliest open transaction (else the high watermark); ABORT markers go into the
+aborted-transaction index (``txn_index``), rebuilt with the producer state on start-up.
+A read can stop at an offset (read_committed Fetch: the last stable offset).
+
 The log owns its ``ProducerStateManager``. Not thread-safe by itself: callers hold the
 owning ``Partition``'s lock.
 """
@@ -39,15 +45,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kclient import errors
+from kclient.broker.control_batch import build_marker, marker_type
 from kclient.broker.producer_state import (
     BatchMetadata,
     ProducerStateManager,
     next_sequence,
     snapshot_offsets,
 )
-from kclient.record import RecordBatch, iter_batches
+from kclient.broker.txn_index import AbortedTxn, TransactionIndex
+from kclient.record import RecordBatch, assign_offsets, iter_batches, set_partition_leader_epoch
 from kclient.record.check import search_batch
-from kclient.record.layout import HEADER, HEADER_SIZE, LOG_OVERHEAD, MAGIC, MIN_BATCH_LENGTH
+from kclient.record.layout import (
+    CONTROL_MASK,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    MIN_BATCH_LENGTH,
+    TRANSACTIONAL_MASK,
+)
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +150,7 @@ class Log:
         self.log_end_offset = 0
         self.size_bytes = 0
         self.producer_state = ProducerStateManager(f"{topic}-{partition}")
+        self.txn_index = TransactionIndex(directory)
         self._entries: list[BatchEntry] = []
         self._last_offsets: list[int] = []
         self._bytes_before: list[int] = []  # stored bytes before each entry (prefix sums)
@@ -148,6 +165,54 @@ class Log:
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Offsets below it are in no open transaction (read_committed reads up to it)."""
+        first_unstable = self.producer_state.first_unstable_offset()
+        return first_unstable if first_unstable >= 0 else self.high_watermark
+
+    def append_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+        leader_epoch: int,
+        now_ms: int,
+    ) -> int:
+        """Write a COMMIT/ABORT marker ending ``producer_id``'s transaction here; its
+        offset. Raises InvalidProducerEpochError (a marker of a fenced epoch), OSError."""
+        entry = self.producer_state.entries.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            raise errors.InvalidProducerEpochError(
+                f"{self}: marker epoch {producer_epoch} of producer {producer_id} is older "
+                f"than its epoch {entry.epoch}"
+            )
+        buf = build_marker(
+            producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            committed=committed,
+            timestamp_ms=now_ms,
+        )
+        offset = self.log_end_offset
+        assign_offsets(buf, offset)
+        set_partition_leader_epoch(buf, leader_epoch)
+        self.append(buf, [(0, len(buf), offset, offset, now_ms)])
+        self._end_txn(producer_id, producer_epoch, offset, not committed)
+        return offset
+
+    def _end_txn(self, producer_id: int, epoch: int, offset: int, aborted: bool) -> None:
+        txn = self.producer_state.end_txn(producer_id, epoch, offset, aborted)
+        if aborted:
+            self.txn_index.append(
+                AbortedTxn(producer_id, txn.first_offset, offset, self.last_stable_offset)
+            )
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        return self.txn_index.collect(fetch_offset, upper_bound_offset)
 
     # ---- append ----------------------------------------------------------------------
 
@@ -199,8 +264,11 @@ class Log:
 
     # ---- read ------------------------------------------------------------------------
 
-    def read(self, fetch_offset: int, max_bytes: int, min_one_batch: bool) -> list[Buffer]:
-        """Stored batches from the one holding ``fetch_offset`` on, up to ``max_bytes``.
+    def read(
+        self, fetch_offset: int, max_bytes: int, min_one_batch: bool, max_offset: int = -1
+    ) -> list[Buffer]:
+        """Stored batches from the one holding ``fetch_offset`` on, up to ``max_bytes``
+        and, when ``max_offset`` >= 0, ending below it.
 
         With ``min_one_batch`` the first batch is returned even when it alone is larger
         than ``max_bytes`` (KIP-74), so a consumer always makes progress.
@@ -220,6 +288,8 @@ class Log:
             entry = entries[j]
             if total + entry.size > max_bytes and (total or not min_one_batch):
                 break
+            if 0 <= max_offset <= entry.last_offset:
+                break
             total += entry.size
             if entry.data is not None:
                 out.append(entry.data)
@@ -235,10 +305,17 @@ class Log:
             out.append(run[0].read(run[1], run[2]))
         return out
 
-    def bytes_after(self, fetch_offset: int) -> int:
-        """How many stored bytes a fetch at ``fetch_offset`` could return."""
+    def bytes_after(self, fetch_offset: int, max_offset: int = -1) -> int:
+        """How many stored bytes a fetch at ``fetch_offset`` (ending below ``max_offset``
+        when >= 0) could return."""
         i = bisect.bisect_left(self._last_offsets, fetch_offset)
-        return self.size_bytes - self._bytes_before[i] if i < len(self._entries) else 0
+        if i >= len(self._entries):
+            return 0
+        end = self.size_bytes
+        if max_offset >= 0:
+            j = bisect.bisect_left(self._last_offsets, max_offset)
+            end = self._bytes_before[j] if j < len(self._entries) else self.size_bytes
+        return max(0, end - self._bytes_before[i])
 
     def offset_for_timestamp(
         self, timestamp_ms: int, max_batch_bytes: int
@@ -389,14 +466,19 @@ class Log:
         return position
 
     def _rebuild_producer_state(self, directory: Path) -> None:
-        """The newest snapshot not past the log end, then the batches after it."""
+        """The newest snapshot not past the log end, then the batches after it (markers
+        end transactions and re-index aborts)."""
         state = self.producer_state
         start = state.load_snapshot(directory, self.log_end_offset)
+        self.txn_index.load(keep_below=start)
         for entry in self._entries[bisect.bisect_left(self._last_offsets, start) :]:
             assert entry.segment is not None
             header = HEADER.unpack(entry.segment.read(entry.position, HEADER_SIZE))
             producer_id, epoch, base_sequence = header[9], header[10], header[11]
             if producer_id < 0:
+                continue
+            if header[5] & CONTROL_MASK:
+                self._replay_marker(entry, producer_id, epoch)
                 continue
             state.replay(
                 producer_id,
@@ -408,7 +490,17 @@ class Log:
                     entry.last_offset,
                     entry.max_timestamp,
                 ),
+                transactional=bool(header[5] & TRANSACTIONAL_MASK),
             )
+        self.txn_index.rewrite()
+
+    def _replay_marker(self, entry: BatchEntry, producer_id: int, epoch: int) -> None:
+        try:
+            batch = RecordBatch(self._entry_bytes(entry), entry.position)
+            committed, _ = marker_type(batch)
+            self._end_txn(producer_id, epoch, entry.base_offset, not committed)
+        except errors.KafkaError as exc:  # not a marker, or of a fenced epoch: skip it
+            log.warning("%s: control batch at offset %d: %s", self, entry.base_offset, exc)
 
     def flush(self) -> None:
         for segment in self._segments:
@@ -426,9 +518,11 @@ class Log:
         for segment in self._segments:
             segment.close()
         self._segments.clear()
+        self.txn_index.close()
 
     def delete(self) -> None:
         """Close and remove the files (DeleteTopics)."""
+        self.txn_index.close()
         for segment in self._segments:
             segment.close()
         self._segments.clear()

@@ -8,8 +8,8 @@ here is stored. The answers are Kafka's:
 * it is at most ``max.message.bytes`` -> else MESSAGE_TOO_LARGE;
 * it is the partition's only batch (magic 2 allows one per partition and request), its
   ``record_count`` is positive and equals ``last_offset_delta + 1``, an idempotent batch
-  has a base sequence, and it is neither a control batch nor transactional (no
-  transactions here) -> else INVALID_RECORD;
+  has a base sequence, and it is not a control batch (only the transaction coordinator
+  writes those) -> else INVALID_RECORD;
 * the codec is known, and zstd comes with Produce v7+ -> else UNSUPPORTED_COMPRESSION_TYPE;
 * its records, decompressed first when the batch is compressed, are walked
   (``kclient.record.check``): exactly ``record_count`` records, offset deltas 0..n-1,
@@ -17,6 +17,9 @@ here is stored. The answers are Kafka's:
   the last record -> else INVALID_RECORD, naming the record; with Produce v8+ it also
   comes back as a ``record_errors`` entry (batch index and message) when a single record
   is at fault (Kafka's ``RecordValidationException``).
+
+Transactional batches pass (``ValidBatch.transactional``); whether their producer may
+write them is checked under the partition lock (``ProducerAppendInfo.check_transaction``).
 
 Decompression is bounded: records that expand past ``max.message.bytes`` (less the batch
 header: what the same batch uncompressed could hold) are refused with MESSAGE_TOO_LARGE
@@ -80,6 +83,7 @@ class ValidBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
+    transactional: bool = False
 
 
 def validate_records(
@@ -141,10 +145,6 @@ def validate_records(
                 )
             if attributes & CONTROL_MASK:
                 raise errors.InvalidRecordError("clients may not write control batches")
-            if attributes & TRANSACTIONAL_MASK:
-                raise errors.InvalidRecordError(
-                    "transactional batches are not supported by the embedded broker"
-                )
             max_timestamp = _check_records(batch, _CODECS[codec], max_batch_bytes)
             if attributes & TIMESTAMP_TYPE_MASK:
                 max_timestamp = batch.max_timestamp  # LogAppendTime: the header's own
@@ -160,6 +160,7 @@ def validate_records(
                     batch.producer_id,
                     batch.producer_epoch,
                     batch.base_sequence,
+                    bool(attributes & TRANSACTIONAL_MASK),
                 )
             )
             position += size

@@ -78,6 +78,26 @@ class OffsetMetadataManager:
                     error = store_error(exc)
             return dict.fromkeys(offsets, error)
 
+    def validate_txn_commit(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> int:
+        """For a TxnOffsetCommit (KIP-447; its offsets are kept by ``txn_offsets``): this
+        broker coordinates the group and the committer is as ``commit`` requires; an
+        error code."""
+        c = self.coordinator
+        with c.lock:
+            error = c.validate_group(group_id, allow_empty=True)
+            if error:
+                return error
+            group = c.group(group_id, c.time_ms(), create=generation_id < 0)
+            if group is None:
+                return errors.IllegalGenerationError.code
+            return self._validate_commit(group, generation_id, member_id, group_instance_id)
+
     def _validate_commit(
         self,
         group: GroupMetadata,

@@ -11,6 +11,14 @@ up to 5 in-flight requests can be retried without duplicates:
   start again at sequence 0;
 * a producer id this partition has never seen may start at any sequence (KIP-360).
 
+Transactions (Kafka's ``currentTxnFirstOffset`` and ``VerificationStateEntry``): an entry
+remembers the offset of the first batch of the producer's ongoing transaction on this
+partition (-1: none); the earliest of them is the partition's first unstable offset,
+which bounds the last stable offset. A COMMIT/ABORT marker (``end_txn``) ends it, takes
+the marker's epoch (a newer epoch starts the sequences again at 0) and returns the
+``CompletedTxn``. ``verified`` holds the producers the transaction coordinator has
+added this partition for (producer id -> epoch): only they may start a transaction here.
+
 Used under the owning ``Partition``'s lock. ``ProducerAppendInfo`` stages the updates of
 one append so a request whose later batch fails leaves the state untouched.
 
@@ -36,9 +44,10 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_SUFFIX = ".snapshot"
 _SNAPSHOT_MAGIC = b"KCPS"
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2  # 2: with each entry's ongoing transaction's first offset
 _SNAPSHOT_HEAD = struct.Struct(">qi")  # the log end offset it was taken at, entries
-_ENTRY = struct.Struct(">qhb")  # producer id, epoch, batches
+_ENTRY_V1 = struct.Struct(">qhb")  # producer id, epoch, batches
+_ENTRY = struct.Struct(">qhbq")  # producer id, epoch, batches, ongoing txn first offset
 _BATCH = struct.Struct(">iiqqq")  # first/last sequence, first/last offset, timestamp
 #: snapshots kept per partition (the newest, and one to fall back to)
 SNAPSHOTS_KEPT = 2
@@ -63,12 +72,24 @@ class BatchMetadata:
     timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended on this partition (Kafka's ``CompletedTxn``)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    aborted: bool
+
+
 @dataclass
 class ProducerStateEntry:
     epoch: int
     batches: deque[BatchMetadata] = field(
         default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
     )
+    #: offset of the first batch of the ongoing transaction here; -1: none
+    current_txn_first_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -83,7 +104,17 @@ class ProducerStateEntry:
         return None
 
     def copy(self) -> ProducerStateEntry:
-        return ProducerStateEntry(self.epoch, deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN))
+        return ProducerStateEntry(
+            self.epoch,
+            deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
+            self.current_txn_first_offset,
+        )
+
+    def update_epoch(self, epoch: int) -> None:
+        """A newer epoch forgets the batches: its sequences start again at 0."""
+        if epoch != self.epoch:
+            self.epoch = epoch
+            self.batches.clear()
 
 
 class ProducerStateManager:
@@ -92,6 +123,8 @@ class ProducerStateManager:
     def __init__(self, topic_partition: str) -> None:
         self.topic_partition = topic_partition
         self.entries: dict[int, ProducerStateEntry] = {}
+        #: producer id -> epoch the transaction coordinator added this partition for
+        self.verified: dict[int, int] = {}
 
     def find_duplicate(
         self, producer_id: int, epoch: int, first_seq: int, last_seq: int
@@ -102,7 +135,9 @@ class ProducerStateManager:
     def prepare(self) -> ProducerAppendInfo:
         return ProducerAppendInfo(self)
 
-    def replay(self, producer_id: int, epoch: int, batch: BatchMetadata) -> None:
+    def replay(
+        self, producer_id: int, epoch: int, batch: BatchMetadata, *, transactional: bool = False
+    ) -> None:
         """Apply one batch read back from the log (recovery after the snapshot)."""
         entry = self.entries.get(producer_id)
         if entry is None or epoch > entry.epoch:
@@ -110,6 +145,35 @@ class ProducerStateManager:
         elif epoch < entry.epoch:
             return
         entry.batches.append(batch)
+        if transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = batch.first_offset
+
+    def end_txn(self, producer_id: int, epoch: int, offset: int, aborted: bool) -> CompletedTxn:
+        """A COMMIT/ABORT marker of ``producer_id`` at ``offset`` (appended or replayed):
+        end its ongoing transaction here and take the marker's epoch. Raises
+        InvalidProducerEpochError for a marker older than the producer's epoch."""
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            entry = self.entries[producer_id] = ProducerStateEntry(epoch)
+        elif epoch < entry.epoch:
+            raise errors.InvalidProducerEpochError(
+                f"a marker of producer {producer_id} has epoch {epoch}, older than its "
+                f"epoch {entry.epoch} on {self.topic_partition}"
+            )
+        entry.update_epoch(epoch)
+        first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        self.verified.pop(producer_id, None)
+        return CompletedTxn(producer_id, first if first >= 0 else offset, offset, aborted)
+
+    def first_unstable_offset(self) -> int:
+        """The first offset of the earliest ongoing transaction; -1 when none is open."""
+        firsts = [e.current_txn_first_offset for e in self.entries.values()]
+        return min((f for f in firsts if f >= 0), default=-1)
+
+    def ongoing_txn_first_offset(self, producer_id: int) -> int:
+        entry = self.entries.get(producer_id)
+        return entry.current_txn_first_offset if entry is not None else -1
 
     def max_producer_id(self) -> int:
         return max(self.entries, default=-1)
@@ -121,7 +185,11 @@ class ProducerStateManager:
         Raises OSError (the log is then recovered by replaying more of it)."""
         parts = [_SNAPSHOT_HEAD.pack(offset, len(self.entries))]
         for producer_id, entry in self.entries.items():
-            parts.append(_ENTRY.pack(producer_id, entry.epoch, len(entry.batches)))
+            parts.append(
+                _ENTRY.pack(
+                    producer_id, entry.epoch, len(entry.batches), entry.current_txn_first_offset
+                )
+            )
             parts.extend(
                 _BATCH.pack(b.first_seq, b.last_seq, b.first_offset, b.last_offset, b.timestamp)
                 for b in entry.batches
@@ -171,7 +239,9 @@ def snapshot_offsets(directory: Path) -> list[int]:
 
 
 def _decode_snapshot(path: Path, data: bytes, offset: int) -> dict[int, ProducerStateEntry]:
-    body = unseal(path, data, _SNAPSHOT_MAGIC, _SNAPSHOT_VERSION)
+    version = _SNAPSHOT_VERSION if len(data) < 5 or data[4] != 1 else 1  # v1: no txns
+    body = unseal(path, data, _SNAPSHOT_MAGIC, version)
+    entry_struct = _ENTRY if version == _SNAPSHOT_VERSION else _ENTRY_V1
     try:
         taken_at, count = _SNAPSHOT_HEAD.unpack_from(body)
         if taken_at != offset:
@@ -179,9 +249,10 @@ def _decode_snapshot(path: Path, data: bytes, offset: int) -> dict[int, Producer
         pos = _SNAPSHOT_HEAD.size
         entries: dict[int, ProducerStateEntry] = {}
         for _ in range(count):
-            producer_id, epoch, n = _ENTRY.unpack_from(body, pos)
-            pos += _ENTRY.size
+            producer_id, epoch, n, *txn = entry_struct.unpack_from(body, pos)
+            pos += entry_struct.size
             entry = entries[producer_id] = ProducerStateEntry(epoch)
+            entry.current_txn_first_offset = txn[0] if txn else -1
             for _ in range(n):
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
                 pos += _BATCH.size
@@ -229,14 +300,43 @@ class ProducerAppendInfo:
                 f"producer {producer_id} sent sequence {first_seq} on {tp}, expected {expected}"
             )
 
-    def append(self, producer_id: int, epoch: int, batch: BatchMetadata) -> None:
+    def check_transaction(self, producer_id: int, epoch: int, transactional: bool) -> None:
+        """Kafka's transactional append checks (after ``check``): a transactional batch
+        needs an ongoing transaction here or the coordinator's AddPartitionsToTxn for this
+        epoch; a non-transactional one may not come while a transaction is open.
+        Raises InvalidTxnStateError."""
+        entry = self._entry(producer_id)
+        ongoing = entry is not None and entry.current_txn_first_offset >= 0
+        tp = self._manager.topic_partition
+        if not transactional:
+            if ongoing:
+                raise errors.InvalidTxnStateError(
+                    f"producer {producer_id} wrote a non-transactional batch to {tp} while "
+                    "its transaction there is open"
+                )
+            return
+        if ongoing and entry is not None and entry.epoch == epoch:
+            return
+        if self._manager.verified.get(producer_id) != epoch:
+            raise errors.InvalidTxnStateError(
+                f"producer {producer_id} (epoch {epoch}) wrote a transactional batch to {tp}, "
+                "which is not part of its transaction (AddPartitionsToTxn first)"
+            )
+
+    def append(
+        self, producer_id: int, epoch: int, batch: BatchMetadata, *, transactional: bool = False
+    ) -> None:
         """Stage a batch appended for ``producer_id`` (after ``check`` passed)."""
         entry = self._entry(producer_id)
-        if entry is None or epoch != entry.epoch:
+        if entry is None:
             entry = ProducerStateEntry(epoch)
+        elif epoch != entry.epoch:
+            entry = ProducerStateEntry(epoch, current_txn_first_offset=-1)
         elif producer_id not in self._staged:
             entry = entry.copy()
         entry.batches.append(batch)
+        if transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = batch.first_offset
         self._staged[producer_id] = entry
 
     def commit(self) -> None:

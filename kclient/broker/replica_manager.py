@@ -9,11 +9,19 @@ Append: validate (``log_validator``, outside the lock) → under the partition l
 leader check, idempotent-producer checks (duplicate → the original offsets, no second
 copy), assign offsets in place, set the partition leader epoch, LogAppendTime if the
 topic asks for it, append to the log, commit the producer state → wake delayed fetches.
+A transactional batch is first verified (Kafka's KIP-890 part 1 verification, here an
+in-process call, ``txn_verifier``, outside the partition lock): the transaction
+coordinator registers the partition for the producer's epoch if its transaction holds
+it, and the locked append refuses a transactional batch without that (INVALID_TXN_STATE).
+
+Read and ListOffsets honour the isolation level: read_committed stops at the last stable
+offset and lists the aborted transactions of what it returns.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kclient import errors
@@ -21,6 +29,7 @@ from kclient.broker.config import BrokerConfig
 from kclient.broker.controller import Controller, Partition, Topic
 from kclient.broker.log_validator import RecordValidationError, ValidBatch, validate_records
 from kclient.broker.producer_state import BatchMetadata, next_sequence
+from kclient.broker.txn_index import AbortedTxn
 from kclient.record import assign_offsets, set_log_append_time, set_partition_leader_epoch
 
 log = logging.getLogger(__name__)
@@ -56,6 +65,13 @@ class FetchResult:
     size: int = 0
     leader_id: int = -1
     leader_epoch: int = -1
+    last_stable_offset: int = -1
+    aborted_transactions: list[AbortedTxn] | None = None
+
+
+#: (partition, producer id, epoch) -> registers the partition in the producer's
+#: transaction if the coordinator has it there (no answer: the append then refuses)
+TxnVerifier = Callable[[Partition, int, int], None]
 
 
 def _error(exc: errors.BrokerResponseError) -> tuple[int, str | None]:
@@ -69,6 +85,7 @@ class ReplicaManager:
         self.node_id = node_id
         self.controller = controller
         self.config = config
+        self.txn_verifier: TxnVerifier | None = None
 
     # ---- lookups -----------------------------------------------------------------------
 
@@ -128,6 +145,8 @@ class ReplicaManager:
                 max_batch_bytes=topic.max_message_bytes(self.config.message_max_bytes),
                 produce_version=produce_version,
             )
+            if any(b.transactional for b in batches):
+                self._verify_transaction(partition, batches)
             with partition.lock:
                 self._led_partition(topic, index)
                 result = self._append_locked(partition, buf, batches, now_ms, topic)
@@ -151,6 +170,28 @@ class ReplicaManager:
         if result.error_code == 0:
             self.controller.notify_append(partition)
         return result
+
+    def _verify_transaction(self, partition: Partition, batches: list[ValidBatch]) -> None:
+        """Ask the transaction coordinator to confirm the partition is in the producer's
+        transaction, unless it already did or a transaction of that epoch is open."""
+        for b in batches:
+            if not b.transactional:
+                continue
+            if b.producer_id < 0 or b.producer_epoch < 0:
+                raise errors.InvalidRecordError(
+                    "a transactional record batch needs a producer id and epoch"
+                )
+            with partition.lock:
+                state = partition.producer_state
+                entry = state.entries.get(b.producer_id)
+                if state.verified.get(b.producer_id) == b.producer_epoch or (
+                    entry is not None
+                    and entry.epoch == b.producer_epoch
+                    and entry.current_txn_first_offset >= 0
+                ):
+                    continue
+            if self.txn_verifier is not None:
+                self.txn_verifier(partition, b.producer_id, b.producer_epoch)
 
     def _append_locked(
         self,
@@ -192,6 +233,7 @@ class ReplicaManager:
             for b in batches:
                 if b.producer_id >= 0:
                     info.check(b.producer_id, b.producer_epoch, b.base_sequence)
+                    info.check_transaction(b.producer_id, b.producer_epoch, b.transactional)
                 batch_view = view[b.position : b.position + b.size]
                 assign_offsets(batch_view, offset)
                 set_partition_leader_epoch(batch_view, partition.leader_epoch)
@@ -213,6 +255,7 @@ class ReplicaManager:
                             last,
                             max_ts,
                         ),
+                        transactional=b.transactional,
                     )
                 offset = last + 1
         finally:
@@ -236,19 +279,29 @@ class ReplicaManager:
         *,
         min_one_batch: bool,
         current_leader_epoch: int = -1,
+        read_committed: bool = False,
     ) -> FetchResult:
-        """Read one partition for a Fetch: stored batches by reference, HW, log start."""
+        """Read one partition for a Fetch: stored batches by reference, HW, LSO, log
+        start; read_committed: only below the LSO, with the aborted transactions."""
         try:
             partition = self._led_partition(topic, index)
             with partition.lock:
                 self._check_epoch(partition, current_leader_epoch)
                 log_ = partition.log
-                records = log_.read(fetch_offset, max_bytes, min_one_batch)
+                lso = log_.last_stable_offset
+                records = log_.read(
+                    fetch_offset, max_bytes, min_one_batch, lso if read_committed else -1
+                )
+                aborted = None
+                if read_committed:
+                    aborted = log_.aborted_transactions(fetch_offset, lso) if records else []
                 return FetchResult(
                     high_watermark=log_.high_watermark,
                     log_start_offset=log_.log_start_offset,
                     records=records,
                     size=sum(len(r) for r in records),
+                    last_stable_offset=lso,
+                    aborted_transactions=aborted,
                 )
         except errors.BrokerResponseError as exc:
             leader_id, leader_epoch = self.leader_of(topic, index)
@@ -260,7 +313,9 @@ class ReplicaManager:
             log.error("cannot read the log of %s-%d: %s", topic.name if topic else "?", index, exc)
             return FetchResult(errors.KafkaStorageError.code)
 
-    def fetchable_bytes(self, topic: Topic | None, index: int, fetch_offset: int) -> int:
+    def fetchable_bytes(
+        self, topic: Topic | None, index: int, fetch_offset: int, read_committed: bool = False
+    ) -> int:
         """Bytes a fetch could return now; -1 when the fetch would fail (so: answer now)."""
         if topic is None or topic.deleted or not 0 <= index < len(topic.partitions):
             return -1
@@ -271,14 +326,20 @@ class ReplicaManager:
             log_ = partition.log
             if not log_.log_start_offset <= fetch_offset <= log_.log_end_offset:
                 return -1
-            return log_.bytes_after(fetch_offset)
+            return log_.bytes_after(fetch_offset, log_.last_stable_offset if read_committed else -1)
 
     # ---- list offsets ------------------------------------------------------------------
 
     def list_offset(
-        self, topic: Topic | None, index: int, timestamp: int, current_leader_epoch: int = -1
+        self,
+        topic: Topic | None,
+        index: int,
+        timestamp: int,
+        current_leader_epoch: int = -1,
+        read_committed: bool = False,
     ) -> tuple[int, int, int, int]:
-        """(error code, timestamp, offset, leader epoch) for a ListOffsets partition."""
+        """(error code, timestamp, offset, leader epoch) for a ListOffsets partition;
+        read_committed: nothing at or past the last stable offset."""
         try:
             partition = self._led_partition(topic, index)
             with partition.lock:
@@ -287,8 +348,9 @@ class ReplicaManager:
                 epoch = partition.leader_epoch
                 if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                     return 0, -1, log_.log_start_offset, epoch
+                end = log_.last_stable_offset if read_committed else log_.high_watermark
                 if timestamp == LATEST_TIMESTAMP:
-                    return 0, -1, log_.high_watermark, epoch
+                    return 0, -1, end, epoch
                 if timestamp == LATEST_TIERED_TIMESTAMP:
                     return 0, -1, -1, -1
                 assert topic is not None
@@ -299,7 +361,7 @@ class ReplicaManager:
                     found = log_.offset_for_timestamp(timestamp, max_batch_bytes)
                 else:
                     raise errors.InvalidRequestError(f"unknown ListOffsets timestamp {timestamp}")
-                if found is None:
+                if found is None or found[0] >= end:
                     return 0, -1, -1, -1
                 return 0, found[1], found[0], epoch
         except errors.BrokerResponseError as exc:

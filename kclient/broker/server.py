@@ -1,8 +1,8 @@
 """KafkaServer: one broker of the embedded cluster (Kafka's ``KafkaServer``/``BrokerServer``).
 
 Wires a RequestChannel, a SocketServer (Acceptor + Processors), a RequestHandlerPool,
-a GroupCoordinator and Apis together for one node id, over the cluster's shared
-Controller, purgatory and ConsumerOffsets. The
+a GroupCoordinator, a TransactionCoordinator and Apis together for one node id, over the
+cluster's shared Controller, purgatory, ConsumerOffsets and transaction state. The
 listener is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (``BrokerConfig.security_protocol``);
 Metadata advertises its host and port either way, so clients connect back with the same
 protocol.
@@ -35,6 +35,9 @@ from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.request_channel import RequestChannel
 from kclient.broker.sasl_server import SaslServer
 from kclient.broker.socket_server import SocketServer
+from kclient.broker.txn_coordinator import TransactionCoordinator
+from kclient.broker.txn_offsets import PendingTxnOffsets
+from kclient.broker.txn_state import TransactionStateManager
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ class KafkaServer:
         ssl_context: ssl.SSLContext | None = None,
         sasl_server: SaslServer | None = None,
         consumer_offsets: ConsumerOffsets | None = None,
+        txn_state: TransactionStateManager | None = None,
+        pending_txn_offsets: PendingTxnOffsets | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -75,6 +80,17 @@ class KafkaServer:
             consumer_offsets if consumer_offsets is not None else ConsumerOffsets()
         )
         self.group_coordinator: GroupCoordinator | None = None
+        self.txn_state = (
+            txn_state
+            if txn_state is not None
+            else TransactionStateManager(max_timeout_ms=config.transaction_max_timeout_ms)
+        )
+        self.pending_txn_offsets = (
+            pending_txn_offsets
+            if pending_txn_offsets is not None
+            else PendingTxnOffsets(self.consumer_offsets)
+        )
+        self.txn_coordinator: TransactionCoordinator | None = None
 
     @property
     def is_running(self) -> bool:
@@ -119,7 +135,14 @@ class KafkaServer:
             is_coordinator=lambda group_id: coordinator_node(controller, group_id) == node_id,
         )
         apis = Apis(
-            node_id, controller, channel, self.purgatory, cfg, group_coordinator=coordinator
+            node_id,
+            controller,
+            channel,
+            self.purgatory,
+            cfg,
+            group_coordinator=coordinator,
+            txn_state=self.txn_state,
+            pending_txn_offsets=self.pending_txn_offsets,
         )
         handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
         handlers.start()
@@ -130,6 +153,12 @@ class KafkaServer:
         self._handlers = handlers
         self.controller.broker_started(
             BrokerEndpoint(self.node_id, self.advertised_host, self.port)
+        )
+        self.txn_coordinator = apis.txn_coordinator
+        apis.txn_coordinator.startup(
+            self.purgatory,
+            cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+            time.monotonic_ns,
         )
         log.info(
             "broker %d listening on %s://%s", self.node_id, cfg.security_protocol, self.address
@@ -143,6 +172,9 @@ class KafkaServer:
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
             self.group_coordinator = None
+        if self.txn_coordinator is not None:
+            self.txn_coordinator.shutdown()
+            self.txn_coordinator = None
         socket_server.shutdown(timeout_s)
         handlers.shutdown(timeout_s)
         self._socket_server = None

@@ -1,0 +1,253 @@
+"""TxnApis: the transaction requests of ``KafkaApis``.
+
+InitProducerId with a transactional id (v0-v5), AddPartitionsToTxn (v0-v3 from
+producers; v4-v5 batched, with ``verify_only``, as brokers send it), AddOffsetsToTxn
+(v0-v4), EndTxn (v0-v4) and TxnOffsetCommit (v0-v4). Each handler turns the request
+body into a call of the broker's ``TransactionCoordinator`` (or, for TxnOffsetCommit,
+of its ``GroupCoordinator`` and ``PendingTxnOffsets``) and its result into the response
+of the request's version; no transaction logic lives here.
+
+Transaction version 2 (KIP-890 part 2: an epoch bump per transaction, EndTxn v5 and
+TxnOffsetCommit v5, partitions added implicitly by Produce) is not implemented, so
+EndTxn and TxnOffsetCommit are advertised up to v4 and a v5 request is answered
+UNSUPPORTED_VERSION. Called on request handler threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kclient import errors
+from kclient.broker.consumer_offsets import OffsetAndMetadata, TopicPartition
+from kclient.broker.controller import Controller
+from kclient.broker.group_coordinator import GroupCoordinator
+from kclient.broker.request_channel import Request
+from kclient.broker.txn_coordinator import TransactionCoordinator
+from kclient.broker.txn_offsets import PendingTxnOffsets
+from kclient.protocol import ApiKey
+
+#: Highest versions served where they are below the declared ones (no transaction v2).
+MAX_VERSIONS = {int(ApiKey.END_TXN): 4, int(ApiKey.TXN_OFFSET_COMMIT): 4}
+
+_UNKNOWN_TOPIC = errors.UnknownTopicOrPartitionError.code
+_NOT_ATTEMPTED = errors.OperationNotAttemptedError.code
+_UNSUPPORTED = errors.UnsupportedVersionError.code
+
+
+class TxnApis:
+    """Handlers of the transaction APIs of one broker."""
+
+    def __init__(
+        self,
+        coordinator: TransactionCoordinator,
+        group_coordinator: GroupCoordinator,
+        pending_offsets: PendingTxnOffsets,
+        controller: Controller,
+        send: Callable[[Request, dict[str, Any]], None],
+    ) -> None:
+        self.coordinator = coordinator
+        self.group_coordinator = group_coordinator
+        self.pending_offsets = pending_offsets
+        self.controller = controller
+        self._send = send
+
+    def handlers(self) -> dict[int, Callable[[Request], None]]:
+        return {
+            ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn,
+            ApiKey.END_TXN: self.handle_end_txn,
+            ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit,
+        }
+
+    def _reply(self, request: Request, body: dict[str, Any], failed: int = 0) -> None:
+        request.error_count += failed
+        self._send(request, body)
+
+    @staticmethod
+    def _body(request: Request) -> dict[str, Any]:
+        assert request.body is not None
+        return request.body
+
+    def _exists(self, topic: str, index: int) -> bool:
+        t = self.controller.topic(topic)
+        return t is not None and 0 <= index < len(t.partitions)
+
+    # ---- InitProducerId ----------------------------------------------------------------
+
+    def handle_init_producer_id(self, request: Request) -> None:
+        """InitProducerId with a transactional id (``Apis`` answers the others)."""
+        body = self._body(request)
+        producer_id = body.get("producer_id", -1)
+        epoch = body.get("producer_epoch", -1)
+        if (producer_id == -1) != (epoch == -1):
+            result_error, pid, new_epoch = errors.InvalidRequestError.code, -1, -1
+        else:
+            result = self.coordinator.handle_init_producer_id(
+                body["transactional_id"],
+                body["transaction_timeout_ms"],
+                None if producer_id == -1 else (producer_id, epoch),
+            )
+            result_error, pid, new_epoch = result.error, result.producer_id, result.producer_epoch
+        self._reply(
+            request,
+            {"error_code": result_error, "producer_id": pid, "producer_epoch": new_epoch},
+            1 if result_error else 0,
+        )
+
+    # ---- AddPartitionsToTxn ------------------------------------------------------------
+
+    def handle_add_partitions_to_txn(self, request: Request) -> None:
+        body = self._body(request)
+        if request.header.api_version <= 3:
+            codes = self._add_partitions(
+                body["v3_and_below_transactional_id"],
+                body["v3_and_below_producer_id"],
+                body["v3_and_below_producer_epoch"],
+                body["v3_and_below_topics"],
+                verify_only=False,
+            )
+            self._reply(
+                request,
+                {"results_by_topic_v3_and_below": _topic_results(codes)},
+                sum(1 for c in codes.values() if c),
+            )
+            return
+        results = []
+        failed = 0
+        for txn in body["transactions"]:
+            codes = self._add_partitions(
+                txn["transactional_id"],
+                txn["producer_id"],
+                txn["producer_epoch"],
+                txn["topics"],
+                verify_only=txn.get("verify_only", False),
+            )
+            failed += sum(1 for c in codes.values() if c)
+            results.append(
+                {
+                    "transactional_id": txn["transactional_id"],
+                    "topic_results": _topic_results(codes),
+                }
+            )
+        self._reply(request, {"error_code": 0, "results_by_transaction": results}, failed)
+
+    def _add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        topics: list[dict[str, Any]],
+        *,
+        verify_only: bool,
+    ) -> dict[TopicPartition, int]:
+        wanted = [(t["name"], p) for t in topics for p in t["partitions"]]
+        if verify_only:
+            return self.coordinator.handle_verify_partitions(
+                transactional_id, producer_id, epoch, wanted
+            )
+        unknown = {tp for tp in wanted if not self._exists(*tp)}
+        if unknown:  # Kafka's answer: the unknown ones, and nothing attempted for the rest
+            return {tp: _UNKNOWN_TOPIC if tp in unknown else _NOT_ATTEMPTED for tp in wanted}
+        error = self.coordinator.handle_add_partitions(transactional_id, producer_id, epoch, wanted)
+        return dict.fromkeys(wanted, error)
+
+    # ---- AddOffsetsToTxn / EndTxn ------------------------------------------------------
+
+    def handle_add_offsets_to_txn(self, request: Request) -> None:
+        body = self._body(request)
+        error = self.coordinator.handle_add_offsets(
+            body["transactional_id"], body["producer_id"], body["producer_epoch"], body["group_id"]
+        )
+        self._reply(request, {"error_code": error}, 1 if error else 0)
+
+    def handle_end_txn(self, request: Request) -> None:
+        body = self._body(request)
+        if request.header.api_version > MAX_VERSIONS[ApiKey.END_TXN]:
+            error = _UNSUPPORTED  # transaction version 2 only
+        else:
+            error = self.coordinator.handle_end_txn(
+                body["transactional_id"],
+                body["producer_id"],
+                body["producer_epoch"],
+                body["committed"],
+            )
+        self._reply(request, {"error_code": error}, 1 if error else 0)
+
+    # ---- TxnOffsetCommit ---------------------------------------------------------------
+
+    def handle_txn_offset_commit(self, request: Request) -> None:
+        body = self._body(request)
+        version = request.header.api_version
+        group_id = body["group_id"]
+        max_metadata = self.group_coordinator.config.offset_metadata_max_bytes
+        now_ms = self.group_coordinator.time_ms()
+        codes: dict[TopicPartition, int] = {}
+        valid: dict[TopicPartition, OffsetAndMetadata] = {}
+        for t in body["topics"]:
+            for p in t["partitions"]:
+                tp = (t["name"], p["partition_index"])
+                metadata = p["committed_metadata"] or ""
+                codes[tp] = 0 if self._exists(*tp) else _UNKNOWN_TOPIC
+                if not codes[tp] and len(metadata) > max_metadata:
+                    codes[tp] = errors.OffsetMetadataTooLargeError.code
+                if not codes[tp]:
+                    valid[tp] = OffsetAndMetadata(
+                        p["committed_offset"], p.get("committed_leader_epoch", -1), metadata, now_ms
+                    )
+        if valid:
+            error = self._txn_offset_commit(body, version, group_id, valid)
+            codes.update(dict.fromkeys(valid, error))
+        topics = [
+            {
+                "name": t["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": codes[t["name"], p["partition_index"]],
+                    }
+                    for p in t["partitions"]
+                ],
+            }
+            for t in body["topics"]
+        ]
+        self._reply(request, {"topics": topics}, sum(1 for c in codes.values() if c))
+
+    def _txn_offset_commit(
+        self,
+        body: dict[str, Any],
+        version: int,
+        group_id: str,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+    ) -> int:
+        if version > MAX_VERSIONS[ApiKey.TXN_OFFSET_COMMIT]:
+            return _UNSUPPORTED
+        producer_id, epoch = body["producer_id"], body["producer_epoch"]
+        error = self.group_coordinator.offset_manager.validate_txn_commit(
+            group_id,
+            body.get("generation_id", -1),
+            body.get("member_id", ""),
+            body.get("group_instance_id"),
+        )
+        if error:
+            return error
+        with self.coordinator.state.lock:  # no marker between the check and the add
+            error = self.coordinator.check_offsets_in_transaction(
+                body["transactional_id"], producer_id, epoch, group_id
+            )
+            if error:
+                return error
+            try:
+                self.pending_offsets.add(producer_id, group_id, offsets)
+            except errors.KafkaStorageError:
+                return errors.CoordinatorNotAvailableError.code
+        return 0
+
+
+def _topic_results(codes: dict[TopicPartition, int]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), code in codes.items():
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": index, "partition_error_code": code}
+        )
+    return [{"name": t, "results_by_partition": parts} for t, parts in by_topic.items()]

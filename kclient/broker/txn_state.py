@@ -1,0 +1,143 @@
+"""TransactionStateManager: every transactional id's metadata, in memory or under the log dir.
+
+Kafka's ``TransactionStateManager``: the coordinator of a transactional id is the leader
+of partition ``abs(hash(id)) % 50`` of ``__transaction_state`` (the same hash as groups
+use, ``consumer_offsets.partition_for``), and every transition of a transaction is a
+record of that topic, written before the transition is taken and answered. The brokers
+of an embedded cluster share one manager (as they share each partition's log); each
+broker's ``TransactionCoordinator`` serves the ids it coordinates, and the coordinator
+epoch of a state partition grows each time another broker takes it over (it is written
+into the markers, as in Kafka).
+
+With a log dir, ``<log_dir>/__transaction_state/`` holds the state as ``DurableRecords``
+(``txn_log``): a snapshot of every id plus a log of transitions, replayed on start-up
+(last record of an id wins). Transactions found in PrepareCommit/PrepareAbort then still
+need their markers: the coordinators write them on start-up (``prepared``).
+
+Thread-safety: one lock (``lock``), held by coordinators for a whole request (markers
+included) and by the timeout timer; partition locks are taken inside it, never around it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from kclient import errors
+from kclient.broker.consumer_offsets import coordinator_for, partition_for
+from kclient.broker.txn_log import COMPACT_BYTES, DurableRecords
+from kclient.broker.txn_metadata import TransactionMetadata, TransactionState
+
+log = logging.getLogger(__name__)
+
+DIRECTORY = "__transaction_state"
+_MAGIC = b"KCTS"
+_S = TransactionState
+
+
+def txn_partition_for(transactional_id: str) -> int:
+    """The ``__transaction_state`` partition of a transactional id (Kafka's ``partitionFor``)."""
+    return partition_for(transactional_id)
+
+
+def txn_coordinator_for(
+    transactional_id: str, broker_ids: Sequence[int], live: Iterable[int]
+) -> int:
+    """The live broker coordinating ``transactional_id``; -1 when none is live."""
+    return coordinator_for(transactional_id, broker_ids, live)
+
+
+class TransactionStateManager:
+    """Transaction metadata of a cluster, shared by its brokers' coordinators."""
+
+    def __init__(self, log_dir: Path | str | None = None, *, max_timeout_ms: int = 900_000) -> None:
+        self.lock = threading.RLock()
+        self.max_timeout_ms = max_timeout_ms
+        self._txns: dict[str, TransactionMetadata] = {}
+        self._owners: dict[int, tuple[int, int]] = {}  # state partition -> (node, epoch)
+        self._records: DurableRecords | None = None
+        if log_dir is not None:
+            self._records = DurableRecords(Path(log_dir) / DIRECTORY, _MAGIC)
+            self._load(self._records)
+
+    def validate_timeout(self, timeout_ms: int) -> bool:
+        """Kafka's ``validateTransactionTimeoutMs``."""
+        return 0 < timeout_ms <= self.max_timeout_ms
+
+    # ---- ownership ---------------------------------------------------------------------
+
+    def coordinator_epoch(self, transactional_id: str, node_id: int) -> int:
+        """Broker ``node_id`` coordinates ``transactional_id``: the epoch of its state
+        partition (one more each time another broker took it)."""
+        partition = txn_partition_for(transactional_id)
+        with self.lock:
+            owner = self._owners.get(partition)
+            if owner is None or owner[0] != node_id:
+                owner = (node_id, owner[1] + 1 if owner is not None else 0)
+                self._owners[partition] = owner
+            return owner[1]
+
+    # ---- reads and writes --------------------------------------------------------------
+
+    def get(self, transactional_id: str) -> TransactionMetadata | None:
+        with self.lock:
+            return self._txns.get(transactional_id)
+
+    def transactions(self) -> list[TransactionMetadata]:
+        with self.lock:
+            return list(self._txns.values())
+
+    def put(self, metadata: TransactionMetadata) -> None:
+        """Write a transition, then take it. Raises KafkaStorageError (nothing changed)."""
+        with self.lock:
+            if self._records is not None:
+                self._records.append(metadata.to_json())
+                if self._records.log_bytes >= COMPACT_BYTES:
+                    self._compact()
+            self._txns[metadata.transactional_id] = metadata
+
+    def prepared(self) -> list[TransactionMetadata]:
+        """Transactions whose markers are still to be written."""
+        with self.lock:
+            return [
+                m for m in self._txns.values() if m.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
+            ]
+
+    # ---- persistence -------------------------------------------------------------------
+
+    def _load(self, records: DurableRecords) -> None:
+        snapshot, changes = records.load()
+        rows = list(snapshot["transactions"]) if isinstance(snapshot, dict) else []
+        for row in rows + changes:
+            try:
+                metadata = TransactionMetadata.from_json(row)
+            except (KeyError, TypeError, ValueError) as exc:
+                log.warning(
+                    "%s: skipping an unreadable transaction record: %s", records.directory, exc
+                )
+                continue
+            self._txns[metadata.transactional_id] = metadata
+        log.info("loaded %d transactional ids from %s", len(self._txns), records.directory)
+        self._compact()
+
+    def _compact(self) -> None:
+        assert self._records is not None
+        try:
+            self._records.compact({"transactions": [m.to_json() for m in self._txns.values()]})
+        except errors.KafkaStorageError as exc:
+            if self._records.log_bytes == 0:
+                raise
+            log.warning("%s", exc)  # the records stay in the log; compacted next time
+
+    def close(self) -> None:
+        """Compact into the snapshot (clean shutdown)."""
+        with self.lock:
+            if self._records is None:
+                return
+            try:
+                self._compact()
+            except errors.KafkaStorageError as exc:
+                log.warning("%s (the records log is replayed at the next start)", exc)
+            self._records.close()

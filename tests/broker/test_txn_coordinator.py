@@ -1,0 +1,232 @@
+"""The transaction coordinator through Apis (no sockets, a fake clock): InitProducerId,
+AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit with Kafka's answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kclient import errors
+from kclient.protocol import ApiKey
+from tests.broker.txn_harness import TxnClient, fetch, values
+
+NONE = 0
+FENCED = errors.ProducerFencedError.code
+CONCURRENT = errors.ConcurrentTransactionsError.code
+INVALID_TXN_STATE = errors.InvalidTxnStateError.code
+
+
+def test_init_producer_id_gives_a_producer_id_and_each_init_bumps_the_epoch(harness: Any) -> None:
+    a = TxnClient(harness, "tx")
+    assert a.init() == NONE
+    assert a.epoch == 0 and a.producer_id >= 0
+    b = TxnClient(harness, "tx")
+    assert b.init() == NONE
+    assert (b.producer_id, b.epoch) == (a.producer_id, 1)
+    other = TxnClient(harness, "other")
+    assert other.init() == NONE
+    assert other.producer_id != a.producer_id
+
+
+def test_transaction_timeout_above_the_maximum_is_refused(make_harness: Any) -> None:
+    h = make_harness(transaction_max_timeout_ms=60_000)
+    client = TxnClient(h, "tx")
+    assert client.init(timeout_ms=60_001) == errors.InvalidTransactionTimeoutError.code
+    assert client.init(timeout_ms=0) == errors.InvalidTransactionTimeoutError.code
+    assert client.init(timeout_ms=60_000) == NONE
+
+
+def test_a_committed_transaction_becomes_visible_to_read_committed_at_once(harness: Any) -> None:
+    harness.controller.create_topic("t", 2)
+    client = TxnClient(harness, "tx")
+    client.init()
+    assert client.add_partitions(("t", 0), ("t", 1)) == {("t", 0): NONE, ("t", 1): NONE}
+    assert client.produce("t", [b"a", b"b"], 0)["error_code"] == NONE
+    assert client.produce("t", [b"c"], 1)["error_code"] == NONE
+    open_ = fetch(harness, "t", read_committed=True)
+    assert values(open_) == [] and open_["last_stable_offset"] == 0
+    assert open_["high_watermark"] == 2
+    assert values(fetch(harness, "t", read_committed=False)) == [b"a", b"b"]
+    assert client.end(commit=True) == NONE
+    done = fetch(harness, "t", read_committed=True)
+    assert values(done) == [b"a", b"b"] and done["aborted_transactions"] == []
+    assert done["last_stable_offset"] == done["high_watermark"] == 3  # the marker at 2
+    assert values(fetch(harness, "t", read_committed=True, partition=1)) == [b"c"]
+
+
+def test_an_aborted_transaction_is_listed_for_read_committed_consumers(harness: Any) -> None:
+    harness.controller.create_topic("t", 1)
+    client = TxnClient(harness, "tx")
+    client.init()
+    client.add_partitions(("t", 0))
+    client.produce("t", [b"x", b"y"])
+    assert client.end(commit=False) == NONE
+    client.add_partitions(("t", 0))
+    client.produce("t", [b"z"])
+    assert client.end(commit=True) == NONE
+    committed = fetch(harness, "t", read_committed=True)
+    assert committed["aborted_transactions"] == [
+        {"producer_id": client.producer_id, "first_offset": 0}
+    ]
+    uncommitted = fetch(harness, "t", read_committed=False)
+    assert uncommitted["aborted_transactions"] is None
+    assert values(uncommitted) == [b"x", b"y", b"z"]
+    # from past the aborted transaction, it is not listed any more
+    assert fetch(harness, "t", 3, read_committed=True)["aborted_transactions"] == []
+
+
+def test_a_transactional_batch_to_a_partition_not_added_is_refused(harness: Any) -> None:
+    harness.controller.create_topic("t", 2)
+    client = TxnClient(harness, "tx")
+    client.init()
+    client.add_partitions(("t", 0))
+    assert client.produce("t", [b"a"], 1)["error_code"] == INVALID_TXN_STATE
+    assert harness.controller.partition("t", 1).log.high_watermark == 0
+
+
+def test_add_partitions_of_an_unknown_topic_attempts_none(harness: Any) -> None:
+    harness.controller.create_topic("t", 1)
+    client = TxnClient(harness, "tx")
+    client.init()
+    assert client.add_partitions(("t", 0), ("nope", 0)) == {
+        ("t", 0): errors.OperationNotAttemptedError.code,
+        ("nope", 0): errors.UnknownTopicOrPartitionError.code,
+    }
+
+
+def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction(harness: Any) -> None:
+    harness.controller.create_topic("t", 1)
+    zombie = TxnClient(harness, "tx")
+    zombie.init()
+    zombie.add_partitions(("t", 0))
+    zombie.produce("t", [b"zombie"])
+    successor = TxnClient(harness, "tx")
+    # first answer: the open transaction is being aborted (with epoch 1); retry
+    assert successor.init() == CONCURRENT
+    assert successor.init() == NONE
+    assert (successor.producer_id, successor.epoch) == (zombie.producer_id, 2)
+    # the zombie is fenced at the coordinator and on the partition
+    assert zombie.add_partitions(("t", 0)) == {("t", 0): FENCED}
+    assert zombie.end(commit=True) == FENCED
+    late = zombie.produce("t", [b"late"])
+    assert late["error_code"] == errors.InvalidProducerEpochError.code
+    got = fetch(harness, "t", read_committed=True)
+    assert values(got) == []
+    assert got["aborted_transactions"] == [{"producer_id": zombie.producer_id, "first_offset": 0}]
+
+
+def test_end_txn_answers_by_state_as_kafka_does(harness: Any) -> None:
+    harness.controller.create_topic("t", 1)
+    client = TxnClient(harness, "tx")
+    client.init()
+    assert client.end(commit=True) == INVALID_TXN_STATE  # nothing begun (Empty)
+    client.add_partitions(("t", 0))
+    client.produce("t", [b"a"])
+    assert client.end(commit=True) == NONE
+    assert client.end(commit=True) == NONE  # a retry of the commit
+    assert client.end(commit=False) == INVALID_TXN_STATE
+    unknown = TxnClient(harness, "never-initialised")
+    unknown.producer_id, unknown.epoch = 5, 0
+    assert unknown.end(commit=True) == errors.InvalidProducerIdMappingError.code
+    assert harness.call(
+        ApiKey.END_TXN,
+        5,  # transaction version 2 only
+        {"transactional_id": "tx", "producer_id": client.producer_id, "producer_epoch": 0,
+         "committed": True},
+    )["error_code"] == errors.UnsupportedVersionError.code  # fmt: skip
+
+
+def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
+    harness: Any,
+) -> None:
+    harness.controller.create_topic("t", 1)
+    client = TxnClient(harness, "tx")
+    client.init(timeout_ms=10_000)
+    client.add_partitions(("t", 0))
+    client.produce("t", [b"slow"])
+    coordinator = harness.apis[0].txn_coordinator
+    assert coordinator.abort_timed_out_transactions(harness.now_ms + 10_000) == 0
+    harness.now_ms += 10_001
+    assert coordinator.abort_timed_out_transactions(harness.now_ms) == 1
+    assert client.end(commit=True) == FENCED
+    got = fetch(harness, "t", read_committed=True)
+    assert values(got) == [] and got["last_stable_offset"] == 2  # the ABORT marker at 1
+    # fenced for good, as in Kafka (the fence forgets the last epoch): a KIP-360 bump is
+    # refused; a new producer (no producer id in InitProducerId) starts at epoch 2
+    assert client.init(kip360=True) == FENCED
+    assert TxnClient(harness, "tx").init() == NONE
+
+
+def test_kip360_epoch_bump_refuses_a_stale_producer(harness: Any) -> None:
+    first = TxnClient(harness, "tx")
+    first.init()
+    second = TxnClient(harness, "tx")
+    second.init()
+    second.init()  # epoch 2 now; epoch 0 is neither the current nor the last one
+    assert first.init(kip360=True) == FENCED
+    assert second.init(kip360=True) == NONE and second.epoch == 3
+
+
+def test_a_request_to_a_broker_not_coordinating_the_id_is_refused(make_harness: Any) -> None:
+    h = make_harness(brokers=3)
+    found = h.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["tx"]})
+    node = found["coordinators"][0]["node_id"]
+    wrong = TxnClient(h, "tx", node=(node + 1) % 3)
+    assert wrong.init() == errors.NotCoordinatorError.code
+    assert TxnClient(h, "tx", node=node).init() == NONE
+
+
+def test_verify_only_add_partitions_tells_which_partitions_are_in_the_transaction(
+    harness: Any,
+) -> None:
+    harness.controller.create_topic("t", 2)
+    client = TxnClient(harness, "tx")
+    client.init()
+    client.add_partitions(("t", 0))
+    r = harness.call(
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        4,
+        {
+            "transactions": [
+                {
+                    "transactional_id": "tx",
+                    "producer_id": client.producer_id,
+                    "producer_epoch": client.epoch,
+                    "verify_only": True,
+                    "topics": [{"name": "t", "partitions": [0, 1]}],
+                }
+            ]
+        },
+    )
+    parts = r["results_by_transaction"][0]["topic_results"][0]["results_by_partition"]
+    assert {p["partition_index"]: p["partition_error_code"] for p in parts} == {
+        0: NONE,
+        1: errors.TransactionAbortableError.code,
+    }
+
+
+def _offset_fetch(h: Any, group: str) -> dict[tuple[str, int], int]:
+    r = h.call(ApiKey.OFFSET_FETCH, 5, {"group_id": group, "topics": None})
+    return {
+        (t["name"], p["partition_index"]): p["committed_offset"]
+        for t in r["topics"]
+        for p in t["partitions"]
+    }
+
+
+def test_transactional_offsets_are_visible_only_once_the_transaction_commits(
+    harness: Any,
+) -> None:
+    harness.controller.create_topic("in", 1)
+    client = TxnClient(harness, "tx")
+    client.init()
+    assert client.txn_offset_commit("g", {("in", 0): 5}) == {("in", 0): INVALID_TXN_STATE}
+    assert client.add_offsets("g") == NONE
+    assert client.txn_offset_commit("g", {("in", 0): 5}) == {("in", 0): NONE}
+    assert _offset_fetch(harness, "g") == {}
+    assert client.end(commit=True) == NONE
+    assert _offset_fetch(harness, "g") == {("in", 0): 5}
+    # an aborted transaction's offsets are dropped
+    client.add_offsets("g")
+    client.txn_offset_commit("g", {("in", 0): 9})
+    assert client.end(commit=False) == NONE
+    assert _offset_fetch(harness, "g") == {("in", 0): 5}
