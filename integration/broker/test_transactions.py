@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiokafka
@@ -19,6 +23,7 @@ import confluent_kafka
 import pytest
 
 from integration.broker.clients import cli_broker
+from integration.peers import stop_process
 from integration.producer.verify import consume_all
 from kclient import KafkaProducer, errors
 from kclient.broker import EmbeddedCluster
@@ -235,3 +240,59 @@ def test_a_broker_killed_during_commits_keeps_each_transaction_whole(tmp_path: P
     assert all(count == TXN_RECORDS for count in per_txn.values()), per_txn
     assert set(done) <= set(per_txn)  # every commit that returned is there
     assert len(seen) == sum(per_txn.values())  # and nothing twice
+
+
+# ---- read-process-write ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _worker(bootstrap: str, stderr_path: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """A read-process-write worker process; stopped by its handle, its pipes closed."""
+    with stderr_path.open("ab") as stderr:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "integration.broker.rpw_worker",
+                bootstrap,
+                "rpw",
+                "rpw-1",
+                *args,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+    try:
+        yield proc
+    finally:
+        stop_process(proc)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_read_process_write_killed_midway_outputs_each_input_exactly_once(tmp_path: Path) -> None:
+    inputs = [b"in-%d" % i for i in range(600)]
+    stderr = tmp_path / "worker.err"
+    with EmbeddedCluster(1) as cluster:
+        bootstrap = cluster.bootstrap_servers
+        cluster.create_topic("rpw-in", 3)
+        cluster.create_topic("rpw-out", 3)
+        with KafkaProducer({"bootstrap.servers": bootstrap}) as plain:
+            for i, value in enumerate(inputs):
+                plain.send("rpw-in", value, partition=i % 3)
+        with _worker(bootstrap, stderr, "100") as first:
+            assert first.stdout is not None
+            line = b"-"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and line.strip() not in (b"open", b""):
+                line = first.stdout.readline()  # it commits a few transactions first
+            assert line.strip() == b"open", stderr.read_text()
+            # killed in a transaction with records and offsets sent, not committed
+            first.send_signal(signal.SIGKILL)
+            first.wait(5)
+        with _worker(bootstrap, stderr) as second:
+            assert second.wait(90) == 0, stderr.read_text()
+        out = consume_all(bootstrap, "rpw-out", 3, len(inputs), 30, settings=COMMITTED)
+        assert sorted(c.value or b"" for c in out) == sorted(b"out:" + v for v in inputs)
+        assert cluster.committed_offsets("rpw") == {("rpw-in", p): 200 for p in range(3)}

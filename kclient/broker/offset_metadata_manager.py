@@ -87,7 +87,8 @@ class OffsetMetadataManager:
     ) -> int:
         """For a TxnOffsetCommit (KIP-447; its offsets are kept by ``txn_offsets``): this
         broker coordinates the group and the committer is as ``commit`` requires; an
-        error code."""
+        error code. Without generation, member and instance id (a producer given only
+        the group id, as before KIP-447) Kafka checks no membership."""
         c = self.coordinator
         with c.lock:
             error = c.validate_group(group_id, allow_empty=True)
@@ -96,6 +97,8 @@ class OffsetMetadataManager:
             group = c.group(group_id, c.time_ms(), create=generation_id < 0)
             if group is None:
                 return errors.IllegalGenerationError.code
+            if generation_id < 0 and not member_id and group_instance_id is None:
+                return errors.CoordinatorNotAvailableError.code if group.is_in(_S.DEAD) else _NONE
             return self._validate_commit(group, generation_id, member_id, group_instance_id)
 
     def _validate_commit(

@@ -1,0 +1,62 @@
+"""A read-process-write worker for the transaction tests (run as a process, killed by them).
+
+``python -m integration.broker.rpw_worker BOOTSTRAP GROUP TRANSACTIONAL_ID [HANG_AT]``: consumes
+``rpw-in`` with a confluent-kafka group consumer (read_committed), writes each value to
+``rpw-out`` as ``out:<value>`` with kclient's transactional producer and commits the
+consumed offsets in the same transaction. Prints ``committed <n>`` after each commit and
+exits after 3 s without input (30 s before its first input: joining the group may wait
+for a killed member's session to expire). With HANG_AT, once it committed that many
+records it writes one more transaction (records and offsets sent), prints ``open``
+and waits there, to be killed in the middle of it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import confluent_kafka
+
+from kclient import KafkaProducer, OffsetAndMetadata, TopicPartition
+
+
+def main(bootstrap: str, group: str, transactional_id: str, hang_at: int = -1) -> None:
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        }
+    )
+    consumer.subscribe(["rpw-in"])
+    producer = KafkaProducer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(timeout=30)
+    committed = 0
+    idle_since = time.monotonic()
+    while time.monotonic() - idle_since < (3 if committed else 30):
+        messages = [m for m in consumer.consume(20, 0.2) if m.error() is None]
+        if not messages:
+            continue
+        idle_since = time.monotonic()
+        producer.begin_transaction()
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for m in messages:
+            producer.send("rpw-out", b"out:" + (m.value() or b""), partition=m.partition())
+            offsets[TopicPartition("rpw-in", m.partition())] = OffsetAndMetadata(m.offset() + 1)
+        producer.send_offsets_to_transaction(offsets, group)
+        if 0 <= hang_at <= committed:
+            producer.flush()
+            print("open", flush=True)
+            time.sleep(60)
+        producer.commit_transaction(timeout=30)
+        committed += len(messages)
+        print(f"committed {committed}", flush=True)
+    producer.close(timeout=5)
+    consumer.close()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4], *(int(a) for a in sys.argv[4:5]))
