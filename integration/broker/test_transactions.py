@@ -296,3 +296,49 @@ def test_read_process_write_killed_midway_outputs_each_input_exactly_once(tmp_pa
         out = consume_all(bootstrap, "rpw-out", 3, len(inputs), 30, settings=COMMITTED)
         assert sorted(c.value or b"" for c in out) == sorted(b"out:" + v for v in inputs)
         assert cluster.committed_offsets("rpw") == {("rpw-in", p): 200 for p in range(3)}
+
+
+def test_a_transaction_left_open_is_aborted_after_its_timeout(cluster: EmbeddedCluster) -> None:
+    topic = _topic(cluster)
+    settings = {"bootstrap.servers": cluster.bootstrap_servers}
+    with (
+        KafkaProducer(
+            {**settings, "transactional.id": f"slow-{topic}", "transaction.timeout.ms": 1000}
+        ) as slow,
+        KafkaProducer({**settings, "transactional.id": f"fast-{topic}"}) as fast,
+    ):
+        slow.init_transactions(timeout=30)
+        slow.begin_transaction()
+        slow.send(topic, b"forgotten", partition=0)
+        slow.flush()
+        fast.init_transactions(timeout=30)
+        fast.begin_transaction()
+        fast.send(topic, b"after", partition=0)
+        fast.commit_transaction(timeout=30)
+        # read_committed waits behind the open transaction until the coordinator aborts it
+        assert _values(cluster.bootstrap_servers, topic, 3, 1, COMMITTED) == [b"after"]
+        with pytest.raises(errors.ProducerFencedError):
+            slow.commit_transaction(timeout=30)
+
+
+def test_transactions_go_on_when_their_coordinator_stops() -> None:
+    with EmbeddedCluster(3) as cluster:
+        cluster.create_topic("moving", 3)
+        with KafkaProducer(
+            {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": "mover"}
+        ) as producer:
+            producer.init_transactions(timeout=30)
+            producer.begin_transaction()
+            producer.send("moving", b"before", partition=0)
+            producer.flush()
+            coordinator = cluster.transaction_coordinator("mover")
+            cluster.stop_broker(coordinator)
+            assert cluster.transaction_coordinator("mover") != coordinator
+            producer.send("moving", b"during", partition=1)
+            producer.commit_transaction(timeout=30)
+            cluster.start_broker(coordinator)
+            producer.begin_transaction()
+            producer.send("moving", b"after", partition=2)
+            producer.commit_transaction(timeout=30)
+        got = _values(cluster.bootstrap_servers, "moving", 3, 3, COMMITTED)
+        assert got == [b"after", b"before", b"during"]

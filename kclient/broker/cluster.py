@@ -354,6 +354,23 @@ class EmbeddedCluster:
         consume); {} for a group without commits."""
         return {tp: o.offset for tp, o in self.consumer_offsets.offsets(group_id).items()}
 
+    # ---- transactions ------------------------------------------------------------------
+
+    def transaction_coordinator(self, transactional_id: str) -> int:
+        """Node id of the broker coordinating ``transactional_id`` (-1: none is live)."""
+        return coordinator_node(self.controller, transactional_id)
+
+    def transactions(self) -> dict[str, str]:
+        """Transactional id -> state (Empty, Ongoing, PrepareCommit, PrepareAbort,
+        CompleteCommit, CompleteAbort) of every transactional id the cluster knows."""
+        return {m.transactional_id: m.state.value for m in self.txn_state.transactions()}
+
+    def last_stable_offset(self, topic: str, partition: int = 0) -> int:
+        """Offsets below it are in no open transaction (what read_committed reads to)."""
+        p = self._partition(topic, partition)
+        with p.lock:
+            return p.log.last_stable_offset
+
     # ---- metrics -----------------------------------------------------------------------
 
     def metrics(self) -> list[BrokerMetricsSnapshot]:
