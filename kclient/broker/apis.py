@@ -136,6 +136,7 @@ class Apis:
             txn_state = TransactionStateManager(max_timeout_ms=config.transaction_max_timeout_ms)
         if pending_txn_offsets is None:
             pending_txn_offsets = PendingTxnOffsets(group_coordinator.offsets)
+        group_apis.unstable_offsets = pending_txn_offsets.has_pending
         self.txn_coordinator = TransactionCoordinator(
             node_id,
             txn_state,

@@ -30,6 +30,7 @@ from kclient.protocol import ApiKey
 from kclient.protocol.messages import find_coordinator
 
 _UNKNOWN_TOPIC = errors.UnknownTopicOrPartitionError.code
+_UNSTABLE = errors.UnstableOffsetCommitError.code
 #: DescribeGroups v3+ ``authorized_operations`` with no authorizer: READ, DELETE, DESCRIBE.
 _GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
@@ -64,6 +65,10 @@ class GroupApis:
         self.controller = controller
         self._send = send
         self._monotonic_ns = monotonic_ns
+        #: (group, partitions) -> those an open transaction has offsets of (``txn_offsets``)
+        self.unstable_offsets: Callable[[str, list[TopicPartition]], set[TopicPartition]] = (
+            lambda group_id, partitions: set()
+        )
 
     def handlers(self) -> dict[int, Callable[[Request], None]]:
         return {
@@ -300,16 +305,24 @@ class GroupApis:
         if version >= 8:
             groups = []
             for g in body["groups"]:
-                error, topics = self._fetch_group(g["group_id"], g["topics"], error_in_rows=False)
+                error, topics = self._fetch_group(
+                    g["group_id"], g["topics"], False, body.get("require_stable", False)
+                )
                 groups.append({"group_id": g["group_id"], "topics": topics, "error_code": error})
             self._reply(request, {"groups": groups}, sum(1 for g in groups if g["error_code"]))
             return
         # before v2 a group-level error can only be told per partition
-        error, topics = self._fetch_group(body["group_id"], body["topics"], version < 2)
+        error, topics = self._fetch_group(
+            body["group_id"], body["topics"], version < 2, body.get("require_stable", False)
+        )
         self._reply(request, {"error_code": error, "topics": topics}, 1 if error else 0)
 
     def _fetch_group(
-        self, group_id: str, wanted: list[dict[str, Any]] | None, error_in_rows: bool
+        self,
+        group_id: str,
+        wanted: list[dict[str, Any]] | None,
+        error_in_rows: bool,
+        require_stable: bool = False,
     ) -> tuple[int, list[dict[str, Any]]]:
         partitions = (
             None
@@ -319,19 +332,23 @@ class GroupApis:
         error, offsets = self.coordinator.offset_manager.fetch(group_id, partitions)
         if error and not (error_in_rows and partitions):
             return error, []
+        # KIP-447: a partition an open transaction has offsets of is not stable yet
+        unstable = self.unstable_offsets(group_id, list(offsets)) if require_stable else set()
         rows: dict[str, list[dict[str, Any]]] = {}
         for (topic, index), committed in (
             sorted(offsets.items())
             if partitions is None
             else [(tp, offsets.get(tp)) for tp in partitions]
         ):
+            if (topic, index) in unstable:
+                committed = None
             rows.setdefault(topic, []).append(
                 {
                     "partition_index": index,
                     "committed_offset": committed.offset if committed else -1,
                     "committed_leader_epoch": committed.leader_epoch if committed else -1,
                     "metadata": committed.metadata if committed else "",
-                    "error_code": error,
+                    "error_code": _UNSTABLE if (topic, index) in unstable else error,
                 }
             )
         return error, [{"name": topic, "partitions": parts} for topic, parts in rows.items()]

@@ -230,3 +230,34 @@ def test_transactional_offsets_are_visible_only_once_the_transaction_commits(
     client.txn_offset_commit("g", {("in", 0): 9})
     assert client.end(commit=False) == NONE
     assert _offset_fetch(harness, "g") == {("in", 0): 5}
+
+
+def test_offset_fetch_requiring_stable_offsets_waits_for_the_open_transaction(
+    harness: Any,
+) -> None:
+    harness.controller.create_topic("in", 2)
+    client = TxnClient(harness, "tx")
+    client.init()
+    client.add_offsets("g")
+    client.txn_offset_commit("g", {("in", 0): 7})
+
+    def fetch_offsets(require_stable: bool) -> dict[int, tuple[int, int]]:
+        r = harness.call(
+            ApiKey.OFFSET_FETCH,
+            7,
+            {
+                "group_id": "g",
+                "topics": [{"name": "in", "partition_indexes": [0, 1]}],
+                "require_stable": require_stable,
+            },
+        )
+        return {
+            p["partition_index"]: (p["committed_offset"], p["error_code"])
+            for p in r["topics"][0]["partitions"]
+        }
+
+    unstable = errors.UnstableOffsetCommitError.code
+    assert fetch_offsets(True) == {0: (-1, unstable), 1: (-1, NONE)}
+    assert fetch_offsets(False) == {0: (-1, NONE), 1: (-1, NONE)}
+    client.end(commit=True)
+    assert fetch_offsets(True) == {0: (7, NONE), 1: (-1, NONE)}
