@@ -1,5 +1,5 @@
 """Transactions on the embedded broker, driven by real transactional producers (kclient,
-confluent-kafka, aiokafka) and read back by confluent-kafka consumers: read_committed
+confluent-kafka, aiokafka, kafka-python) and read back by confluent-kafka consumers: read_committed
 sees every committed record exactly once and never an aborted one; read_uncommitted
 sees both. A second producer with the same transactional.id fences the first; a broker
 SIGKILLed while transactions commit leaves each one wholly visible or wholly absent."""
@@ -131,6 +131,35 @@ def test_aiokafka_transactions_on_the_embedded_broker(cluster: EmbeddedCluster) 
             await asyncio.wait_for(producer.stop(), 30)
 
     asyncio.run(asyncio.wait_for(run(), 60))
+    _check_views(cluster.bootstrap_servers, topic, committed, aborted)
+
+
+# kafka-python 3.0 loads its schemas with the deprecated importlib.resources.read_text
+@pytest.mark.filterwarnings("ignore:(read_text|open_text) is deprecated:DeprecationWarning")
+def test_kafka_python_transactions_on_the_embedded_broker(cluster: EmbeddedCluster) -> None:
+    import kafka
+
+    topic = _topic(cluster)
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers, transactional_id=f"kp-{topic}"
+    )
+    committed, aborted = [], []
+    try:
+        producer.init_transactions()
+        for n in range(4):
+            producer.begin_transaction()
+            batch = [b"kp%d-%d" % (n, i) for i in range(12)]
+            for i, value in enumerate(batch):
+                producer.send(topic, value, partition=i % 3)
+            if n % 2:
+                producer.flush()
+                producer.abort_transaction()
+                aborted += batch
+            else:
+                producer.commit_transaction()
+                committed += batch
+    finally:
+        producer.close(timeout=5)
     _check_views(cluster.bootstrap_servers, topic, committed, aborted)
 
 
