@@ -2,10 +2,11 @@
 
 InitProducerId with a transactional id (v0-v5), AddPartitionsToTxn (v0-v3 from
 producers; v4-v5 batched, with ``verify_only``, as brokers send it), AddOffsetsToTxn
-(v0-v4), EndTxn (v0-v4) and TxnOffsetCommit (v0-v4). Each handler turns the request
-body into a call of the broker's ``TransactionCoordinator`` (or, for TxnOffsetCommit,
-of its ``GroupCoordinator`` and ``PendingTxnOffsets``) and its result into the response
-of the request's version; no transaction logic lives here.
+(v0-v4), EndTxn (v0-v4), TxnOffsetCommit (v0-v4), and for admin tools ListTransactions
+(v0-v1: the ids this broker coordinates) and DescribeTransactions (v0). Each handler
+turns the request body into a call of the broker's ``TransactionCoordinator`` (or, for
+TxnOffsetCommit, of its ``GroupCoordinator`` and ``PendingTxnOffsets``) and its result
+into the response of the request's version; no transaction logic lives here.
 
 Transaction version 2 (KIP-890 part 2: an epoch bump per transaction, EndTxn v5 and
 TxnOffsetCommit v5, partitions added implicitly by Produce) is not implemented, so
@@ -24,6 +25,7 @@ from kclient.broker.controller import Controller
 from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.request_channel import Request
 from kclient.broker.txn_coordinator import TransactionCoordinator
+from kclient.broker.txn_metadata import TransactionState
 from kclient.broker.txn_offsets import PendingTxnOffsets
 from kclient.protocol import ApiKey
 
@@ -58,6 +60,8 @@ class TxnApis:
             ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn,
             ApiKey.END_TXN: self.handle_end_txn,
             ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit,
+            ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions,
+            ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions,
         }
 
     def _reply(self, request: Request, body: dict[str, Any], failed: int = 0) -> None:
@@ -242,6 +246,56 @@ class TxnApis:
             except errors.KafkaStorageError:
                 return errors.CoordinatorNotAvailableError.code
         return 0
+
+    # ---- ListTransactions / DescribeTransactions ---------------------------------------
+
+    def handle_list_transactions(self, request: Request) -> None:
+        body = self._body(request)
+        known = {s.value for s in TransactionState}
+        wanted = set(body["state_filters"])
+        error, found = self.coordinator.list_transactions(
+            wanted & known, set(body["producer_id_filters"]), body.get("duration_filter", -1)
+        )
+        if wanted and not wanted & known:
+            found = []  # only unknown states asked for: nothing matches
+        self._reply(
+            request,
+            {
+                "error_code": error,
+                "unknown_state_filters": sorted(wanted - known),
+                "transaction_states": [
+                    {
+                        "transactional_id": m.transactional_id,
+                        "producer_id": m.producer_id,
+                        "transaction_state": m.state.value,
+                    }
+                    for m in found
+                ],
+            },
+            1 if error else 0,
+        )
+
+    def handle_describe_transactions(self, request: Request) -> None:
+        body = self._body(request)
+        described = []
+        for transactional_id in body["transactional_ids"]:
+            error, m = self.coordinator.describe_transaction(transactional_id)
+            out: dict[str, Any] = {"error_code": error, "transactional_id": transactional_id}
+            if m is not None:
+                topics: dict[str, list[int]] = {}
+                for topic, index in sorted(m.partitions):
+                    topics.setdefault(topic, []).append(index)
+                out |= {
+                    "transaction_state": m.state.value,
+                    "transaction_timeout_ms": m.timeout_ms,
+                    "transaction_start_time_ms": m.txn_start_ms,
+                    "producer_id": m.producer_id,
+                    "producer_epoch": m.producer_epoch,
+                    "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                }
+            described.append(out)
+        failed = sum(1 for d in described if d["error_code"])
+        self._reply(request, {"transaction_states": described}, failed)
 
 
 def _topic_results(codes: dict[TopicPartition, int]) -> list[dict[str, Any]]:

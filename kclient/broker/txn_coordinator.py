@@ -377,6 +377,43 @@ class TransactionCoordinator:
                 "committed" if committed else "aborted",
             )
 
+    # ---- ListTransactions / DescribeTransactions ----------------------------------------
+
+    def list_transactions(
+        self, states: set[str], producer_ids: set[int], min_duration_ms: int
+    ) -> tuple[int, list[TransactionMetadata]]:
+        """The transactions this broker coordinates, filtered as ListTransactions asks
+        (empty filters and a negative duration: all)."""
+        now_ms = self.time_ms()
+        with self.state.lock:
+            if not self.active:
+                return errors.CoordinatorNotAvailableError.code, []
+            return _NONE, [
+                m
+                for m in self.state.transactions()
+                if self.is_coordinator(m.transactional_id)
+                and (not states or m.state.value in states)
+                and (not producer_ids or m.producer_id in producer_ids)
+                and (
+                    min_duration_ms < 0
+                    or (m.state is _S.ONGOING and now_ms - m.txn_start_ms > min_duration_ms)
+                )
+            ]
+
+    def describe_transaction(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
+        """DescribeTransactions of one id: an error (NOT_COORDINATOR,
+        TRANSACTIONAL_ID_NOT_FOUND ...) or its metadata."""
+        with self.state.lock:
+            error = (
+                self._check_coordinator(transactional_id) if transactional_id else _INVALID_REQUEST
+            )
+            if error:
+                return error, None
+            current = self.state.get(transactional_id)
+            if current is None:
+                return errors.TransactionalIdNotFoundError.code, None
+            return _NONE, current
+
     # ---- timer ---------------------------------------------------------------------------
 
     def complete_prepared(self) -> None:

@@ -261,3 +261,42 @@ def test_offset_fetch_requiring_stable_offsets_waits_for_the_open_transaction(
     assert fetch_offsets(False) == {0: (-1, NONE), 1: (-1, NONE)}
     client.end(commit=True)
     assert fetch_offsets(True) == {0: (7, NONE), 1: (-1, NONE)}
+
+
+def test_list_and_describe_transactions_show_the_coordinators_state(harness: Any) -> None:
+    harness.controller.create_topic("t", 2)
+    open_ = TxnClient(harness, "open")
+    open_.init(timeout_ms=30_000)
+    open_.add_partitions(("t", 0), ("t", 1))
+    done = TxnClient(harness, "done")
+    done.init()
+    listed = harness.call(
+        ApiKey.LIST_TRANSACTIONS, 1, {"state_filters": [], "producer_id_filters": []}
+    )
+    assert sorted(
+        (t["transactional_id"], t["transaction_state"]) for t in listed["transaction_states"]
+    ) == [
+        ("done", "Empty"),
+        ("open", "Ongoing"),
+    ]
+    ongoing = harness.call(
+        ApiKey.LIST_TRANSACTIONS,
+        1,
+        {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": [], "duration_filter": -1},
+    )
+    assert [t["transactional_id"] for t in ongoing["transaction_states"]] == ["open"]
+    assert ongoing["unknown_state_filters"] == ["Bogus"]
+    described = harness.call(
+        ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["open", "nobody"]}
+    )["transaction_states"]
+    assert {k: v for k, v in described[0].items() if k != "tags"} == {
+        "error_code": NONE,
+        "transactional_id": "open",
+        "transaction_state": "Ongoing",
+        "transaction_timeout_ms": 30_000,
+        "transaction_start_time_ms": harness.now_ms,
+        "producer_id": open_.producer_id,
+        "producer_epoch": 0,
+        "topics": [{"topic": "t", "partitions": [0, 1]}],
+    }
+    assert described[1]["error_code"] == errors.TransactionalIdNotFoundError.code

@@ -51,6 +51,12 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
         ListGroupsRequest,
         ListGroupsResponse,
     )
+    from kafka.protocol.admin.transactions import (
+        DescribeTransactionsRequest,
+        DescribeTransactionsResponse,
+        ListTransactionsRequest,
+        ListTransactionsResponse,
+    )
     from kafka.protocol.consumer import (
         FetchRequest,
         FetchResponse,
@@ -127,6 +133,8 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.LIST_GROUPS: (ListGroupsRequest, ListGroupsResponse),
     ApiKey.DELETE_GROUPS: (DeleteGroupsRequest, DeleteGroupsResponse),
     ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
+    ApiKey.DESCRIBE_TRANSACTIONS: (DescribeTransactionsRequest, DescribeTransactionsResponse),
+    ApiKey.LIST_TRANSACTIONS: (ListTransactionsRequest, ListTransactionsResponse),
 }
 
 VERSIONS = [(key, v) for key, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]

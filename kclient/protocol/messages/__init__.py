@@ -22,6 +22,7 @@ from kclient.protocol.messages import (
     delete_groups,
     delete_topics,
     describe_groups,
+    describe_transactions,
     end_txn,
     fetch,
     find_coordinator,
@@ -31,6 +32,7 @@ from kclient.protocol.messages import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -72,6 +74,8 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 _MODULES = {
@@ -100,6 +104,8 @@ _MODULES = {
     ApiKey.LIST_GROUPS: list_groups,
     ApiKey.DELETE_GROUPS: delete_groups,
     ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: list_transactions,
 }
 
 REQUESTS: dict[int, Message] = {key: mod.REQUEST for key, mod in _MODULES.items()}
