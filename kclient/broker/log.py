@@ -211,8 +211,18 @@ class Log:
                 AbortedTxn(producer_id, txn.first_offset, offset, self.last_stable_offset)
             )
 
-    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-        return self.txn_index.collect(fetch_offset, upper_bound_offset)
+    def aborted_transactions(self, fetch_offset: int, read_bytes: int) -> list[AbortedTxn]:
+        """The aborted transactions with records in what a read at ``fetch_offset`` of
+        ``read_bytes`` bytes returned."""
+        i = bisect.bisect_left(self._last_offsets, fetch_offset)
+        j = (
+            bisect.bisect_right(self._bytes_before, self._bytes_before[i] + read_bytes - 1)
+            if read_bytes
+            else i
+        )
+        if j <= i:
+            return []
+        return self.txn_index.collect(fetch_offset, self._entries[j - 1].last_offset + 1)
 
     # ---- append ----------------------------------------------------------------------
 

@@ -292,14 +292,13 @@ class ReplicaManager:
                 records = log_.read(
                     fetch_offset, max_bytes, min_one_batch, lso if read_committed else -1
                 )
-                aborted = None
-                if read_committed:
-                    aborted = log_.aborted_transactions(fetch_offset, lso) if records else []
+                size = sum(len(r) for r in records)
+                aborted = log_.aborted_transactions(fetch_offset, size) if read_committed else None
                 return FetchResult(
                     high_watermark=log_.high_watermark,
                     log_start_offset=log_.log_start_offset,
                     records=records,
-                    size=sum(len(r) for r in records),
+                    size=size,
                     last_stable_offset=lso,
                     aborted_transactions=aborted,
                 )

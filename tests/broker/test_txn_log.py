@@ -55,8 +55,11 @@ def test_last_stable_offset_is_the_first_offset_of_the_earliest_open_transaction
     assert log.last_stable_offset == 1
     assert marker(log, 2, committed=False) == 4
     assert log.last_stable_offset == log.high_watermark == 5
-    assert log.aborted_transactions(0, 5) == [AbortedTxn(2, 1, 4, 5)]
-    assert log.aborted_transactions(5, 10) == []
+    everything = log.bytes_after(0)
+    assert log.aborted_transactions(0, everything) == [AbortedTxn(2, 1, 4, 5)]
+    first_batch = len(log.read(0, 1, True)[0])  # offset 0 only: before the aborted one
+    assert log.aborted_transactions(0, first_batch) == []
+    assert log.aborted_transactions(5, 0) == []
     # a read up to the LSO ends before the open transaction's first batch
     log2 = Log("t", 1, None, 1 << 20)
     append_txn(log2, 1, [b"a"])
@@ -76,7 +79,7 @@ def test_open_transactions_and_aborted_index_survive_a_restart(tmp_path: Path) -
         marker(log, 2, committed=False)
         append_txn(log, 3, [b"c" * 50])
         marker(log, 1, committed=True)
-        lso, aborted = log.last_stable_offset, log.aborted_transactions(0, 10)
+        lso, aborted = log.last_stable_offset, log.aborted_transactions(0, log.bytes_after(0))
         if clean:
             log.close()
         else:
@@ -84,7 +87,8 @@ def test_open_transactions_and_aborted_index_survive_a_restart(tmp_path: Path) -
             for s in log._segments:
                 s.close()
         again = Log("t", 0, d, segment_bytes=200, clean_shutdown=clean)
-        assert (again.last_stable_offset, again.aborted_transactions(0, 10)) == (lso, aborted)
+        found = again.aborted_transactions(0, again.bytes_after(0))
+        assert (again.last_stable_offset, found) == (lso, aborted)
         assert lso == 3 and aborted == [AbortedTxn(2, 1, 2, 0)]
         again.close()
 
