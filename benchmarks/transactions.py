@@ -1,8 +1,12 @@
 """Transactional throughput: kclient and confluent-kafka, 1, 100 and 10,000 records per
-transaction, against one tansu broker in one run.
+transaction, against one tansu broker (or kclient's embedded broker) in one run.
 
     .venv/bin/python benchmarks/transactions.py [--records 1:500 100:20000 10000:200000]
                                                 [--rounds 3] [--size 100]
+                                                [--broker tansu|embedded]
+
+``--broker embedded`` runs kclient's embedded broker (``python -m kclient.broker``, in
+memory, one broker) in its own process instead of tansu; topics are auto-created.
 
 ``--records SIZE:TOTAL`` sets how many records (``TOTAL``) are written in transactions of
 ``SIZE`` records. Each client runs in its own Python process against tansu (in-memory
@@ -20,6 +24,7 @@ must read every record exactly once. Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import statistics
@@ -27,6 +32,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +173,38 @@ def verify(bootstrap: str, topic: str, total: int, transactions: int) -> str:
 # ---- driver ---------------------------------------------------------------------------------
 
 
+class EmbeddedBrokerProcess:
+    """kclient's embedded broker in a process of its own (topics auto-created)."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        self.bootstrap_servers = bootstrap_servers
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        """Auto-created (one partition) by the clients' first Metadata request."""
+        assert partitions == 1
+
+
+@contextlib.contextmanager
+def run_embedded() -> Iterator[EmbeddedBrokerProcess]:
+    command = [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if "bootstrap.servers=" not in line:
+            raise RuntimeError(f"the embedded broker did not start: {line!r}")
+        yield EmbeddedBrokerProcess(line.strip().split("bootstrap.servers=", 1)[1])
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 def run_worker(
     client: str, bootstrap: str, topic: str, *, per_txn: int, total: int, size: int
 ) -> Any:
@@ -190,6 +228,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--clients", nargs="+", default=CLIENTS, choices=CLIENTS)
+    parser.add_argument("--broker", default="tansu", choices=["tansu", "embedded"])
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -203,11 +242,12 @@ def main() -> None:
 
     from integration.peers import run_tansu
 
+    broker_name = "tansu" if args.broker == "tansu" else "kclient's embedded broker"
     workloads = [tuple(int(x) for x in spec.split(":")) for spec in args.records]
     rates: dict[tuple[int, str], list[float]] = {}
     cpus: dict[tuple[int, str], list[float]] = {}
     checks: dict[tuple[int, str], set[str]] = {}
-    with run_tansu() as tansu:
+    with run_tansu() if args.broker == "tansu" else run_embedded() as tansu:
         for round_number in range(args.rounds):
             for per_txn, total in workloads:
                 total -= total % per_txn
@@ -235,7 +275,7 @@ def main() -> None:
                     )
 
     print(
-        f"\n{args.rounds} rounds; records of {args.size} B into one partition of tansu "
+        f"\n{args.rounds} rounds; records of {args.size} B into one partition of {broker_name} "
         "(127.0.0.1), acks=all, linger 5 ms, 1 MiB batches; medians over rounds.\n"
     )
     clients = list(args.clients)
