@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kclient import errors
 from kclient.protocol import ApiKey
 from tests.broker.txn_harness import TxnClient, fetch, values
@@ -300,3 +302,65 @@ def test_list_and_describe_transactions_show_the_coordinators_state(harness: Any
         "topics": [{"topic": "t", "partitions": [0, 1]}],
     }
     assert described[1]["error_code"] == errors.TransactionalIdNotFoundError.code
+
+
+def test_the_state_machine_refuses_transitions_kafka_does_not_allow() -> None:
+    from kclient.broker.txn_metadata import (
+        IllegalTransitionError,
+        TransactionMetadata,
+        TransactionState,
+    )
+
+    empty = TransactionMetadata("tx", 7, 0, 60_000, TransactionState.EMPTY)
+    ongoing = empty.prepare_add_partitions(frozenset({("t", 0)}), 100)
+    assert (ongoing.state, ongoing.txn_start_ms) == (TransactionState.ONGOING, 100)
+    with pytest.raises(IllegalTransitionError):
+        empty.prepare_abort_or_commit(True, 1)  # EndTxn of nothing
+    with pytest.raises(IllegalTransitionError):
+        empty.prepare_complete(1)
+    prepared = ongoing.prepare_abort_or_commit(True, 200)
+    with pytest.raises(IllegalTransitionError):
+        prepared.prepare_add_partitions(frozenset({("t", 1)}), 1)
+    done = prepared.prepare_complete(300)
+    assert (done.state, done.partitions) == (TransactionState.COMPLETE_COMMIT, frozenset())
+    fenced = ongoing.prepare_fence_and_abort(400)
+    assert (fenced.state, fenced.producer_epoch) == (TransactionState.PREPARE_ABORT, 1)
+
+
+def test_an_exhausted_epoch_gets_a_new_producer_id(harness: Any) -> None:
+    import dataclasses
+
+    from kclient.broker.txn_metadata import MAX_EPOCH
+
+    client = TxnClient(harness, "tx")
+    client.init()
+    state = harness.apis[0].txn_coordinator.state
+    current = state.get("tx")
+    state.put(dataclasses.replace(current, producer_epoch=MAX_EPOCH))
+    old_producer_id = client.producer_id
+    assert client.init() == NONE
+    assert client.producer_id != old_producer_id and client.epoch == 0
+
+
+def test_a_marker_that_cannot_be_written_leaves_the_transaction_prepared_until_it_is(
+    harness: Any, monkeypatch: Any
+) -> None:
+    harness.controller.create_topic("t", 1)
+    client = TxnClient(harness, "tx")
+    client.init()
+    client.add_partitions(("t", 0))
+    client.produce("t", [b"a"])
+    log = harness.controller.partition("t", 0).log
+    write = log.append_marker
+
+    def disk_full(**kw: Any) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(log, "append_marker", disk_full)
+    assert client.end(commit=True) == NONE  # PrepareCommit is written: it will commit
+    assert TxnClient(harness, "tx").init() == CONCURRENT
+    assert values(fetch(harness, "t", read_committed=True)) == []
+    monkeypatch.setattr(log, "append_marker", write)
+    harness.apis[0].txn_coordinator.complete_prepared()  # the timer's retry
+    assert values(fetch(harness, "t", read_committed=True)) == [b"a"]
+    assert TxnClient(harness, "tx").init() == NONE
