@@ -159,7 +159,6 @@ class Apis:
             ApiKey.API_VERSIONS: self.handle_api_versions,
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
-            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
             **group_apis.handlers(),
@@ -438,32 +437,6 @@ class Apis:
                     result["topic_id"] = topic_id
             results.append(result)
         self._send(request, {"responses": results})
-
-    # ---- InitProducerId ----------------------------------------------------------------
-
-    def handle_init_producer_id(self, request: Request) -> None:
-        body = self._body(request)
-        producer_id = body.get("producer_id", -1)
-        producer_epoch = body.get("producer_epoch", -1)
-        if body["transactional_id"] is not None:
-            self._txn_apis.handle_init_producer_id(request)
-            return
-        error = 0
-        if (producer_id == -1) != (producer_epoch == -1):
-            error = errors.InvalidRequestError.code
-        if error:
-            request.error_count += 1
-            self._send(request, {"error_code": error, "producer_id": -1, "producer_epoch": -1})
-            return
-        # non-transactional: always a fresh producer id at epoch 0, as Kafka does
-        self._send(
-            request,
-            {
-                "error_code": 0,
-                "producer_id": self.controller.allocate_producer_id(),
-                "producer_epoch": 0,
-            },
-        )
 
     # ---- Produce -----------------------------------------------------------------------
 

@@ -37,15 +37,14 @@ owning ``Partition``'s lock.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from kclient import errors
 from kclient.broker.control_batch import build_marker, marker_type
+from kclient.broker.log_segment import Buffer, Segment
 from kclient.broker.producer_state import (
     BatchMetadata,
     ProducerStateManager,
@@ -67,8 +66,6 @@ from kclient.record.layout import (
 
 log = logging.getLogger(__name__)
 
-Buffer = bytes | bytearray | memoryview
-
 _SUFFIX = ".log"
 #: Bytes read at a time while recovering (a larger batch is read on its own).
 _READ_CHUNK_BYTES = 1 << 20
@@ -85,47 +82,6 @@ class BatchEntry:
     data: memoryview | None  # in memory
     segment: Segment | None  # on disk
     position: int
-
-
-class Segment:
-    """One append-only segment file (Kafka's ``LogSegment`` without the indexes)."""
-
-    def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self.fd).st_size
-
-    def append(self, data: Buffer) -> int:
-        """Append ``data``; returns the position it starts at. On a failed write (disk
-        full) the file is cut back to its old size and the OSError raised."""
-        position = self.size
-        view = memoryview(data)
-        try:
-            while view:
-                n = os.write(self.fd, view)
-                view = view[n:]
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self.fd, position)
-            raise
-        self.size += len(data)
-        return position
-
-    def read(self, position: int, size: int) -> bytes:
-        return os.pread(self.fd, size, position)
-
-    def truncate(self, size: int) -> None:
-        os.ftruncate(self.fd, size)
-        self.size = size
-
-    def flush(self) -> None:
-        os.fsync(self.fd)
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
 
 
 class Log:

@@ -1,6 +1,6 @@
 """TxnApis: the transaction requests of ``KafkaApis``.
 
-InitProducerId with a transactional id (v0-v5), AddPartitionsToTxn (v0-v3 from
+InitProducerId (v0-v5; without a transactional id too), AddPartitionsToTxn (v0-v3 from
 producers; v4-v5 batched, with ``verify_only``, as brokers send it), AddOffsetsToTxn
 (v0-v4), EndTxn (v0-v4), TxnOffsetCommit (v0-v4), and for admin tools ListTransactions
 (v0-v1: the ids this broker coordinates) and DescribeTransactions (v0). Each handler
@@ -56,6 +56,7 @@ class TxnApis:
 
     def handlers(self) -> dict[int, Callable[[Request], None]]:
         return {
+            ApiKey.INIT_PRODUCER_ID: self.handle_init_producer_id,
             ApiKey.ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn,
             ApiKey.ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn,
             ApiKey.END_TXN: self.handle_end_txn,
@@ -80,12 +81,18 @@ class TxnApis:
     # ---- InitProducerId ----------------------------------------------------------------
 
     def handle_init_producer_id(self, request: Request) -> None:
-        """InitProducerId with a transactional id (``Apis`` answers the others)."""
+        """InitProducerId: the transaction coordinator's for a transactional id, else (an
+        idempotent producer) a fresh producer id at epoch 0, as Kafka does."""
         body = self._body(request)
         producer_id = body.get("producer_id", -1)
         epoch = body.get("producer_epoch", -1)
         if (producer_id == -1) != (epoch == -1):
             result_error, pid, new_epoch = errors.InvalidRequestError.code, -1, -1
+        elif body["transactional_id"] is None:
+            try:
+                result_error, pid, new_epoch = 0, self.controller.allocate_producer_id(), 0
+            except errors.BrokerResponseError as exc:
+                result_error, pid, new_epoch = exc.code, -1, -1
         else:
             result = self.coordinator.handle_init_producer_id(
                 body["transactional_id"],
