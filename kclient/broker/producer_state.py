@@ -330,8 +330,10 @@ class ProducerAppendInfo:
         entry = self._entry(producer_id)
         if entry is None:
             entry = ProducerStateEntry(epoch)
-        elif epoch != entry.epoch:
-            entry = ProducerStateEntry(epoch, current_txn_first_offset=-1)
+        elif epoch != entry.epoch:  # a new epoch's sequences; an open transaction stays
+            entry = ProducerStateEntry(
+                epoch, current_txn_first_offset=entry.current_txn_first_offset
+            )
         elif producer_id not in self._staged:
             entry = entry.copy()
         entry.batches.append(batch)
