@@ -178,3 +178,16 @@ def test_transaction_state_survives_a_restart_and_prepared_markers_are_written(
     assert values(fetch(h, "t", read_committed=True)) == [b"a"]
     done = TransactionStateManager(tmp_path).get("tx")
     assert done is not None and done.state is TransactionState.COMPLETE_COMMIT
+
+
+def test_a_batch_of_a_newer_epoch_keeps_the_open_transaction_unstable() -> None:
+    from kclient.broker.producer_state import BatchMetadata, ProducerStateManager
+
+    state = ProducerStateManager("t-0")
+    info = state.prepare()
+    info.append(1, 0, BatchMetadata(0, 0, 5, 5, 0), transactional=True)
+    info.commit()
+    info = state.prepare()
+    info.append(1, 1, BatchMetadata(0, 0, 6, 6, 0))
+    info.commit()
+    assert state.first_unstable_offset() == 5
