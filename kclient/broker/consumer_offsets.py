@@ -21,43 +21,34 @@ With a log dir, ``<log_dir>/__consumer_offsets/`` holds:
 On start-up the snapshot is read and the records replayed (a torn or corrupt frame at
 the end, left by a crash, ends the replay), then compacted into a new snapshot. Like
 the partition logs, an answered commit survives a crash of the process (kill -9); the
-snapshot is also flushed when the log passes ``_COMPACT_BYTES`` and at close.
+snapshot is also flushed when the log passes ``COMPACT_BYTES`` and at close; the files are
+``durable_records.DurableRecords``'s, as for transaction state.
 
-Transactions will add a layer here: offsets committed by a transaction kept per
-producer id, invisible to OffsetFetch until its commit marker moves them into the
-committed offsets (Kafka's ``pendingTransactionalOffsetCommits``), with records of their
-own. Thread-safe (one lock); reads return copies.
+Offsets committed inside a transaction wait apart, per producer id, in ``txn_offsets``
+(Kafka's ``pendingTransactionalOffsetCommits``) until its COMMIT marker hands them here
+(``commit_transactional``). Thread-safe (one lock); reads return copies.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import logging
-import os
-import struct
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crc32c import crc32c
-
 from kclient import errors
-from kclient.broker.durable_file import DamagedFileError, seal, unseal, write_atomically
+from kclient.broker.durable_records import COMPACT_BYTES, DurableRecords
 
 log = logging.getLogger(__name__)
 
 #: Kafka's ``offsets.topic.num.partitions``: groups hash onto this many partitions.
 OFFSETS_TOPIC_NUM_PARTITIONS = 50
 DIRECTORY = "__consumer_offsets"
-SNAPSHOT_FILE = "snapshot"
-RECORDS_FILE = "records.log"
 _MAGIC = b"KCOS"
 _VERSION = 1
-_FRAME = struct.Struct(">iI")
-_COMPACT_BYTES = 16 << 20
 
 TopicPartition = tuple[str, int]
 
@@ -72,8 +63,10 @@ def java_string_hash(value: str) -> int:
 
 
 def partition_for(group_id: str) -> int:
-    """The ``__consumer_offsets`` partition of a group (Kafka's ``partitionFor``)."""
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % OFFSETS_TOPIC_NUM_PARTITIONS
+    """The ``__consumer_offsets`` partition of a group (Kafka's ``partitionFor``:
+    ``Utils.abs(groupId.hashCode) % 50``, where ``Utils.abs`` of the smallest int is 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(2**31) else abs(h)) % OFFSETS_TOPIC_NUM_PARTITIONS
 
 
 def coordinator_for(group_id: str, broker_ids: Sequence[int], live: Iterable[int]) -> int:
@@ -138,12 +131,11 @@ class ConsumerOffsets:
         self._lock = threading.Lock()
         self._groups: dict[str, _Entry] = {}
         self._owners: dict[str, int] = {}
-        self._dir = Path(log_dir) / DIRECTORY if log_dir is not None else None
-        self._fd = -1
-        self._log_bytes = 0
-        if self._dir is not None:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            self._load(self._dir)
+        self._store: DurableRecords | None = None
+        self._closed = False
+        if log_dir is not None:
+            self._store = DurableRecords(Path(log_dir) / DIRECTORY, _MAGIC, _VERSION)
+            self._load(self._store)
             self._compact()
 
     # ---- ownership ---------------------------------------------------------------------
@@ -266,24 +258,11 @@ class ConsumerOffsets:
 
     def _append(self, record: dict[str, Any]) -> None:
         """Write one record before the change is applied (called under the lock)."""
-        if self._dir is None:
+        store = self._store
+        if store is None:
             return
-        body = json.dumps(record, separators=(",", ":")).encode()
-        frame = memoryview(_FRAME.pack(len(body), crc32c(body)) + body)
-        try:
-            while frame:
-                frame = frame[os.write(self._fd, frame) :]
-        except OSError as exc:
-            # leave no torn frame behind: later records must stay readable
-            try:
-                os.ftruncate(self._fd, self._log_bytes)
-            except OSError:
-                pass
-            raise errors.KafkaStorageError(
-                f"cannot write to {self._dir / RECORDS_FILE}: {exc}"
-            ) from exc
-        self._log_bytes += _FRAME.size + len(body)
-        if self._log_bytes >= _COMPACT_BYTES:
+        store.append(record)
+        if store.log_bytes >= COMPACT_BYTES:
             try:
                 self._compact()
             except errors.KafkaStorageError as exc:
@@ -312,67 +291,39 @@ class ConsumerOffsets:
         else:
             raise ValueError(f"unknown record kind {kind!r}")
 
-    def _load(self, directory: Path) -> None:
-        snapshot = directory / SNAPSHOT_FILE
-        try:
-            data = snapshot.read_bytes()
-        except FileNotFoundError:
-            data = None
-        if data is not None:
+    def _load(self, store: DurableRecords) -> None:
+        value, records = store.load()
+        if value is not None:
             try:
-                body = json.loads(unseal(snapshot, data, _MAGIC, _VERSION))
-                for group_id, value in body["groups"].items():
+                for group_id, stored in value["groups"].items():
                     entry = self._entry(group_id)
-                    if value.get("group") is not None:
-                        entry.group = _group_from_json(value["group"])
-                    for row in value["offsets"]:
+                    if stored.get("group") is not None:
+                        entry.group = _group_from_json(stored["group"])
+                    for row in stored["offsets"]:
                         tp, offset = _offset_from_json(row)
                         entry.offsets[tp] = offset
-            except (DamagedFileError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                self._groups.clear()
-                damaged = snapshot.with_name(SNAPSHOT_FILE + ".damaged")
-                snapshot.replace(damaged)
-                log.warning(
-                    "%s cannot be read (%s); kept as %s. Committed offsets written before "
-                    "its last compaction are lost: consumers of those groups start from "
-                    "their auto.offset.reset position",
-                    snapshot,
-                    exc,
-                    damaged.name,
-                )
-        self._replay(directory / RECORDS_FILE)
-
-    def _replay(self, path: Path) -> None:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return
-        pos = 0
-        replayed = 0
-        while pos + _FRAME.size <= len(data):
-            length, crc = _FRAME.unpack_from(data, pos)
-            body = data[pos + _FRAME.size : pos + _FRAME.size + length]
-            if length < 0 or len(body) != length or crc32c(body) != crc:
-                break
-            try:
-                self._apply(json.loads(body))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                log.warning("%s: skipping an unreadable record at byte %d: %s", path, pos, exc)
-            pos += _FRAME.size + length
-            replayed += 1
-        if pos < len(data):
-            log.warning(
-                "%s: dropping %d bytes after the last whole record at byte %d (a write cut "
-                "short by a crash: never answered)",
-                path,
-                len(data) - pos,
-                pos,
-            )
-        log.info("replayed %d consumer offsets records from %s", replayed, path)
+                self._groups.clear()
+                log.warning(
+                    "%s holds no consumer offsets kclient can read (%s): committed offsets "
+                    "written before its last compaction are lost, and consumers of those "
+                    "groups start from their auto.offset.reset position",
+                    store.directory,
+                    exc,
+                )
+        for record in records:
+            self._replay(store, record)
+        log.info("replayed %d consumer offsets records from %s", len(records), store.directory)
+
+    def _replay(self, store: DurableRecords, record: Any) -> None:
+        try:
+            self._apply(record)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("%s: skipping an unreadable record: %s", store.directory, exc)
 
     def _compact(self) -> None:
         """Write the whole state as the snapshot, then start an empty records log."""
-        assert self._dir is not None
+        assert self._store is not None
         groups = {
             group_id: {
                 "group": _group_json(entry.group) if entry.group is not None else None,
@@ -380,29 +331,19 @@ class ConsumerOffsets:
             }
             for group_id, entry in self._groups.items()
         }
-        body = json.dumps({"groups": groups}, separators=(",", ":")).encode()
-        path = self._dir / RECORDS_FILE
-        try:
-            write_atomically(self._dir / SNAPSHOT_FILE, seal(_MAGIC, _VERSION, body))
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-        except OSError as exc:
-            raise errors.KafkaStorageError(f"cannot compact {self._dir}: {exc}") from exc
-        if self._fd >= 0:
-            os.close(self._fd)
-        self._fd = fd
-        self._log_bytes = 0
+        self._store.compact({"groups": groups})
 
     def close(self) -> None:
         """Compact into the snapshot and close the records log (clean shutdown)."""
         with self._lock:
-            if self._dir is None or self._fd < 0:
+            if self._store is None or self._closed:
                 return
+            self._closed = True
             try:
                 self._compact()
             except errors.KafkaStorageError as exc:
                 log.warning("%s (the records log is replayed at the next start)", exc)
-            os.close(self._fd)
-            self._fd = -1
+            self._store.close()
 
 
 # ---- JSON forms ----------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from kclient.broker.consumer_offsets import (
     TopicPartition,
     partition_for,
 )
-from kclient.broker.txn_log import COMPACT_BYTES, DurableRecords
+from kclient.broker.durable_records import COMPACT_BYTES, DurableRecords
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from kclient import errors
 from kclient.broker.consumer_offsets import coordinator_for, partition_for
-from kclient.broker.txn_log import COMPACT_BYTES, DurableRecords
+from kclient.broker.durable_records import COMPACT_BYTES, DurableRecords
 from kclient.broker.txn_metadata import TransactionMetadata, TransactionState
 
 log = logging.getLogger(__name__)

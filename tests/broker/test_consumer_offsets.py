@@ -7,14 +7,13 @@ from pathlib import Path
 
 from kclient.broker.consumer_offsets import (
     DIRECTORY,
-    RECORDS_FILE,
-    SNAPSHOT_FILE,
     ConsumerOffsets,
     OffsetAndMetadata,
     StoredGroup,
     StoredMember,
     partition_for,
 )
+from kclient.broker.durable_records import RECORDS_FILE, SNAPSHOT_FILE
 
 GROUP = StoredGroup(
     "consumer",
@@ -104,7 +103,9 @@ def test_without_a_log_dir_nothing_is_written(tmp_path: Path) -> None:
 
 
 def test_groups_hash_onto_kafkas_consumer_offsets_partitions() -> None:
-    # Java: "g1".hashCode() = 3242; "my-group".hashCode() = -1906497762, whose
-    # abs-by-mask is 240985886
+    # Java: "g1".hashCode() = 3242; negative hash codes: Kafka takes Utils.abs (not the
+    # low 31 bits): "my-group".hashCode() = -1906497762 -> 1906497762 % 50
     assert partition_for("g1") == 42
-    assert partition_for("my-group") == 36
+    assert partition_for("my-group") == 12
+    assert partition_for("orders") == 31  # "orders".hashCode() == -1008770331
+    assert partition_for("polygenelubricants") == 0  # hashCode() == Integer.MIN_VALUE
