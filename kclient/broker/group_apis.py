@@ -16,15 +16,16 @@ hash (``txn_state``). Called on request handler threads.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kclient import errors
 from kclient.broker.config import BrokerConfig
-from kclient.broker.consumer_offsets import OffsetAndMetadata, TopicPartition, coordinator_for
+from kclient.broker.consumer_offsets import TopicPartition, coordinator_for
 from kclient.broker.controller import Controller
 from kclient.broker.group_coordinator import GroupConfig, GroupCoordinator, JoinRequest
 from kclient.broker.group_metadata import JoinGroupResult, SyncGroupResult
+from kclient.broker.offset_metadata_manager import offsets_to_commit, partition_errors
 from kclient.broker.request_channel import Request
 from kclient.protocol import ApiKey
 from kclient.protocol.messages import find_coordinator
@@ -256,24 +257,17 @@ class GroupApis:
         body = self._body(request)
         version = request.header.api_version
         now_ms = self.coordinator.time_ms()
-        max_metadata = self.coordinator.config.offset_metadata_max_bytes
-        codes: dict[TopicPartition, int] = {}
-        valid: dict[TopicPartition, OffsetAndMetadata] = {}
-        for t in body["topics"]:
-            for p in t["partitions"]:
-                tp = (t["name"], p["partition_index"])
-                metadata = p["committed_metadata"] or ""
-                codes[tp] = self._partition_error(*tp)
-                if not codes[tp] and len(metadata) > max_metadata:
-                    codes[tp] = errors.OffsetMetadataTooLargeError.code
-                if not codes[tp]:
-                    timestamp_ms = p.get("commit_timestamp", -1) if version == 1 else -1
-                    valid[tp] = OffsetAndMetadata(
-                        p["committed_offset"],
-                        p.get("committed_leader_epoch", -1),
-                        metadata,
-                        timestamp_ms if timestamp_ms >= 0 else now_ms,
-                    )
+
+        def commit_time_ms(partition: Mapping[str, Any]) -> int:
+            stamp = partition.get("commit_timestamp", -1) if version == 1 else -1
+            return int(stamp) if stamp >= 0 else now_ms
+
+        codes, valid = offsets_to_commit(
+            body["topics"],
+            self._partition_error,
+            self.coordinator.config.offset_metadata_max_bytes,
+            commit_time_ms,
+        )
         if valid:
             codes.update(
                 self.coordinator.offset_manager.commit(
@@ -284,19 +278,7 @@ class GroupApis:
                     valid,
                 )
             )
-        topics = [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "error_code": codes[t["name"], p["partition_index"]],
-                    }
-                    for p in t["partitions"]
-                ],
-            }
-            for t in body["topics"]
-        ]
+        topics = partition_errors(body["topics"], codes)
         self._reply(request, {"topics": topics}, sum(1 for c in codes.values() if c))
 
     def handle_offset_fetch(self, request: Request) -> None:

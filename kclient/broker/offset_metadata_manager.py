@@ -18,8 +18,8 @@ handler threads; takes the coordinator's lock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kclient import errors
 from kclient.broker.consumer_offsets import OffsetAndMetadata, TopicPartition
@@ -33,6 +33,55 @@ log = logging.getLogger(__name__)
 
 _S = GroupState
 _NONE = 0
+
+
+def offsets_to_commit(
+    topics: Iterable[Mapping[str, Any]],
+    partition_error: Callable[[str, int], int],
+    max_metadata_bytes: int,
+    timestamp_ms: Callable[[Mapping[str, Any]], int],
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetAndMetadata]]:
+    """The partitions of an OffsetCommit or TxnOffsetCommit request: (each one's error
+    code so far, the offsets of those without one). ``partition_error(topic, partition)``
+    says whether it exists; metadata longer than ``max_metadata_bytes`` is
+    OFFSET_METADATA_TOO_LARGE; ``timestamp_ms(partition)`` is the commit's time."""
+    codes: dict[TopicPartition, int] = {}
+    valid: dict[TopicPartition, OffsetAndMetadata] = {}
+    for t in topics:
+        for p in t["partitions"]:
+            tp = (t["name"], p["partition_index"])
+            metadata = p["committed_metadata"] or ""
+            codes[tp] = partition_error(*tp)
+            if not codes[tp] and len(metadata) > max_metadata_bytes:
+                codes[tp] = errors.OffsetMetadataTooLargeError.code
+            if not codes[tp]:
+                valid[tp] = OffsetAndMetadata(
+                    p["committed_offset"],
+                    p.get("committed_leader_epoch", -1),
+                    metadata,
+                    timestamp_ms(p),
+                )
+    return codes, valid
+
+
+def partition_errors(
+    topics: Iterable[Mapping[str, Any]], codes: Mapping[TopicPartition, int]
+) -> list[dict[str, Any]]:
+    """An OffsetCommit / TxnOffsetCommit answer's ``topics``: each requested partition
+    with its error code."""
+    return [
+        {
+            "name": t["name"],
+            "partitions": [
+                {
+                    "partition_index": p["partition_index"],
+                    "error_code": codes[t["name"], p["partition_index"]],
+                }
+                for p in t["partitions"]
+            ],
+        }
+        for t in topics
+    ]
 
 
 class OffsetMetadataManager:

@@ -23,6 +23,7 @@ from kclient import errors
 from kclient.broker.consumer_offsets import OffsetAndMetadata, TopicPartition
 from kclient.broker.controller import Controller
 from kclient.broker.group_coordinator import GroupCoordinator
+from kclient.broker.offset_metadata_manager import offsets_to_commit, partition_errors
 from kclient.broker.request_channel import Request
 from kclient.broker.txn_coordinator import TransactionCoordinator
 from kclient.broker.txn_metadata import TransactionState
@@ -191,37 +192,17 @@ class TxnApis:
         body = self._body(request)
         version = request.header.api_version
         group_id = body["group_id"]
-        max_metadata = self.group_coordinator.config.offset_metadata_max_bytes
         now_ms = self.group_coordinator.time_ms()
-        codes: dict[TopicPartition, int] = {}
-        valid: dict[TopicPartition, OffsetAndMetadata] = {}
-        for t in body["topics"]:
-            for p in t["partitions"]:
-                tp = (t["name"], p["partition_index"])
-                metadata = p["committed_metadata"] or ""
-                codes[tp] = 0 if self._exists(*tp) else _UNKNOWN_TOPIC
-                if not codes[tp] and len(metadata) > max_metadata:
-                    codes[tp] = errors.OffsetMetadataTooLargeError.code
-                if not codes[tp]:
-                    valid[tp] = OffsetAndMetadata(
-                        p["committed_offset"], p.get("committed_leader_epoch", -1), metadata, now_ms
-                    )
+        codes, valid = offsets_to_commit(
+            body["topics"],
+            lambda topic, partition: 0 if self._exists(topic, partition) else _UNKNOWN_TOPIC,
+            self.group_coordinator.config.offset_metadata_max_bytes,
+            lambda p: now_ms,
+        )
         if valid:
             error = self._txn_offset_commit(body, version, group_id, valid)
             codes.update(dict.fromkeys(valid, error))
-        topics = [
-            {
-                "name": t["name"],
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "error_code": codes[t["name"], p["partition_index"]],
-                    }
-                    for p in t["partitions"]
-                ],
-            }
-            for t in body["topics"]
-        ]
+        topics = partition_errors(body["topics"], codes)
         self._reply(request, {"topics": topics}, sum(1 for c in codes.values() if c))
 
     def _txn_offset_commit(
