@@ -18,8 +18,10 @@ process do the case's bad thing to the same broker over and over:
 * *connection churn*: connect, send half a request header, close.
 
 It prints, per case: the broker's peak RSS (``VmHWM``) and its RSS at the end, the honest
-producer's acknowledged sends per second and its send→ack p50/p99, how many bad requests
-the attackers got through, and whether the broker is still alive. Prints a Markdown table.
+producer's acknowledged sends per second and its send→ack p50/p99/max, the seconds a
+confluent-kafka consumer takes to fetch everything it wrote (the attack still running),
+how many bad requests the attackers got through, and whether the broker is still alive.
+Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -162,6 +164,31 @@ def attackers_main(  # noqa: PLR0917 (a multiprocessing target's positional args
         t.join(15)
 
 
+def read_back_s(bootstrap: str, topic: str, n: int) -> float:
+    """Seconds for a confluent-kafka consumer to fetch the topic's first ``n`` records."""
+    import confluent_kafka
+
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"g-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+        }
+    )
+    start = time.perf_counter()
+    try:
+        consumer.assign(
+            [confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)]
+        )
+        seen = 0
+        deadline = time.monotonic() + 60
+        while seen < n and time.monotonic() < deadline:
+            seen += sum(1 for m in consumer.consume(10_000, 0.2) if not m.error())
+    finally:
+        consumer.close()
+    return time.perf_counter() - start
+
+
 def run_case(name: str, seconds: float, attackers: int) -> dict[str, object]:
     topic = f"honest-{uuid.uuid4().hex[:6]}"
     ctx = multiprocessing.get_context("fork")
@@ -178,6 +205,7 @@ def run_case(name: str, seconds: float, attackers: int) -> dict[str, object]:
             process.start()
             time.sleep(0.5)  # let the attack start before the clock does
         latencies = honest(broker.bootstrap_servers, topic, seconds)
+        fetch_s = read_back_s(broker.bootstrap_servers, topic, len(latencies) + 1)
         stop.set()
         if process is not None:
             process.join(20)
@@ -195,6 +223,8 @@ def run_case(name: str, seconds: float, attackers: int) -> dict[str, object]:
         "sends_s": len(latencies) / seconds,
         "p50_us": statistics.median(latencies) * 1e6,
         "p99_us": latencies[int(len(latencies) * 0.99)] * 1e6,
+        "max_ms": latencies[-1] * 1e3,
+        "fetch_s": fetch_s,
         "attacks": count.value,
         "alive": alive,
     }
@@ -212,13 +242,14 @@ def main() -> int:
     )
     print(
         "| attack | broker peak RSS MB | broker RSS at end MB | honest sends/s | p50 µs | "
-        "p99 µs | bad requests sent | broker alive |"
+        "p99 µs | max ms | read all back s | bad requests sent | broker alive |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         print(
             f"| {r['case']} | {r['peak_mb']:.0f} | {r['end_mb']:.0f} | {r['sends_s']:,.0f} | "
-            f"{r['p50_us']:,.0f} | {r['p99_us']:,.0f} | {r['attacks']:,} | "
+            f"{r['p50_us']:,.0f} | {r['p99_us']:,.0f} | {r['max_ms']:,.0f} | "
+            f"{r['fetch_s']:.2f} | {r['attacks']:,} | "
             f"{'yes' if r['alive'] else 'NO'} |"
         )
     return 0 if all(r["alive"] for r in rows) else 1
