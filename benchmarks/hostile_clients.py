@@ -44,10 +44,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kclient import KafkaProducer  # noqa: E402
-from kclient.protocol import ApiKey  # noqa: E402
-from kclient.protocol.frame import encode_request  # noqa: E402
 from kclient.testing import hostile  # noqa: E402
 from kclient.testing.broker_process import broker_process  # noqa: E402
+from kclient.testing.hostile import produce_request  # noqa: E402
 
 
 def status_mb(pid: int, field: str) -> float:
@@ -56,23 +55,6 @@ def status_mb(pid: int, field: str) -> float:
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def produce_frame(topic: str, batch: bytes | None, partitions: int = 1) -> bytes:
-    body = {
-        "transactional_id": None,
-        "acks": 1,
-        "timeout_ms": 1000,
-        "topic_data": [
-            {
-                "name": topic,
-                "partition_data": [
-                    {"index": i, "records": batch if i == 0 else None} for i in range(partitions)
-                ],
-            }
-        ],
-    }
-    return b"".join(encode_request(ApiKey.PRODUCE, 9, 1, "attacker", body))
 
 
 def send_and_read(address: tuple[str, int], frame: bytes, *, read: bool = True) -> None:
@@ -118,13 +100,13 @@ def build_cases(
         "stalled prefixes": lambda address, _topic, stop: stalled_prefix(address, stop),
         "bad batches": attack_loop(
             [
-                produce_frame(topic, hostile.count_mismatch_batch()),
-                produce_frame(topic, hostile.trailing_bytes_batch()),
-                produce_frame(topic, hostile.bad_gzip_batch()),
+                produce_request(topic, hostile.count_mismatch_batch()),
+                produce_request(topic, hostile.trailing_bytes_batch()),
+                produce_request(topic, hostile.bad_gzip_batch()),
             ]
         ),
-        "zstd bombs": attack_loop([produce_frame(topic, hostile.zstd_bomb_batch())]),
-        "tiny entries": attack_loop([produce_frame(topic, None, 1_000_000)], read=False),
+        "zstd bombs": attack_loop([produce_request(topic, hostile.zstd_bomb_batch())]),
+        "tiny entries": attack_loop([produce_request(topic, None, 1_000_000)], read=False),
         "connection churn": attack_loop([b"\x00\x00\x00\x20\x00\x03"], read=False),
     }
 

@@ -68,10 +68,10 @@ def cpu_s() -> float:
 # ---- throughput, one function per client (run in a worker process) ------------------
 
 
-def run_kclient(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def kclient_producer(bootstrap: str, topic: str, codec: str) -> Any:
+    """The throughput runs' kclient producer, with the topic's metadata already in hand."""
     from kclient import KafkaProducer
 
-    values = [payload(i, size) for i in range(n)]
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
         acks=1,
@@ -81,23 +81,21 @@ def run_kclient(bootstrap: str, topic: str, n: int, size: int, codec: str) -> No
         compression_type=codec,
     )
     producer.partitions_for(topic)  # metadata before the clock starts, as for the others
+    return producer
+
+
+def run_kclient(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+    values = [payload(i, size) for i in range(n)]
+    producer = kclient_producer(
+        bootstrap, topic, codec
+    )  # metadata before the clock starts, as for the others
     _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
 
 
 def run_kclient_batch(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
     """kclient's ``send_batch``: the same records in calls of 10,000."""
-    from kclient import KafkaProducer
-
     values = [payload(i, size) for i in range(n)]
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap,
-        acks=1,
-        linger_ms=5,
-        batch_size=1 << 20,
-        enable_idempotence=False,
-        compression_type=codec,
-    )
-    producer.partitions_for(topic)
+    producer = kclient_producer(bootstrap, topic, codec)
 
     def send_all() -> None:
         for start in range(0, n, 10_000):
@@ -127,23 +125,30 @@ def run_kafka_python(bootstrap: str, topic: str, n: int, size: int, codec: str) 
     _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
 
 
-def run_aiokafka(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+async def aiokafka_producer(bootstrap: str, topic: str, codec: str) -> Any:
+    """The throughput runs' aiokafka producer, started, with the topic's metadata."""
     from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=5,
+        max_batch_size=1 << 20,
+        max_request_size=2 << 20,
+        enable_idempotence=False,
+        compression_type=None if codec == "none" else codec,
+    )
+    await producer.start()
+    await producer.partitions_for(topic)
+    return producer
+
+
+def run_aiokafka(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
 
     values = [payload(i, size) for i in range(n)]
 
     async def main() -> None:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks=1,
-            linger_ms=5,
-            max_batch_size=1 << 20,
-            max_request_size=2 << 20,
-            enable_idempotence=False,
-            compression_type=None if codec == "none" else codec,
-        )
-        await producer.start()
-        await producer.partitions_for(topic)
+        producer = await aiokafka_producer(bootstrap, topic, codec)
         start_s, start_cpu = time.perf_counter(), cpu_s()
         for v in values:
             await producer.send(topic, v)
@@ -157,22 +162,11 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, size: int, codec: str) -> N
 def run_aiokafka_batch(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
     """aiokafka's ``create_batch``/``send_batch`` path: records appended to a BatchBuilder
     until it is full, each full batch sent to partition 0."""
-    from aiokafka import AIOKafkaProducer
 
     values = [payload(i, size) for i in range(n)]
 
     async def main() -> None:
-        producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks=1,
-            linger_ms=5,
-            max_batch_size=1 << 20,
-            max_request_size=2 << 20,
-            enable_idempotence=False,
-            compression_type=None if codec == "none" else codec,
-        )
-        await producer.start()
-        await producer.partitions_for(topic)
+        producer = await aiokafka_producer(bootstrap, topic, codec)
         start_s, start_cpu = time.perf_counter(), cpu_s()
         futures = []
         batch = producer.create_batch()

@@ -597,7 +597,6 @@ class KafkaSink:
     ) -> int:
         """Call ``send`` (``KafkaProducer.send``) for each row of a ``pyarrow.RecordBatch``;
         returns the count. Each column becomes a Python list once, then one call per row."""
-        cols = dict(zip(batch.schema.names, batch.columns, strict=True))
         values, key_list, part_list, header_list, stamp_list = _arrow_columns(batch)
         keys: Iterable[Any] = repeat(None) if key_list is None else key_list
         partitions: Iterable[Any] = repeat(None) if part_list is None else part_list
@@ -606,7 +605,7 @@ class KafkaSink:
         if self.topic is not None:
             topics: Iterable[str] = repeat(self.topic)
         else:
-            col = cols["topic"]
+            col = batch.column("topic")
             if col.null_count:
                 raise SinkSchemaError("a row has a null 'topic' and no topic argument was given")
             topics = col.to_pylist()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import confluent_kafka
 import pytest
 
+from integration.broker.clients import read_frame
 from kclient import errors
 from kclient.broker import EmbeddedBroker
 from kclient.protocol import ApiKey
@@ -37,20 +38,6 @@ def producer(broker: EmbeddedBroker) -> Iterator[confluent_kafka.Producer]:
 def connect(broker: EmbeddedBroker) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", broker.port), timeout=5)
     return sock
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed")
-            data += chunk
-        return data
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
 
 
 def closed_by_broker(sock: socket.socket) -> bool:

@@ -4,20 +4,21 @@ codes and never reach a consumer: confluent-kafka reads back only the good recor
 from __future__ import annotations
 
 import socket
-import struct
 import time
 from collections.abc import Iterator
 
 import confluent_kafka
 import pytest
 
+from integration.broker.clients import read_frame
 from kclient import errors
 from kclient.broker import EmbeddedBroker
 from kclient.protocol import ApiKey
-from kclient.protocol.frame import decode_response, encode_request
+from kclient.protocol.frame import decode_response
 from kclient.testing.hostile import (
     bad_gzip_batch,
     count_mismatch_batch,
+    produce_request,
     trailing_bytes_batch,
     zstd_bomb_batch,
 )
@@ -37,28 +38,8 @@ def broker() -> Iterator[EmbeddedBroker]:
         yield b
 
 
-def read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return data
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
-
-
 def produce_raw(sock: socket.socket, corr: int, records: bytes) -> dict[str, object]:
-    body = {
-        "transactional_id": None,
-        "acks": -1,
-        "timeout_ms": 5000,
-        "topic_data": [{"name": "checked", "partition_data": [{"index": 0, "records": records}]}],
-    }
-    sock.sendall(b"".join(encode_request(ApiKey.PRODUCE, 9, corr, "hostile", body)))
+    sock.sendall(produce_request("checked", records, correlation_id=corr, acks=-1))
     got, reply = decode_response(ApiKey.PRODUCE, 9, read_frame(sock))
     assert got == corr
     part: dict[str, object] = reply["responses"][0]["partition_responses"][0]

@@ -20,6 +20,7 @@ from kclient.broker.request_channel import Request, RequestChannel, SendResponse
 from kclient.broker.socket_server import Processor
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import encode_request, encode_response
+from kclient.testing.hostile import produce_request
 
 MIB = 1 << 20
 
@@ -158,23 +159,6 @@ def test_size_prefixes_of_100_mib_then_silence_cost_4_kib_each() -> None:
         assert broker.high_watermark("alive") == 2
 
 
-def produce_of_tiny_entries(partitions: int) -> bytes:
-    """A Produce v9 request of one topic and ``partitions`` entries of 6 bytes each (an
-    index, null records): about 6 bytes on the wire per entry, hundreds in Python."""
-    body = {
-        "transactional_id": None,
-        "acks": 1,
-        "timeout_ms": 1000,
-        "topic_data": [
-            {
-                "name": "t",
-                "partition_data": [{"index": i, "records": None} for i in range(partitions)],
-            }
-        ],
-    }
-    return b"".join(encode_request(ApiKey.PRODUCE, 9, 1, "c", body))
-
-
 def send_while_pumping(
     processor: Processor, sock: socket.socket, data: bytes, until: Callable[[], object]
 ) -> None:
@@ -204,7 +188,7 @@ def test_a_request_of_more_entries_than_max_request_items_is_refused_before_deco
         ours, theirs = socket.socketpair()
         assert p.accept(ours, may_block=False)
         p.configure_new_connections()
-        frame = produce_of_tiny_entries(1_000_000)
+        frame = produce_request("t", None, 1_000_000)
         tracemalloc.start()
         try:
             send_while_pumping(p, theirs, frame, lambda: p.connection_count == 0)
@@ -229,7 +213,7 @@ def test_a_request_within_max_request_items_is_served(channel: RequestChannel) -
         send_while_pumping(  # 1 topic + 1000 partitions
             p,
             theirs,
-            produce_of_tiny_entries(1000),
+            produce_request("t", None, 1000),
             lambda: request.append(channel.receive_request(0.001)) or request[-1] is not None,
         )
         assert isinstance(request[-1], Request)

@@ -304,11 +304,8 @@ class RecordAccumulator:
                     if partitions[row] < 0:
                         key = None if keys is None else keys[row]
                         value = values[row]
-                        partitions[row] = assign(
-                            RECORD_OVERHEAD_MAX
-                            + (0 if key is None else len(key))
-                            + (0 if value is None else len(value))
-                        )
+                        size = estimate_size_upper_bound(key, value, _NO_HEADERS)
+                        partitions[row] = assign(size - BATCH_OVERHEAD)
         if partitions is None or partitions.count(-1) == stop - start:
             groups = {-1: None}  # every row sticky, in order: no list needed
         else:
@@ -376,12 +373,7 @@ class RecordAccumulator:
             row = i if rows is None else rows[i]
             key = None if keys is None else keys[row]
             value = values[row]
-            size = (
-                BATCH_OVERHEAD
-                + RECORD_OVERHEAD_MAX
-                + (0 if key is None else len(key))
-                + (0 if value is None else len(value))
-            )
+            size = estimate_size_upper_bound(key, value, _NO_HEADERS)
             try:
                 future = self.append(
                     queues, partition, timestamps[row], key, value, None, None, max_block_ms, size

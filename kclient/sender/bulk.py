@@ -21,7 +21,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from kclient.errors import KafkaTimeoutError, SendBatchError
-from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+from kclient.sender.future import (
+    FutureRecordMetadata,
+    ProduceResult,
+    RecordMetadata,
+    record_error,
+    record_metadata,
+)
 
 _ZEROS = bytes(8)
 
@@ -148,27 +154,21 @@ class SendBatchResult:
         metadata: list[RecordMetadata | None] = [None] * rows
         results, deltas, timestamps = self._results, self._deltas, self._timestamps
         keys, values = self._keys, self._values
-        topic = self.topic
         for row in range(rows):
             result = results[row]
             if result is not None and result.done and not result.superseded:
-                # the common case, inlined: FutureRecordMetadata's _error and _metadata
+                # the common case, without a future: the batch is done where it is
                 delta = deltas[row]
-                error = result.error
-                if result.record_errors is not None:
-                    error = result.record_errors.get(delta, error)
+                error = record_error(result, delta)
                 if error is not None:
                     errors[row] = error
                     continue
                 key = None if keys is None else keys[row]
                 value = values[row]
-                metadata[row] = RecordMetadata(
-                    topic,
-                    result.tp.partition,
-                    result.base_offset + delta if result.base_offset >= 0 else -1,
-                    result.log_append_time_ms
-                    if result.log_append_time_ms >= 0
-                    else timestamps[row],
+                metadata[row] = record_metadata(
+                    result,
+                    delta,
+                    timestamps[row],
                     -1 if key is None else len(key),
                     -1 if value is None else len(value),
                 )

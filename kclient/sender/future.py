@@ -169,6 +169,25 @@ class ProduceResult:
         return False
 
 
+def record_error(result: ProduceResult, offset_delta: int) -> BaseException | None:
+    """The error of the record at ``offset_delta`` of a done batch, or None."""
+    if result.record_errors is not None:
+        specific = result.record_errors.get(offset_delta)
+        if specific is not None:
+            return specific
+    return result.error
+
+
+def record_metadata(
+    result: ProduceResult, offset_delta: int, timestamp_ms: int, key_size: int, value_size: int
+) -> RecordMetadata:
+    """The ``RecordMetadata`` of the record at ``offset_delta`` of a delivered batch."""
+    offset = result.base_offset + offset_delta if result.base_offset >= 0 else -1
+    timestamp = result.log_append_time_ms if result.log_append_time_ms >= 0 else timestamp_ms
+    tp = result.tp
+    return RecordMetadata(tp.topic, tp.partition, offset, timestamp, key_size, value_size)
+
+
 class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
     """The future ``KafkaProducer.send`` returns; resolves to a ``RecordMetadata``.
 
@@ -309,20 +328,11 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         return self._error(self._await(timeout))
 
     def _error(self, result: ProduceResult) -> BaseException | None:
-        if result.record_errors is not None:
-            specific = result.record_errors.get(self._offset_delta)
-            if specific is not None:
-                return specific
-        return result.error
+        return record_error(result, self._offset_delta)
 
     def _metadata(self, result: ProduceResult) -> RecordMetadata:
-        offset = result.base_offset + self._offset_delta if result.base_offset >= 0 else -1
-        timestamp = (
-            result.log_append_time_ms if result.log_append_time_ms >= 0 else self._timestamp_ms
-        )
-        tp = result.tp
-        return RecordMetadata(
-            tp.topic, tp.partition, offset, timestamp, self._key_size, self._value_size
+        return record_metadata(
+            result, self._offset_delta, self._timestamp_ms, self._key_size, self._value_size
         )
 
     def metadata(self) -> RecordMetadata | None:

@@ -3,14 +3,18 @@
 Each is RecordBatch v2 with a valid CRC around records that Kafka's ``LogValidator``
 refuses: a count that does not match the records, bytes after the last record, a gzip
 batch whose payload is not gzip, a zstd "bomb" (a small frame that expands past any
-``max.message.bytes``). :func:`raw_batch` and :func:`record` build others. Pure
-functions: any thread. ``zstandard`` is needed only by :func:`zstd_bomb`.
+``max.message.bytes``). :func:`raw_batch` and :func:`record` build others, and
+:func:`produce_request` puts one in a Produce request (or many empty partition entries:
+a request larger in Python objects than on the wire). Pure functions: any thread.
+``zstandard`` is needed only by :func:`zstd_bomb`.
 """
 
 from __future__ import annotations
 
 from crc32c import crc32c
 
+from kclient.protocol import ApiKey
+from kclient.protocol.frame import encode_request
 from kclient.record.compression import CompressionType
 from kclient.record.layout import (
     ATTRIBUTES_OFFSET,
@@ -26,6 +30,7 @@ from kclient.record.varint import encode_varint
 __all__ = [
     "bad_gzip_batch",
     "count_mismatch_batch",
+    "produce_request",
     "raw_batch",
     "record",
     "trailing_bytes_batch",
@@ -114,3 +119,29 @@ def zstd_bomb_batch(records: int = 1024, value_size: int = 1 << 20, timestamp_ms
         codec=CompressionType.ZSTD,
         timestamp_ms=timestamp_ms,
     )
+
+
+def produce_request(
+    topic: str,
+    records: bytes | None,
+    partitions: int = 1,
+    correlation_id: int = 1,
+    acks: int = 1,
+) -> bytes:
+    """A size-prefixed Produce v9 request of ``records`` to partition 0 of ``topic`` and,
+    with ``partitions`` > 1, that many more entries of null records (an index and a null:
+    six bytes each on the wire)."""
+    body = {
+        "transactional_id": None,
+        "acks": acks,
+        "timeout_ms": 5000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [
+                    {"index": i, "records": records if i == 0 else None} for i in range(partitions)
+                ],
+            }
+        ],
+    }
+    return b"".join(encode_request(ApiKey.PRODUCE, 9, correlation_id, "hostile", body))

@@ -13,6 +13,7 @@ from kclient.protocol.codec import plan
 from kclient.protocol.codegen import _FastPathMiss as FastPathMiss
 from kclient.protocol.frame import decode_request, decode_request_header, encode_request
 from kclient.protocol.messages.produce import REQUEST as PRODUCE_REQUEST
+from kclient.testing.hostile import produce_request
 
 
 def metadata_request(topics: int) -> bytes:
@@ -20,23 +21,12 @@ def metadata_request(topics: int) -> bytes:
     return b"".join(encode_request(ApiKey.METADATA, 12, 7, "c", body))[4:]
 
 
-def produce_request(partitions: int) -> bytes:
-    body = {
-        "transactional_id": None,
-        "acks": 1,
-        "timeout_ms": 1000,
-        "topic_data": [
-            {
-                "name": "t",
-                "partition_data": [{"index": i, "records": None} for i in range(partitions)],
-            }
-        ],
-    }
-    return b"".join(encode_request(ApiKey.PRODUCE, 9, 7, "c", body))[4:]
+def produce_frame(partitions: int) -> bytes:
+    return produce_request("t", None, partitions)[4:]  # the frame without its size
 
 
 def test_entries_at_the_limit_decode_and_one_more_is_refused() -> None:
-    frame = produce_request(99)  # 1 topic + 99 partitions = 100 entries
+    frame = produce_frame(99)  # 1 topic + 99 partitions = 100 entries
     _, body = decode_request(frame, max_items=100)
     assert len(body["topic_data"][0]["partition_data"]) == 99
     with pytest.raises(ProtocolDecodeError, match="more than 99 array items in one message"):
@@ -45,7 +35,7 @@ def test_entries_at_the_limit_decode_and_one_more_is_refused() -> None:
 
 def test_the_generated_fast_path_counts_entries_too() -> None:
     """It decodes within the budget and leaves a body over it to the careful path."""
-    frame = produce_request(99)
+    frame = produce_frame(99)
     _, body_at = decode_request_header(frame)
     fast = plan(PRODUCE_REQUEST, 9).fast_decode
     body, _ = fast(memoryview(frame), body_at, 100)
