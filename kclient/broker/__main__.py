@@ -218,6 +218,22 @@ def build_parser() -> argparse.ArgumentParser:
         "generation (group.initial.rebalance.delay.ms; default: 100, Kafka's is 3000)",
     )
     p.add_argument(
+        "--transactional-id-expiration-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="forget a transactional id with no transaction for MS "
+        "(transactional.id.expiration.ms; default: 604800000, 7 days)",
+    )
+    p.add_argument(
+        "--producer-id-expiration-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="a partition forgets a producer that has not written to it for MS "
+        "(producer.id.expiration.ms; default: 86400000, 1 day)",
+    )
+    p.add_argument(
         "--metrics-interval",
         type=float,
         default=0.0,
@@ -292,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "max_request_items",
             "fetch_max_bytes",
             "group_initial_rebalance_delay_ms",
+            "transactional_id_expiration_ms",
+            "producer_id_expiration_ms",
         ):
             if getattr(args, name) is not None:
                 settings[name] = getattr(args, name)

@@ -293,6 +293,13 @@ class EmbeddedCluster:
             )
         return t.partitions[index]
 
+    def producer_ids(self, topic: str, partition: int = 0) -> list[int]:
+        """The producer ids whose state the partition keeps (forgotten after
+        ``producer.id.expiration.ms`` idle)."""
+        p = self._partition(topic, partition)
+        with p.lock:
+            return sorted(p.producer_state.entries)
+
     # ---- consumer groups ---------------------------------------------------------------
 
     def groups(self) -> dict[str, str]:

@@ -143,6 +143,17 @@ class BrokerConfig:
     #: transaction coordinator aborts transactions open longer than their timeout.
     #: Kafka's default is 10000; here 1000, so a timed-out transaction ends promptly.
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 1000
+    #: ``transactional.id.expiration.ms``: a transactional id with no transaction for
+    #: this long is forgotten; its next producer starts with a new producer id (Kafka's
+    #: default, 7 days).
+    transactional_id_expiration_ms: int = 604_800_000
+    #: ``transaction.remove.expired.transaction.cleanup.interval.ms`` (Kafka's: 1 hour).
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
+    #: ``producer.id.expiration.ms``: a partition forgets a producer that has not written
+    #: to it for this long (no transaction open); Kafka's default, 1 day.
+    producer_id_expiration_ms: int = 86_400_000
+    #: ``producer.id.expiration.check.interval.ms`` (Kafka's: 10 minutes).
+    producer_id_expiration_check_interval_ms: int = 600_000
 
     def __post_init__(self) -> None:
         positive = {
@@ -165,6 +176,14 @@ class BrokerConfig:
             "transaction.max.timeout.ms": self.transaction_max_timeout_ms,
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
                 self.transaction_abort_timed_out_transaction_cleanup_interval_ms
+            ),
+            "transactional.id.expiration.ms": self.transactional_id_expiration_ms,
+            "transaction.remove.expired.transaction.cleanup.interval.ms": (
+                self.transaction_remove_expired_transaction_cleanup_interval_ms
+            ),
+            "producer.id.expiration.ms": self.producer_id_expiration_ms,
+            "producer.id.expiration.check.interval.ms": (
+                self.producer_id_expiration_check_interval_ms
             ),
         }
         for name, value in positive.items():

@@ -338,6 +338,27 @@ class Controller:
 
     # ---- producers, appends ------------------------------------------------------------
 
+    def remove_expired_producers(self, node_id: int, now_ms: int, expiration_ms: int) -> int:
+        """Forget, in the partitions broker ``node_id`` leads, the producers idle for
+        ``expiration_ms`` (``producer.id.expiration.ms``); how many."""
+        with self.lock:
+            partitions = self._all_partitions()
+        removed = 0
+        for partition in partitions:
+            with partition.lock:
+                if partition.leader_id == node_id and not partition.topic.deleted:
+                    removed += partition.producer_state.remove_expired_producers(
+                        now_ms, expiration_ms
+                    )
+        if removed:
+            log.info(
+                "broker %d: forgot %d producer ids idle for %d ms (producer.id.expiration.ms)",
+                node_id,
+                removed,
+                expiration_ms,
+            )
+        return removed
+
     def allocate_producer_id(self) -> int:
         """A producer id never handed out before, for the life of the log dir. Raises
         KafkaStorageError when the id block cannot be recorded."""

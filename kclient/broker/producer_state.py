@@ -19,6 +19,13 @@ the marker's epoch (a newer epoch starts the sequences again at 0) and returns t
 ``CompletedTxn``. ``verified`` holds the producers the transaction coordinator has
 added this partition for (producer id -> epoch): only they may start a transaction here.
 
+A producer that has written nothing here for ``producer.id.expiration.ms`` (1 day, Kafka's
+default; measured from its last batch's max timestamp, as Kafka does) and has no open
+transaction here is forgotten (``remove_expired_producers``, every
+``producer.id.expiration.check.interval.ms``): without it every producer id that ever
+wrote would stay in memory and in every snapshot. A forgotten producer that comes back
+is an unknown producer again (any sequence is accepted, KIP-360).
+
 Used under the owning ``Partition``'s lock. ``ProducerAppendInfo`` stages the updates of
 one append so a request whose later batch fails leaves the state untouched.
 
@@ -174,6 +181,19 @@ class ProducerStateManager:
     def ongoing_txn_first_offset(self, producer_id: int) -> int:
         entry = self.entries.get(producer_id)
         return entry.current_txn_first_offset if entry is not None else -1
+
+    def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget the producers idle for ``expiration_ms`` with no transaction open here
+        (Kafka's ``removeExpiredProducers``); how many."""
+        expired = [
+            producer_id
+            for producer_id, entry in self.entries.items()
+            if entry.current_txn_first_offset < 0
+            and now_ms - (entry.batches[-1].timestamp if entry.batches else -1) >= expiration_ms
+        ]
+        for producer_id in expired:
+            del self.entries[producer_id]
+        return len(expired)
 
     def max_producer_id(self) -> int:
         return max(self.entries, default=-1)

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import logging
 import ssl
+import threading
 import time
 
 from kclient.broker.apis import Apis
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import BrokerEndpoint, Controller
+from kclient.broker.coordinator_timer import CoordinatorTimer
 from kclient.broker.faults import LostAnswers
 from kclient.broker.group_apis import coordinator_node, group_config
 from kclient.broker.group_coordinator import GroupCoordinator
@@ -42,6 +44,7 @@ from kclient.broker.txn_state import TransactionStateManager
 log = logging.getLogger(__name__)
 
 _WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+_PRODUCER_EXPIRATION = "producer-id-expiration"
 
 
 class KafkaServer:
@@ -91,6 +94,8 @@ class KafkaServer:
             else PendingTxnOffsets(self.consumer_offsets)
         )
         self.txn_coordinator: TransactionCoordinator | None = None
+        self._timer_lock = threading.RLock()
+        self._timer = CoordinatorTimer(purgatory, self._timer_lock, time.monotonic_ns)
 
     @property
     def is_running(self) -> bool:
@@ -159,15 +164,36 @@ class KafkaServer:
             self.purgatory,
             cfg.transaction_abort_timed_out_transaction_cleanup_interval_ms,
             time.monotonic_ns,
+            expiration_ms=cfg.transactional_id_expiration_ms,
+            expiration_interval_ms=cfg.transaction_remove_expired_transaction_cleanup_interval_ms,
         )
+        self._schedule_producer_expiration()
         log.info(
             "broker %d listening on %s://%s", self.node_id, cfg.security_protocol, self.address
         )
+
+    def _schedule_producer_expiration(self) -> None:
+        """Every ``producer.id.expiration.check.interval.ms``, forget the producers idle
+        for ``producer.id.expiration.ms`` in the partitions this broker leads (Kafka's
+        LogManager task)."""
+        cfg, timer = self.config, self._timer
+        interval_ms = cfg.producer_id_expiration_check_interval_ms
+
+        def check() -> None:
+            self.controller.remove_expired_producers(
+                self.node_id, time.time_ns() // 1_000_000, cfg.producer_id_expiration_ms
+            )
+            timer.schedule(_PRODUCER_EXPIRATION, interval_ms, check)
+
+        with self._timer_lock:
+            timer.schedule(_PRODUCER_EXPIRATION, interval_ms, check)
 
     def shutdown(self, timeout_s: float = 5.0) -> None:
         socket_server, handlers = self._socket_server, self._handlers
         if socket_server is None or handlers is None:
             return
+        with self._timer_lock:
+            self._timer.cancel_all()
         self.controller.broker_stopped(self.node_id)
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()

@@ -19,6 +19,11 @@ CONCURRENT_TRANSACTIONS) until the timer writes it.
 * A transaction open longer than its ``transaction.timeout.ms`` is aborted with a bumped
   epoch (``abort_timed_out_transactions``, every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``).
+* A transactional id with no transaction for ``transactional.id.expiration.ms`` (7 days,
+  Kafka's default) is forgotten (``expire_transactional_ids``, every
+  ``transaction.remove.expired.transaction.cleanup.interval.ms``): a Dead tombstone is
+  written, and its next InitProducerId starts over with a new producer id. Without it
+  every id ever used would stay in memory and in the state log for ever.
 
 Thread-safety: every method holds the state manager's lock (request handler threads,
 and the purgatory's reaper thread for the timer).
@@ -54,6 +59,7 @@ _FENCED = errors.ProducerFencedError.code
 _CONCURRENT = errors.ConcurrentTransactionsError.code
 _INVALID_STATE = errors.InvalidTxnStateError.code
 _TIMER_KEY = "abort-timed-out-transactions"
+_EXPIRE_KEY = "remove-expired-transactional-ids"
 
 
 @dataclass(frozen=True)
@@ -92,9 +98,13 @@ class TransactionCoordinator:
         purgatory: DelayedOperationPurgatory,
         interval_ms: int,
         monotonic_ns: Callable[[], int],
+        *,
+        expiration_ms: int = 604_800_000,
+        expiration_interval_ms: int = 3_600_000,
     ) -> None:
         """Write the markers of transactions left prepared, then check for timed-out
-        transactions every ``interval_ms``."""
+        transactions every ``interval_ms`` and for expired transactional ids (unused for
+        ``expiration_ms``) every ``expiration_interval_ms``."""
         self.complete_prepared()
         timer = self._timer = CoordinatorTimer(purgatory, self.state.lock, monotonic_ns)
 
@@ -105,8 +115,15 @@ class TransactionCoordinator:
             self.abort_timed_out_transactions(self.time_ms())
             timer.schedule(_TIMER_KEY, interval_ms, tick)
 
+        def expire() -> None:
+            if not self.active:
+                return
+            self.expire_transactional_ids(self.time_ms(), expiration_ms)
+            timer.schedule(_EXPIRE_KEY, expiration_interval_ms, expire)
+
         with self.state.lock:
             timer.schedule(_TIMER_KEY, interval_ms, tick)
+            timer.schedule(_EXPIRE_KEY, expiration_interval_ms, expire)
 
     def shutdown(self) -> None:
         with self.state.lock:
@@ -446,6 +463,32 @@ class TransactionCoordinator:
                     if not self._end(current.prepare_fence_and_abort(now_ms)):
                         aborted += 1
         return aborted
+
+    def expire_transactional_ids(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget every transactional id this broker coordinates that has had no
+        transaction (Empty, CompleteCommit, CompleteAbort) for ``expiration_ms``; how many
+        (Kafka's ``removeExpiredTransactionalIds``)."""
+        expired = 0
+        with self.state.lock:
+            for current in self.state.transactions():
+                if not (
+                    current.is_expiration_allowed
+                    and current.txn_last_update_ms + expiration_ms <= now_ms
+                    and self.active
+                    and self.is_coordinator(current.transactional_id)
+                ):
+                    continue
+                if self._put(current.prepare_dead()):
+                    break  # the state log cannot be written: try again next time
+                expired += 1
+                log.info(
+                    "transactional id %r (producer %d) expired: no transaction for %d ms "
+                    "(transactional.id.expiration.ms)",
+                    current.transactional_id,
+                    current.producer_id,
+                    expiration_ms,
+                )
+        return expired
 
 
 def _is_valid_producer_id(current: TransactionMetadata, expected: tuple[int, int]) -> bool:

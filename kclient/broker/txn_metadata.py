@@ -11,7 +11,7 @@ and what each may follow are Kafka's:
     PrepareAbort   <- Ongoing, PrepareEpochFence                (EndTxn abort, fencing, timeout)
     CompleteCommit <- PrepareCommit                             (markers written)
     CompleteAbort  <- PrepareAbort                              (markers written)
-    Dead           <- Empty, CompleteCommit, CompleteAbort      (expired id; not used here)
+    Dead           <- Empty, CompleteCommit, CompleteAbort      (transactional id expired)
 
 ``PrepareEpochFence`` is Kafka's in-memory step of fencing (InitProducerId on an Ongoing
 transaction, or its timeout): the epoch is bumped and the transaction aborted with it;
@@ -165,6 +165,16 @@ class TransactionMetadata:
         """The markers are written: CompleteCommit / CompleteAbort, no partitions."""
         state = _S.COMPLETE_COMMIT if self.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
         return self._to(state, partitions=frozenset(), txn_last_update_ms=now_ms)
+
+    def prepare_dead(self) -> TransactionMetadata:
+        """The id expired (``transactional.id.expiration.ms`` without a transaction): the
+        coordinator writes this tombstone and forgets the id."""
+        return self._to(_S.DEAD)
+
+    @property
+    def is_expiration_allowed(self) -> bool:
+        """Kafka's ``isExpirationAllowed``: no transaction open or being completed."""
+        return self.state in _COMPLETE
 
     # ---- log form ----------------------------------------------------------------------
 

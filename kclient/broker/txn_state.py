@@ -96,7 +96,10 @@ class TransactionStateManager:
                 self._records.append(metadata.to_json())
                 if self._records.log_bytes >= COMPACT_BYTES:
                     self._compact()
-            self._txns[metadata.transactional_id] = metadata
+            if metadata.state is _S.DEAD:
+                self._txns.pop(metadata.transactional_id, None)
+            else:
+                self._txns[metadata.transactional_id] = metadata
 
     def prepared(self) -> list[TransactionMetadata]:
         """Transactions whose markers are still to be written."""
@@ -118,7 +121,10 @@ class TransactionStateManager:
                     "%s: skipping an unreadable transaction record: %s", records.directory, exc
                 )
                 continue
-            self._txns[metadata.transactional_id] = metadata
+            if metadata.state is _S.DEAD:
+                self._txns.pop(metadata.transactional_id, None)
+            else:
+                self._txns[metadata.transactional_id] = metadata
         log.info("loaded %d transactional ids from %s", len(self._txns), records.directory)
         self._compact()
 
