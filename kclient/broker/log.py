@@ -139,13 +139,9 @@ class Log:
         now_ms: int,
     ) -> int:
         """Write a COMMIT/ABORT marker ending ``producer_id``'s transaction here; its
-        offset. Raises InvalidProducerEpochError (a marker of a fenced epoch), OSError."""
-        entry = self.producer_state.entries.get(producer_id)
-        if entry is not None and producer_epoch < entry.epoch:
-            raise errors.InvalidProducerEpochError(
-                f"{self}: marker epoch {producer_epoch} of producer {producer_id} is older "
-                f"than its epoch {entry.epoch}"
-            )
+        offset. Raises InvalidProducerEpochError (a marker of a fenced epoch),
+        TransactionCoordinatorFencedError (from an older coordinator), OSError."""
+        self.producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         buf = build_marker(
             producer_id,
             producer_epoch=producer_epoch,
@@ -157,11 +153,13 @@ class Log:
         assign_offsets(buf, offset)
         set_partition_leader_epoch(buf, leader_epoch)
         self.append(buf, [(0, len(buf), offset, offset, now_ms)])
-        self._end_txn(producer_id, producer_epoch, offset, not committed)
+        self._end_txn(producer_id, producer_epoch, offset, not committed, coordinator_epoch)
         return offset
 
-    def _end_txn(self, producer_id: int, epoch: int, offset: int, aborted: bool) -> None:
-        txn = self.producer_state.end_txn(producer_id, epoch, offset, aborted)
+    def _end_txn(
+        self, producer_id: int, epoch: int, offset: int, aborted: bool, coordinator_epoch: int
+    ) -> None:
+        txn = self.producer_state.end_txn(producer_id, epoch, offset, aborted, coordinator_epoch)
         if aborted:
             self.txn_index.append(
                 AbortedTxn(producer_id, txn.first_offset, offset, self.last_stable_offset)
@@ -463,8 +461,8 @@ class Log:
     def _replay_marker(self, entry: BatchEntry, producer_id: int, epoch: int) -> None:
         try:
             batch = RecordBatch(self._entry_bytes(entry), entry.position)
-            committed, _ = marker_type(batch)
-            self._end_txn(producer_id, epoch, entry.base_offset, not committed)
+            committed, coordinator_epoch = marker_type(batch)
+            self._end_txn(producer_id, epoch, entry.base_offset, not committed, coordinator_epoch)
         except errors.KafkaError as exc:  # not a marker, or of a fenced epoch: skip it
             log.warning("%s: control batch at offset %d: %s", self, entry.base_offset, exc)
 

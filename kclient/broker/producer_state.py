@@ -51,10 +51,12 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_SUFFIX = ".snapshot"
 _SNAPSHOT_MAGIC = b"KCPS"
-_SNAPSHOT_VERSION = 2  # 2: with each entry's ongoing transaction's first offset
+#: 2: with each entry's ongoing transaction's first offset; 3: and its coordinator epoch
+_SNAPSHOT_VERSION = 3
 _SNAPSHOT_HEAD = struct.Struct(">qi")  # the log end offset it was taken at, entries
-_ENTRY_V1 = struct.Struct(">qhb")  # producer id, epoch, batches
-_ENTRY = struct.Struct(">qhbq")  # producer id, epoch, batches, ongoing txn first offset
+#: per version: producer id, epoch, batches[, ongoing txn first offset[, coordinator epoch]]
+_ENTRIES = {1: struct.Struct(">qhb"), 2: struct.Struct(">qhbq"), 3: struct.Struct(">qhbqi")}
+_ENTRY = _ENTRIES[_SNAPSHOT_VERSION]
 _BATCH = struct.Struct(">iiqqq")  # first/last sequence, first/last offset, timestamp
 #: snapshots kept per partition (the newest, and one to fall back to)
 SNAPSHOTS_KEPT = 2
@@ -97,6 +99,8 @@ class ProducerStateEntry:
     )
     #: offset of the first batch of the ongoing transaction here; -1: none
     current_txn_first_offset: int = -1
+    #: coordinator epoch of the last marker written for this producer here; -1: none
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -115,6 +119,7 @@ class ProducerStateEntry:
             self.epoch,
             deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
             self.current_txn_first_offset,
+            self.coordinator_epoch,
         )
 
     def update_epoch(self, epoch: int) -> None:
@@ -155,19 +160,37 @@ class ProducerStateManager:
         if transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = batch.first_offset
 
-    def end_txn(self, producer_id: int, epoch: int, offset: int, aborted: bool) -> CompletedTxn:
-        """A COMMIT/ABORT marker of ``producer_id`` at ``offset`` (appended or replayed):
-        end its ongoing transaction here and take the marker's epoch. Raises
-        InvalidProducerEpochError for a marker older than the producer's epoch."""
+    def check_marker(self, producer_id: int, epoch: int, coordinator_epoch: int) -> None:
+        """Kafka's marker checks: InvalidProducerEpochError for a marker older than the
+        producer's epoch, TransactionCoordinatorFencedError for one from a coordinator
+        older than the one that wrote this producer's last marker here."""
         entry = self.entries.get(producer_id)
         if entry is None:
-            entry = self.entries[producer_id] = ProducerStateEntry(epoch)
-        elif epoch < entry.epoch:
+            return
+        if epoch < entry.epoch:
             raise errors.InvalidProducerEpochError(
                 f"a marker of producer {producer_id} has epoch {epoch}, older than its "
                 f"epoch {entry.epoch} on {self.topic_partition}"
             )
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise errors.TransactionCoordinatorFencedError(
+                f"a marker of producer {producer_id} comes from coordinator epoch "
+                f"{coordinator_epoch}, older than {entry.coordinator_epoch} on "
+                f"{self.topic_partition}"
+            )
+
+    def end_txn(
+        self, producer_id: int, epoch: int, offset: int, aborted: bool, coordinator_epoch: int = -1
+    ) -> CompletedTxn:
+        """A COMMIT/ABORT marker of ``producer_id`` at ``offset`` (appended or replayed):
+        end its ongoing transaction here and take the marker's epochs. Raises what
+        ``check_marker`` raises."""
+        self.check_marker(producer_id, epoch, coordinator_epoch)
+        entry = self.entries.get(producer_id)
+        if entry is None:
+            entry = self.entries[producer_id] = ProducerStateEntry(epoch)
         entry.update_epoch(epoch)
+        entry.coordinator_epoch = coordinator_epoch
         first = entry.current_txn_first_offset
         entry.current_txn_first_offset = -1
         self.verified.pop(producer_id, None)
@@ -207,7 +230,11 @@ class ProducerStateManager:
         for producer_id, entry in self.entries.items():
             parts.append(
                 _ENTRY.pack(
-                    producer_id, entry.epoch, len(entry.batches), entry.current_txn_first_offset
+                    producer_id,
+                    entry.epoch,
+                    len(entry.batches),
+                    entry.current_txn_first_offset,
+                    entry.coordinator_epoch,
                 )
             )
             parts.extend(
@@ -259,9 +286,10 @@ def snapshot_offsets(directory: Path) -> list[int]:
 
 
 def _decode_snapshot(path: Path, data: bytes, offset: int) -> dict[int, ProducerStateEntry]:
-    version = _SNAPSHOT_VERSION if len(data) < 5 or data[4] != 1 else 1  # v1: no txns
+    # snapshots of older versions (written before an upgrade) are read too
+    version = data[4] if len(data) >= 5 and data[4] in _ENTRIES else _SNAPSHOT_VERSION
     body = unseal(path, data, _SNAPSHOT_MAGIC, version)
-    entry_struct = _ENTRY if version == _SNAPSHOT_VERSION else _ENTRY_V1
+    entry_struct = _ENTRIES[version]
     try:
         taken_at, count = _SNAPSHOT_HEAD.unpack_from(body)
         if taken_at != offset:
@@ -273,6 +301,7 @@ def _decode_snapshot(path: Path, data: bytes, offset: int) -> dict[int, Producer
             pos += entry_struct.size
             entry = entries[producer_id] = ProducerStateEntry(epoch)
             entry.current_txn_first_offset = txn[0] if txn else -1
+            entry.coordinator_epoch = txn[1] if len(txn) > 1 else -1
             for _ in range(n):
                 entry.batches.append(BatchMetadata(*_BATCH.unpack_from(body, pos)))
                 pos += _BATCH.size

@@ -371,7 +371,13 @@ class TransactionCoordinator:
     def _write_markers(self, prepared: TransactionMetadata) -> None:
         committed = prepared.state is _S.PREPARE_COMMIT
         now_ms = self.time_ms()
-        coordinator_epoch = self.state.coordinator_epoch(prepared.transactional_id, self.node_id)
+        try:
+            coordinator_epoch = self.state.coordinator_epoch(
+                prepared.transactional_id, self.node_id
+            )
+        except errors.KafkaStorageError as exc:
+            log.warning("transactional id %r: %s; retrying later", prepared.transactional_id, exc)
+            return  # left prepared: the timer tries again
         failed = self.markers.write_markers(
             prepared.partitions,
             prepared.producer_id,

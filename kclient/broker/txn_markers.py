@@ -105,7 +105,10 @@ class TransactionMarkerWriter:
                     leader_epoch=partition.leader_epoch,
                     now_ms=now_ms,
                 )
-            except errors.InvalidProducerEpochError as exc:
+            except (
+                errors.InvalidProducerEpochError,
+                errors.TransactionCoordinatorFencedError,
+            ) as exc:
                 log.warning("%s: no marker: %s", partition.name, exc)
                 return True
             except OSError as exc:

@@ -12,7 +12,9 @@ into the markers, as in Kafka).
 With a log dir, ``<log_dir>/__transaction_state/`` holds the state as ``DurableRecords``
 (``txn_log``): a snapshot of every id plus a log of transitions, replayed on start-up
 (last record of an id wins). Transactions found in PrepareCommit/PrepareAbort then still
-need their markers: the coordinators write them on start-up (``prepared``).
+need their markers: the coordinators write them on start-up (``prepared``). The
+coordinator epoch of each state partition is kept there too, so that it never goes back
+after a restart (a partition fences markers of an older coordinator epoch).
 
 Thread-safety: one lock (``lock``), held by coordinators for a whole request (markers
 included) and by the timeout timer; partition locks are taken inside it, never around it.
@@ -76,6 +78,8 @@ class TransactionStateManager:
             owner = self._owners.get(partition)
             if owner is None or owner[0] != node_id:
                 owner = (node_id, owner[1] + 1 if owner is not None else 0)
+                if self._records is not None:  # markers carry it: it must never go back
+                    self._records.append({"owner": partition, "node": owner[0], "epoch": owner[1]})
                 self._owners[partition] = owner
             return owner[1]
 
@@ -113,7 +117,12 @@ class TransactionStateManager:
     def _load(self, records: DurableRecords) -> None:
         snapshot, changes = records.load()
         rows = list(snapshot["transactions"]) if isinstance(snapshot, dict) else []
+        if isinstance(snapshot, dict):
+            rows += [{"owner": p, "node": n, "epoch": e} for p, n, e in snapshot.get("owners", [])]
         for row in rows + changes:
+            if "owner" in row:
+                self._owners[int(row["owner"])] = (int(row["node"]), int(row["epoch"]))
+                continue
             try:
                 metadata = TransactionMetadata.from_json(row)
             except (KeyError, TypeError, ValueError) as exc:
@@ -131,7 +140,12 @@ class TransactionStateManager:
     def _compact(self) -> None:
         assert self._records is not None
         try:
-            self._records.compact({"transactions": [m.to_json() for m in self._txns.values()]})
+            self._records.compact(
+                {
+                    "transactions": [m.to_json() for m in self._txns.values()],
+                    "owners": [[p, n, e] for p, (n, e) in sorted(self._owners.items())],
+                }
+            )
         except errors.KafkaStorageError as exc:
             if self._records.log_bytes == 0:
                 raise
