@@ -218,6 +218,10 @@ class ProducerStateManager:
             del self.entries[producer_id]
         return len(expired)
 
+    def active_producers(self) -> list[tuple[int, ProducerStateEntry]]:
+        """(producer id, entry) of every producer kept here, by producer id."""
+        return sorted(self.entries.items())
+
     def max_producer_id(self) -> int:
         return max(self.entries, default=-1)
 

@@ -3,7 +3,9 @@
 InitProducerId (v0-v5; without a transactional id too), AddPartitionsToTxn (v0-v3 from
 producers; v4-v5 batched, with ``verify_only``, as brokers send it), AddOffsetsToTxn
 (v0-v4), EndTxn (v0-v4), TxnOffsetCommit (v0-v4), and for admin tools ListTransactions
-(v0-v1: the ids this broker coordinates) and DescribeTransactions (v0). Each handler
+(v0-v1: the ids this broker coordinates), DescribeTransactions (v0), DescribeProducers
+(v0: the producer state of the partitions this broker leads) and WriteTxnMarkers (v0-v1:
+what ``kafka-transactions.sh abort`` sends to end a hanging transaction). Each handler
 turns the request body into a call of the broker's ``TransactionCoordinator`` (or, for
 TxnOffsetCommit, of its ``GroupCoordinator`` and ``PendingTxnOffsets``) and its result
 into the response of the request's version; no transaction logic lives here.
@@ -21,7 +23,7 @@ from typing import Any
 
 from kclient import errors
 from kclient.broker.consumer_offsets import OffsetAndMetadata, TopicPartition
-from kclient.broker.controller import Controller
+from kclient.broker.controller import Controller, Partition
 from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.offset_metadata_manager import offsets_to_commit, partition_errors
 from kclient.broker.request_channel import Request
@@ -36,6 +38,7 @@ MAX_VERSIONS = {int(ApiKey.END_TXN): 4, int(ApiKey.TXN_OFFSET_COMMIT): 4}
 _UNKNOWN_TOPIC = errors.UnknownTopicOrPartitionError.code
 _NOT_ATTEMPTED = errors.OperationNotAttemptedError.code
 _UNSUPPORTED = errors.UnsupportedVersionError.code
+_NOT_LEADER = errors.NotLeaderOrFollowerError.code
 
 
 class TxnApis:
@@ -64,6 +67,8 @@ class TxnApis:
             ApiKey.TXN_OFFSET_COMMIT: self.handle_txn_offset_commit,
             ApiKey.LIST_TRANSACTIONS: self.handle_list_transactions,
             ApiKey.DESCRIBE_TRANSACTIONS: self.handle_describe_transactions,
+            ApiKey.DESCRIBE_PRODUCERS: self.handle_describe_producers,
+            ApiKey.WRITE_TXN_MARKERS: self.handle_write_txn_markers,
         }
 
     def _reply(self, request: Request, body: dict[str, Any], failed: int = 0) -> None:
@@ -284,6 +289,72 @@ class TxnApis:
             described.append(out)
         failed = sum(1 for d in described if d["error_code"])
         self._reply(request, {"transaction_states": described}, failed)
+
+    # ---- DescribeProducers / WriteTxnMarkers ---------------------------------------------
+
+    def _led(self, topic: str, index: int) -> tuple[int, Partition | None]:
+        """(error code, partition) for a partition this broker must lead."""
+        partition = self.controller.partition(topic, index)
+        if partition is None:
+            return _UNKNOWN_TOPIC, None
+        if partition.leader_id != self.coordinator.node_id:
+            return _NOT_LEADER, None
+        return 0, partition
+
+    def handle_describe_producers(self, request: Request) -> None:
+        topics = []
+        for t in self._body(request)["topics"]:
+            partitions = []
+            for index in t["partition_indexes"]:
+                error, partition = self._led(t["name"], index)
+                out: dict[str, Any] = {"partition_index": index, "error_code": error}
+                if partition is not None:
+                    with partition.lock:
+                        out["active_producers"] = [
+                            {
+                                "producer_id": producer_id,
+                                "producer_epoch": entry.epoch,
+                                "last_sequence": entry.last_seq,
+                                "last_timestamp": (
+                                    entry.batches[-1].timestamp if entry.batches else -1
+                                ),
+                                "coordinator_epoch": entry.coordinator_epoch,
+                                "current_txn_start_offset": entry.current_txn_first_offset,
+                            }
+                            for producer_id, entry in partition.producer_state.active_producers()
+                        ]
+                partitions.append(out)
+            topics.append({"name": t["name"], "partitions": partitions})
+        failed = sum(1 for t in topics for p in t["partitions"] if p["error_code"])
+        self._reply(request, {"topics": topics}, failed)
+
+    def handle_write_txn_markers(self, request: Request) -> None:
+        """Write each marker to the partitions it names that this broker leads (Kafka's
+        ``handleWriteTxnMarkersRequest``): what an admin's abort of a hanging transaction
+        sends; the coordinators of this cluster write their markers in-process."""
+        now_ms = self.coordinator.time_ms()
+        results = []
+        failed = 0
+        for marker in self._body(request)["markers"]:
+            topics = []
+            for t in marker["topics"]:
+                partitions = []
+                for index in t["partition_indexes"]:
+                    error, partition = self._led(t["name"], index)
+                    if partition is not None:
+                        error = self.coordinator.markers.write(
+                            partition,
+                            producer_id=marker["producer_id"],
+                            producer_epoch=marker["producer_epoch"],
+                            coordinator_epoch=marker["coordinator_epoch"],
+                            committed=marker["transaction_result"],
+                            now_ms=now_ms,
+                        )
+                    failed += 1 if error else 0
+                    partitions.append({"partition_index": index, "error_code": error})
+                topics.append({"name": t["name"], "partitions": partitions})
+            results.append({"producer_id": marker["producer_id"], "topics": topics})
+        self._reply(request, {"markers": results}, failed)
 
 
 def _topic_results(codes: dict[TopicPartition, int]) -> list[dict[str, Any]]:

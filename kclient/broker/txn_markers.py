@@ -74,18 +74,19 @@ class TransactionMarkerWriter:
                     "producer %d: no marker for %s-%d, which is gone", producer_id, topic, index
                 )
                 continue
-            if not self._write(
+            code = self.write(
                 partition,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 coordinator_epoch=coordinator_epoch,
                 committed=committed,
                 now_ms=now_ms,
-            ):
+            )
+            if code == errors.KafkaStorageError.code:
                 failed.append(tp)
         return failed
 
-    def _write(
+    def write(
         self,
         partition: Partition,
         *,
@@ -94,7 +95,10 @@ class TransactionMarkerWriter:
         coordinator_epoch: int,
         committed: bool,
         now_ms: int,
-    ) -> bool:
+    ) -> int:
+        """Write one marker to ``partition``; Kafka's error code (0: written).
+        INVALID_PRODUCER_EPOCH or TRANSACTION_COORDINATOR_FENCED: refused (a newer
+        producer or coordinator wrote there); KAFKA_STORAGE_ERROR: to be tried again."""
         with partition.lock:
             try:
                 partition.log.append_marker(
@@ -110,9 +114,9 @@ class TransactionMarkerWriter:
                 errors.TransactionCoordinatorFencedError,
             ) as exc:
                 log.warning("%s: no marker: %s", partition.name, exc)
-                return True
+                return exc.code
             except OSError as exc:
                 log.error("%s: cannot write a transaction marker: %s", partition.name, exc)
-                return False
+                return errors.KafkaStorageError.code
         self.controller.notify_append(partition)
-        return True
+        return 0

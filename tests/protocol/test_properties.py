@@ -52,6 +52,8 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
         ListGroupsResponse,
     )
     from kafka.protocol.admin.transactions import (
+        DescribeProducersRequest,
+        DescribeProducersResponse,
         DescribeTransactionsRequest,
         DescribeTransactionsResponse,
         ListTransactionsRequest,
@@ -98,6 +100,8 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
         ProduceResponse,
         TxnOffsetCommitRequest,
         TxnOffsetCommitResponse,
+        WriteTxnMarkersRequest,
+        WriteTxnMarkersResponse,
     )
     from kafka.protocol.sasl import (
         SaslAuthenticateRequest,
@@ -135,6 +139,8 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.OFFSET_DELETE: (OffsetDeleteRequest, OffsetDeleteResponse),
     ApiKey.DESCRIBE_TRANSACTIONS: (DescribeTransactionsRequest, DescribeTransactionsResponse),
     ApiKey.LIST_TRANSACTIONS: (ListTransactionsRequest, ListTransactionsResponse),
+    ApiKey.DESCRIBE_PRODUCERS: (DescribeProducersRequest, DescribeProducersResponse),
+    ApiKey.WRITE_TXN_MARKERS: (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
 }
 
 VERSIONS = [(key, v) for key, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]

@@ -22,6 +22,7 @@ from kclient.protocol.messages import (
     delete_groups,
     delete_topics,
     describe_groups,
+    describe_producers,
     describe_transactions,
     end_txn,
     fetch,
@@ -42,6 +43,7 @@ from kclient.protocol.messages import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from kclient.protocol.schema import Message
 
@@ -70,10 +72,12 @@ class ApiKey(IntEnum):
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
+    WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
+    DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
 
@@ -91,6 +95,7 @@ _MODULES = {
     ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
     ApiKey.END_TXN: end_txn,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers,
     ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
     ApiKey.SASL_HANDSHAKE: sasl_handshake,
     ApiKey.SASL_AUTHENTICATE: sasl_authenticate,
@@ -104,6 +109,7 @@ _MODULES = {
     ApiKey.LIST_GROUPS: list_groups,
     ApiKey.DELETE_GROUPS: delete_groups,
     ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers,
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
     ApiKey.LIST_TRANSACTIONS: list_transactions,
 }
