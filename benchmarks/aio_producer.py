@@ -9,6 +9,9 @@ between clients. Rows:
 - **await send()**: ``--records`` records, each ``await producer.send(...)`` (queued, its
   future kept), then every future awaited: records per second from the first send to the
   last acknowledgement, and process CPU seconds per million records;
+- **send_batch()**: the same records through ``create_batch()`` builders (default
+  ``max_batch_size``, 16 KiB) and ``send_batch(batch, topic, partition=0)``, every
+  returned future awaited at the end: records per second;
 - **send_and_wait p50 / p99**: ``--waits`` records one at a time, each awaited before the
   next (confluent-kafka: ``produce`` then ``flush``, its synchronous equivalent).
 
@@ -67,6 +70,27 @@ async def throughput(
     return n / elapsed, cpu / n * 1e6
 
 
+async def batch_throughput(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> float:
+    producer = make(bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, VALUE)
+        t0 = time.perf_counter()
+        futures = []
+        batch = producer.create_batch()
+        for _ in range(n):
+            if batch.append(key=None, value=VALUE, timestamp=None) is None:
+                futures.append(await producer.send_batch(batch, topic, partition=0))
+                batch = producer.create_batch()
+                batch.append(key=None, value=VALUE, timestamp=None)
+        futures.append(await producer.send_batch(batch, topic, partition=0))
+        await asyncio.gather(*futures)
+        elapsed = time.perf_counter() - t0
+    finally:
+        await producer.stop()
+    return n / elapsed
+
+
 async def latencies(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> list[float]:
     producer = make(bootstrap)
     await producer.start()
@@ -109,6 +133,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     rates: dict[str, list[tuple[float, float]]] = {"kclient.aio": [], "aiokafka": []}
+    batch_rates: dict[str, list[float]] = {"kclient.aio": [], "aiokafka": []}
     lat: dict[str, list[tuple[float, float]]] = {
         "kclient.aio": [],
         "aiokafka": [],
@@ -122,21 +147,29 @@ def main() -> int:
                 topic = f"aio-{name}-{r}"
                 tansu.create_topic(topic, 1)
                 rates[name].append(asyncio.run(throughput(make, bootstrap, topic, args.records)))
+                batch_rates[name].append(
+                    asyncio.run(batch_throughput(make, bootstrap, topic, args.records))
+                )
                 waits = asyncio.run(latencies(make, bootstrap, topic, args.waits))
                 lat[name].append((pct(waits, 0.5), pct(waits, 0.99)))
             topic = f"aio-confluent-{r}"
             tansu.create_topic(topic, 1)
             waits = confluent_latencies(bootstrap, topic, args.waits)
             lat["confluent-kafka (produce + flush)"].append((pct(waits, 0.5), pct(waits, 0.99)))
-    print("| client | await send(): records/s | CPU µs/record | send_and_wait p50 µs | p99 µs |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| client | await send(): records/s | CPU µs/record | send_batch(): records/s "
+        "| send_and_wait p50 µs | p99 µs |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
     for name, waits_by_round in lat.items():
         rate = rates.get(name)
         r_text = f"{statistics.median(x for x, _ in rate):,.0f}" if rate else "-"
         c_text = f"{statistics.median(c for _, c in rate):.1f}" if rate else "-"
+        batched = batch_rates.get(name)
+        b_text = f"{statistics.median(batched):,.0f}" if batched else "-"
         p50 = statistics.median(p for p, _ in waits_by_round)
         p99 = statistics.median(p for _, p in waits_by_round)
-        print(f"| {name} | {r_text} | {c_text} | {p50:.0f} | {p99:.0f} |")
+        print(f"| {name} | {r_text} | {c_text} | {b_text} | {p50:.0f} | {p99:.0f} |")
     return 0
 
 

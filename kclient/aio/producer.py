@@ -1,9 +1,4 @@
-"""An asyncio producer with aiokafka's ``AIOKafkaProducer`` surface, over kclient's producer.
-
-    from kclient.aio import AIOKafkaProducer
-
-    async with AIOKafkaProducer(bootstrap_servers="127.0.0.1:9092") as producer:
-        metadata = await producer.send_and_wait("events", b"hello", key=b"k")
+"""AIOKafkaProducer: aiokafka's asyncio producer surface over kclient's ``KafkaProducer``.
 
 Design: the I/O stays on the producer's Sender thread (``KafkaProducer``), and ``send``
 never blocks the event loop. The inner producer runs with ``max.block.ms=0``: where the
@@ -27,140 +22,25 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kclient.aio.batch import BatchBuilder, BatchDelivery
+from kclient.aio.config import producer_settings
 from kclient.errors import (
     BufferExhaustedError,
-    ConfigError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaTimeoutError,
 )
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Header
+from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import RecordMetadata
 
-__all__ = ["AIOKafkaProducer", "BatchBuilder"]
+__all__ = ["AIOKafkaProducer"]
 
 log = logging.getLogger(__name__)
 
-#: aiokafka's constructor keywords and the settings they are.
-AIOKAFKA_NAMES = {
-    "bootstrap_servers": "bootstrap.servers",
-    "client_id": "client.id",
-    "metadata_max_age_ms": "metadata.max.age.ms",
-    "request_timeout_ms": "request.timeout.ms",
-    "acks": "acks",
-    "key_serializer": "key.serializer",
-    "value_serializer": "value.serializer",
-    "compression_type": "compression.type",
-    "max_batch_size": "batch.size",
-    "max_request_size": "max.request.size",
-    "linger_ms": "linger.ms",
-    "retry_backoff_ms": "retry.backoff.ms",
-    "security_protocol": "security.protocol",
-    "ssl_context": "ssl.context",
-    "connections_max_idle_ms": "connections.max.idle.ms",
-    "enable_idempotence": "enable.idempotence",
-    "sasl_mechanism": "sasl.mechanism",
-    "sasl_plain_username": "sasl.username",
-    "sasl_plain_password": "sasl.password",
-}
-_UNSUPPORTED = {
-    "transactional_id": "transactions are not supported by kclient.aio yet",
-    "transaction_timeout_ms": "transactions are not supported by kclient.aio yet",
-    "sasl_kerberos_service_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
-    "sasl_kerberos_domain_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
-    "sasl_oauth_token_provider": "SASL OAUTHBEARER is not supported by kclient",
-}
-#: Defaults that differ from ``KafkaProducer``'s, as aiokafka's: no linger.
-_DEFAULTS = {"linger.ms": 0}
 _FIRST_WAIT_S = 0.001
 _MAX_WAIT_S = 0.05
-
-
-def _settings(kwargs: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """aiokafka keywords and Kafka's names → producer settings, and ``max.block.ms``."""
-    settings: dict[str, Any] = dict(_DEFAULTS)
-    for name, value in kwargs.items():
-        if name in _UNSUPPORTED:
-            raise ConfigError(f"{name!r}: {_UNSUPPORTED[name]}")
-        if name == "loop":
-            if value is not None:
-                raise ConfigError("'loop' is not supported: the producer uses the running loop")
-            continue
-        if name == "api_version":
-            if value not in (None, "auto"):
-                raise ConfigError(
-                    f"'api_version' {value!r} is not supported: kclient asks each broker "
-                    "(ApiVersions) and uses the newest versions both support; leave it out"
-                )
-            continue
-        if name == "partitioner" and value is not None:
-            value = _adapt_partitioner(value)
-        if name == "compression_type" and value is None:
-            value = "none"
-        if name == "bootstrap_servers" and not isinstance(value, str):
-            value = ",".join(value)
-        settings[AIOKAFKA_NAMES.get(name, name)] = value
-    max_block_ms = settings.pop("max.block.ms", settings.pop("max_block_ms", 60_000))
-    if not isinstance(max_block_ms, int) or isinstance(max_block_ms, bool) or max_block_ms < 0:
-        raise ConfigError(f"'max.block.ms' must be a non-negative int, got {max_block_ms!r}")
-    return settings, max_block_ms
-
-
-def _adapt_partitioner(partitioner: Any) -> Callable[[str, bytes | None, int], int]:
-    """aiokafka calls ``partitioner(key_bytes, all_partitions, available_partitions)``."""
-
-    def partition(topic: str, key: bytes | None, num_partitions: int) -> int:
-        partitions = list(range(num_partitions))
-        return int(partitioner(key, partitions, partitions))
-
-    return partition
-
-
-class BatchBuilder:
-    """Records for one ``send_batch`` (aiokafka's ``BatchBuilder``): ``append`` until it
-    returns None (full: ``max_batch_size`` bytes, or closed)."""
-
-    def __init__(self, max_size: int) -> None:
-        self._max_size = max_size
-        self._size = 0
-        self._closed = False
-        self.records: list[tuple[int | None, bytes | None, bytes | None, list[Header]]] = []
-
-    def append(
-        self,
-        *,
-        timestamp: int | None,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header] = (),
-    ) -> object | None:
-        """Add a record; None when it does not fit (the first record always fits)."""
-        size = 21 + len(key or b"") + len(value or b"")
-        size += sum(len(k) + len(v or b"") + 10 for k, v in headers)
-        if self._closed or (self.records and self._size + size > self._max_size):
-            return None
-        self.records.append((timestamp, key, value, list(headers)))
-        self._size += size
-        return _Appended(size, timestamp)
-
-    def record_count(self) -> int:
-        return len(self.records)
-
-    def size(self) -> int:
-        return self._size
-
-    def close(self) -> None:
-        self._closed = True
-
-
-class _Appended:
-    """What ``BatchBuilder.append`` returns (aiokafka gives the record's size and time)."""
-
-    def __init__(self, size: int, timestamp: int | None) -> None:
-        self.size = size
-        self.timestamp = timestamp
-        self.crc = None
 
 
 class AIOKafkaProducer:
@@ -169,7 +49,7 @@ class AIOKafkaProducer:
     or any kclient setting under its Kafka name or in snake_case."""
 
     def __init__(self, **kwargs: Any) -> None:
-        self._settings, self._max_block_ms = _settings(kwargs)
+        self._settings, self._max_block_ms = producer_settings(kwargs)
         self._kafka_client = self._settings.pop("kafka_client", None)  # tests
         self._producer: KafkaProducer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -335,22 +215,60 @@ class AIOKafkaProducer:
     async def send_batch(
         self, batch: BatchBuilder, topic: str, *, partition: int
     ) -> asyncio.Future[RecordMetadata]:
-        """Queue a batch's records to one partition, in order; the future gives the first
-        record's metadata once all are acknowledged (or the first error)."""
+        """Queue a batch's records to one partition, in order, through the producer's bulk
+        path (``KafkaProducer.send_batch``); the future gives the first record's metadata
+        once all are acknowledged, or raises ``SendBatchError`` naming the failed rows.
+        Awaits the partition's metadata and ``buffer.memory`` up to ``max_block_ms``; if
+        the buffer stays full after some rows went, the rest fail with that error."""
+        self._started()
         batch.close()
-        futures = [
-            await self.send(topic, value, key, partition, timestamp, headers)
-            for timestamp, key, value, headers in batch.records
-        ]
-        assert self._loop is not None
-        if not futures:
+        rows = batch.record_count()
+        if not rows:
             raise ValueError("send_batch() of an empty batch")
-        return asyncio.ensure_future(self._first_of(futures))
-
-    @staticmethod
-    async def _first_of(futures: list[asyncio.Future[RecordMetadata]]) -> RecordMetadata:
-        results = await asyncio.gather(*futures)
-        return results[0]
+        await self._await_metadata(topic, partition)
+        timestamps, values = batch.timestamps, batch.values
+        keys = batch.keys if batch.has_keys else None
+        headers = batch.headers if batch.has_headers else None
+        loop = self._loop
+        assert loop is not None
+        parts: list[tuple[int, SendBatchResult]] = []
+        deadline = loop.time() + self._max_block_ms / 1000
+        wait_s = _FIRST_WAIT_S
+        start = 0
+        while True:
+            part = self._started().send_batch(
+                topic,
+                values[start:] if start else values,
+                None if keys is None else keys[start:],
+                None if headers is None else headers[start:],
+                [partition] * (rows - start),
+                timestamps[start:] if start else timestamps,
+            )
+            full = [row for row, e in part._errors.items() if isinstance(e, BufferExhaustedError)]
+            if not full:
+                parts.append((start, part))
+                break
+            first_full = min(full)
+            if loop.time() >= deadline:
+                full_error = part._errors[first_full]
+                assert isinstance(full_error, BufferExhaustedError)
+                error = self._blocked_too_long(full_error, topic, partition)
+                if start == 0 and first_full == 0:
+                    raise error
+                part._errors.update({row: error for row in full})
+                parts.append((start, part))
+                break
+            for row in full:  # these go again, once the buffer has room
+                del part._errors[row]
+            if first_full:
+                parts.append((start, part))
+                start += first_full
+            await asyncio.sleep(min(wait_s, max(deadline - loop.time(), 0)))
+            wait_s = min(wait_s * 2, _MAX_WAIT_S)
+        delivery = BatchDelivery(loop, topic, parts, loop.call_soon_threadsafe)
+        self._pending.add(delivery.future)
+        delivery.future.add_done_callback(self._pending.discard)
+        return delivery.future
 
     async def flush(self) -> None:
         """Send everything queued now and wait until each record sent before this call
@@ -370,19 +288,28 @@ class AIOKafkaProducer:
 
     async def partitions_for(self, topic: str) -> set[int]:
         """The topic's partition ids, awaiting its metadata up to ``max_block_ms``."""
-        producer = self._started()
+        return set(range(await self._await_metadata(topic, None)))
+
+    async def _await_metadata(self, topic: str, partition: int | None) -> int:
+        """The topic's partition count once its metadata (with ``partition``, if given) is
+        known; awaited up to ``max_block_ms``, then ``KafkaTimeoutError``."""
         loop = self._loop
         assert loop is not None
         deadline = loop.time() + self._max_block_ms / 1000
         wait_s = _FIRST_WAIT_S
         while True:
+            producer = self._started()
             try:
-                return {p.partition for p in producer.partitions_for(topic)}
+                count = len(producer.partitions_for(topic))
+                if partition is None or partition < count:
+                    return count
+                error = KafkaTimeoutError(f"the topic has {count} partitions")
             except KafkaTimeoutError as exc:
-                producer._metadata.request_update_for_topic(topic)
-                producer._sender.wakeup()
-                if loop.time() >= deadline:
-                    raise self._blocked_too_long(exc, topic, None) from exc
+                error = exc
+            producer._metadata.request_update_for_topic(topic)
+            producer._sender.wakeup()
+            if loop.time() >= deadline:
+                raise self._blocked_too_long(error, topic, partition) from error
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
 
