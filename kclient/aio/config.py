@@ -31,13 +31,13 @@ AIOKAFKA_NAMES = {
     "ssl_context": "ssl.context",
     "connections_max_idle_ms": "connections.max.idle.ms",
     "enable_idempotence": "enable.idempotence",
+    "transactional_id": "transactional.id",
+    "transaction_timeout_ms": "transaction.timeout.ms",
     "sasl_mechanism": "sasl.mechanism",
     "sasl_plain_username": "sasl.username",
     "sasl_plain_password": "sasl.password",
 }
 _UNSUPPORTED = {
-    "transactional_id": "transactions are not supported by kclient.aio yet",
-    "transaction_timeout_ms": "transactions are not supported by kclient.aio yet",
     "sasl_kerberos_service_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
     "sasl_kerberos_domain_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
     "sasl_oauth_token_provider": "SASL OAUTHBEARER is not supported by kclient",

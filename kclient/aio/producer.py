@@ -19,21 +19,25 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
 from kclient.aio.config import producer_settings
+from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
 from kclient.errors import (
     BufferExhaustedError,
     IllegalStateError,
     KafkaConnectionError,
+    KafkaError,
     KafkaTimeoutError,
 )
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import RecordMetadata
+from kclient.sender.offsets import group_metadata_of, offsets_of
+from kclient.sender.txn_state import TransactionalRequestResult
 
 __all__ = ["AIOKafkaProducer"]
 
@@ -86,16 +90,24 @@ class AIOKafkaProducer:
                 )
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
+        if producer._txn is not None:
+            try:
+                result = producer._txn.initialize_transactions()
+                await self._await_txn(result, "start")
+            except BaseException:
+                await self.stop()
+                raise
 
     async def stop(self) -> None:
-        """Deliver what was sent (or fail it at ``delivery.timeout.ms``), then close.
-        Calling it again does nothing."""
+        """Abort a transaction left open, deliver what was sent (or fail it at
+        ``delivery.timeout.ms``), then close. Calling it again does nothing."""
         producer = self._producer
         if producer is None or self._stopped:
             self._stopped = True
             return
         self._stopped = True
         try:
+            await self._abort_open_transaction(producer)
             await self.flush()
         finally:
             producer.close(timeout=5.0)
@@ -312,6 +324,70 @@ class AIOKafkaProducer:
                 raise self._blocked_too_long(error, topic, partition) from error
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
+
+    # ---- transactions --------------------------------------------------------------------
+
+    async def begin_transaction(self) -> None:
+        """Open a transaction (``transactional_id`` must be set): records sent until
+        ``commit_transaction`` are written atomically."""
+        self._started()._transactional("begin_transaction").begin_transaction()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction, then commit it (awaited, up to
+        ``max_block_ms``). ``TransactionRequiresAbortError``: the transaction failed, abort
+        it and go on; ``ProducerFencedError`` and other fatal errors: the producer is
+        finished; ``KafkaTimeoutError``: call it again to keep waiting."""
+        txn = self._started()._transactional("commit_transaction")
+        await self._await_txn(txn.begin_commit(), "commit_transaction")
+
+    async def abort_transaction(self) -> None:
+        """Abort the transaction: records still queued fail with
+        ``TransactionAbortedError``; none of it becomes visible to read_committed readers."""
+        txn = self._started()._transactional("abort_transaction")
+        await self._await_txn(txn.begin_abort(), "abort_transaction")
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group_id: str) -> None:
+        """Commit the consumer group ``group_id``'s ``offsets`` (``{TopicPartition: next
+        offset}``) with the open transaction: they take effect only if it commits."""
+        producer = self._started()
+        group = group_metadata_of(group_id)
+        by_partition = offsets_of(aiokafka_offsets(offsets))
+        txn = producer._transactional("send_offsets_to_transaction")
+        if by_partition:
+            result = txn.send_offsets_to_transaction(by_partition, group)
+            await self._await_txn(result, "send_offsets_to_transaction")
+
+    def transaction(self) -> TransactionContext:
+        """``async with producer.transaction():`` — begin, then commit (or abort if the
+        block raised)."""
+        return TransactionContext(self)
+
+    async def _await_txn(self, result: TransactionalRequestResult, operation: str) -> None:
+        producer = self._started() if not self._stopped else self._producer
+        assert producer is not None
+        txn = producer._txn
+        await await_result(
+            result,
+            self._max_block_ms,
+            operation,
+            producer._sender.wakeup,
+            lambda: None if txn is None else txn.last_problem,
+        )
+
+    async def _abort_open_transaction(self, producer: KafkaProducer) -> None:
+        txn = producer._txn
+        if txn is None or not txn.has_ongoing_transaction or txn.fatal_error is not None:
+            return
+        log.info("aborting the open transaction: the producer is stopping")
+        try:
+            await self._await_txn(txn.begin_abort(), "abort_transaction")
+        except KafkaError as exc:
+            log.warning("could not abort the open transaction on stop(): %s", exc)
+
+    def _transaction_fatal(self) -> bool:
+        producer = self._producer
+        txn = None if producer is None else producer._txn
+        return txn is not None and txn.fatal_error is not None
 
     # ---- completions (from the Sender thread) --------------------------------------------
 
