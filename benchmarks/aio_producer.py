@@ -38,6 +38,8 @@ import confluent_kafka  # noqa: E402
 
 from integration.peers import run_tansu  # noqa: E402
 from kclient.aio import AIOKafkaProducer  # noqa: E402
+from kclient.config import ProducerConfig  # noqa: E402
+from kclient.network import NetworkClient, NetworkClientConfig  # noqa: E402
 
 VALUE = b"x" * 100
 
@@ -46,6 +48,17 @@ def kclient_aio(bootstrap: str) -> Any:
     return AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=0
     )
+
+
+def kclient_aio_sender_thread(bootstrap: str) -> Any:
+    """kclient.aio with the Sender on its own thread (the design before the event-loop
+    sender; a network client handed in keeps it there), to compare the two."""
+    settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "acks": "all"}
+    settings |= {"enable.idempotence": False, "linger.ms": 0}
+    client = NetworkClient.create(
+        bootstrap, NetworkClientConfig.from_config(ProducerConfig(settings))
+    )
+    return AIOKafkaProducer(**settings, kafka_client=client)
 
 
 def aiokafka_producer(bootstrap: str) -> Any:
@@ -132,19 +145,20 @@ def main() -> int:
     parser.add_argument("--waits", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    rates: dict[str, list[tuple[float, float]]] = {"kclient.aio": [], "aiokafka": []}
-    batch_rates: dict[str, list[float]] = {"kclient.aio": [], "aiokafka": []}
-    lat: dict[str, list[tuple[float, float]]] = {
-        "kclient.aio": [],
-        "aiokafka": [],
-        "confluent-kafka (produce + flush)": [],
+    makers = {
+        "kclient.aio": kclient_aio,
+        "kclient.aio, Sender thread": kclient_aio_sender_thread,
+        "aiokafka": aiokafka_producer,
     }
-    makers = {"kclient.aio": kclient_aio, "aiokafka": aiokafka_producer}
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
+    batch_rates: dict[str, list[float]] = {name: [] for name in makers}
+    lat: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
+    lat["confluent-kafka (produce + flush)"] = []
     with run_tansu() as tansu:
         bootstrap = tansu.bootstrap_servers
         for r in range(args.rounds):
             for name, make in makers.items():
-                topic = f"aio-{name}-{r}"
+                topic = f"aio-{name.replace(',', '').replace(' ', '-')}-{r}"
                 tansu.create_topic(topic, 1)
                 rates[name].append(asyncio.run(throughput(make, bootstrap, topic, args.records)))
                 batch_rates[name].append(

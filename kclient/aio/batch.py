@@ -163,16 +163,16 @@ def _pending(part: SendBatchResult) -> list[FutureRecordMetadata]:
     """A future per produced batch not done yet (its last record: a batch completes as
     one), every record of a batch that was split, and every record sent the general way."""
     pending: list[FutureRecordMetadata] = []
-    last_row: dict[int, int] = {}
-    split: set[int] = set()
-    for row, result in enumerate(part._results):
-        if result is None:
+    results = part._results
+    rows: list[int] = []
+    for result in dict.fromkeys(results):  # each batch once, in row order
+        if result is None or (result.done and not result.superseded):
             continue
-        if result.superseded:
-            split.add(row)
-        elif not result.done:
-            last_row[id(result)] = row
-    for row in (*last_row.values(), *split):
+        if result.superseded:  # split: its records are in new batches now
+            rows.extend(row for row, r in enumerate(results) if r is result)
+        else:
+            rows.append(len(results) - 1 - results[::-1].index(result))
+    for row in rows:
         future = part._future(row)
         if future is not None and not future.done():
             pending.append(future)

@@ -1,14 +1,18 @@
 """AIOKafkaProducer: aiokafka's asyncio producer surface over kclient's ``KafkaProducer``.
 
-Design: the I/O stays on the producer's Sender thread (``KafkaProducer``), and ``send``
-never blocks the event loop. The inner producer runs with ``max.block.ms=0``: where the
-synchronous ``send`` would block (topic metadata not there yet, ``buffer.memory`` full) it
-fails at once, and ``send`` here awaits (short sleeps, 1 ms doubling to 50 ms, waking the
-Sender for metadata) and tries again until the user's ``max_block_ms`` (default 60000)
-runs out. A cancelled ``send`` has queued nothing; a ``send`` that returned has queued
-its record, which is then delivered or failed and reported through the future it
-returned. Completions cross from the Sender thread in bursts: one
-``loop.call_soon_threadsafe`` per burst of acknowledgements, not per record.
+Design: the producer's Sender runs on the event loop (``LoopProducer``,
+``kclient/aio/loop_sender.py``): no I/O thread; records complete inside the Sender's step,
+on the loop, and their futures are settled there directly. ``send`` never blocks the
+loop: the inner producer runs with ``max.block.ms=0``, so where the synchronous ``send``
+would block (topic metadata not there yet, ``buffer.memory`` full) it fails at once, and
+``send`` here awaits (short sleeps, 1 ms doubling to 50 ms, waking the Sender for
+metadata) and tries again until the user's ``max_block_ms`` (default 60000) runs out. A
+cancelled ``send`` has queued nothing; a ``send`` that returned has queued its record,
+which is then delivered or failed and reported through the future it returned.
+
+A scripted ``kafka_client`` (tests) without ``on_ready`` keeps the Sender on its own
+thread, as ``KafkaProducer`` has it; completions then cross to the loop in bursts, one
+``loop.call_soon_threadsafe`` per burst of acknowledgements.
 
 Thread contract: call every method from the event loop that ran ``start()``. After
 ``stop()`` no thread of this producer is left running.
@@ -18,12 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
 from kclient.aio.config import producer_settings
+from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
 from kclient.errors import (
     BufferExhaustedError,
@@ -63,6 +69,8 @@ class AIOKafkaProducer:
         ] = collections.deque()
         self._scheduled = False
         self._pending: set[asyncio.Future[RecordMetadata]] = set()
+        self._on_loop = False
+        """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -73,11 +81,17 @@ class AIOKafkaProducer:
             raise IllegalStateError("start() was already called on this producer")
         self._loop = asyncio.get_running_loop()
         settings = {**self._settings, "max.block.ms": 0}
-        producer = KafkaProducer(settings, kafka_client=self._kafka_client)
+        producer: KafkaProducer
+        client = self._kafka_client
+        if client is None or hasattr(client, "on_ready"):
+            producer = LoopProducer(settings, self._loop, client)
+            self._on_loop = True
+        else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
+            producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
         metadata = producer._metadata
         metadata.request_update()
-        producer._sender.wakeup()
+        self._wakeup(producer)
         deadline = self._loop.time() + producer.config.request_timeout_ms / 1000
         wait_s = _FIRST_WAIT_S
         while metadata.fetch().is_bootstrap_configured:
@@ -110,7 +124,10 @@ class AIOKafkaProducer:
             await self._abort_open_transaction(producer)
             await self.flush()
         finally:
-            producer.close(timeout=5.0)
+            if isinstance(producer, LoopProducer):
+                await producer.aclose(5.0)
+            else:
+                producer.close(timeout=5.0)
             self._deliver()
 
     async def __aenter__(self) -> AIOKafkaProducer:
@@ -139,13 +156,15 @@ class AIOKafkaProducer:
     ) -> asyncio.Future[RecordMetadata]:
         """Queue a record; returns a future of its ``RecordMetadata``. Awaits (without
         blocking the loop) topic metadata and ``buffer.memory`` up to ``max_block_ms``."""
-        self._started()
-        assert self._loop is not None
-        future: asyncio.Future[RecordMetadata] = self._loop.create_future()
+        producer = self._producer
+        if producer is None or self._stopped:
+            producer = self._started()  # raises
+        loop = self._loop
+        assert loop is not None
+        future: asyncio.Future[RecordMetadata] = loop.create_future()
         callback = self._callback(future)
-
-        def attempt() -> None:
-            self._started().send(
+        try:
+            producer.send(
                 topic,
                 value,
                 key,
@@ -154,13 +173,23 @@ class AIOKafkaProducer:
                 timestamp_ms=timestamp_ms,
                 callback=callback,
             )
-
-        try:
-            attempt()
         except KafkaTimeoutError as exc:
+
+            def attempt() -> None:
+                self._started().send(
+                    topic,
+                    value,
+                    key,
+                    headers=headers,
+                    partition=partition,
+                    timestamp_ms=timestamp_ms,
+                    callback=callback,
+                )
+
             await self._send_when_possible(exc, attempt, topic, partition)
-        self._pending.add(future)
-        future.add_done_callback(self._pending.discard)
+        if not self._on_loop:  # flush() waits for these (on the loop it asks the accumulator)
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
         return future
 
     async def _send_when_possible(
@@ -180,7 +209,7 @@ class AIOKafkaProducer:
             producer = self._started()
             if not isinstance(error, BufferExhaustedError):
                 producer._metadata.request_update_for_topic(topic)
-                producer._sender.wakeup()
+                self._wakeup(producer)
             remaining_s = deadline - loop.time()
             if remaining_s <= 0:
                 raise self._blocked_too_long(error, topic, partition) from error
@@ -277,7 +306,10 @@ class AIOKafkaProducer:
                 start += first_full
             await asyncio.sleep(min(wait_s, max(deadline - loop.time(), 0)))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
-        delivery = BatchDelivery(loop, topic, parts, loop.call_soon_threadsafe)
+        if self._on_loop and self._started().driver.scheduled:  # type: ignore[attr-defined]
+            await asyncio.sleep(0)  # let the Sender send it while the caller builds the next
+        call_soon = loop.call_soon if self._on_loop else loop.call_soon_threadsafe
+        delivery = BatchDelivery(loop, topic, parts, call_soon)
         self._pending.add(delivery.future)
         delivery.future.add_done_callback(self._pending.discard)
         return delivery.future
@@ -290,9 +322,11 @@ class AIOKafkaProducer:
             return
         waiting = list(self._pending)
         accumulator = producer._accumulator
-        accumulator.begin_flush()
+        up_to = accumulator.begin_flush()
         try:
-            producer._sender.wakeup()
+            self._wakeup(producer)
+            if isinstance(producer, LoopProducer):
+                await producer.await_flush(up_to)
             if waiting:
                 await asyncio.wait(waiting)
         finally:
@@ -319,7 +353,7 @@ class AIOKafkaProducer:
             except KafkaTimeoutError as exc:
                 error = exc
             producer._metadata.request_update_for_topic(topic)
-            producer._sender.wakeup()
+            self._wakeup(producer)
             if loop.time() >= deadline:
                 raise self._blocked_too_long(error, topic, partition) from error
             await asyncio.sleep(wait_s)
@@ -370,7 +404,7 @@ class AIOKafkaProducer:
             result,
             self._max_block_ms,
             operation,
-            producer._sender.wakeup,
+            lambda: self._wakeup(producer),
             lambda: None if txn is None else txn.last_problem,
         )
 
@@ -389,11 +423,20 @@ class AIOKafkaProducer:
         txn = None if producer is None else producer._txn
         return txn is not None and txn.fatal_error is not None
 
-    # ---- completions (from the Sender thread) --------------------------------------------
+    # ---- completions (on the loop, or from the Sender thread) -----------------------------
+
+    @staticmethod
+    def _wakeup(producer: KafkaProducer) -> None:
+        if isinstance(producer, LoopProducer):
+            producer.wakeup()
+        else:
+            producer._sender.wakeup()
 
     def _callback(
         self, future: asyncio.Future[RecordMetadata]
     ) -> Callable[[RecordMetadata | None, BaseException | None], None]:
+        if self._on_loop:
+            return functools.partial(_settle, future)
         done = self._done
 
         def completed(metadata: RecordMetadata | None, error: BaseException | None) -> None:
@@ -429,3 +472,17 @@ class AIOKafkaProducer:
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("started" if self._producer else "new")
         return f"<kclient.aio.AIOKafkaProducer {state}>"
+
+
+def _settle(
+    future: asyncio.Future[RecordMetadata],
+    metadata: RecordMetadata | None,
+    error: BaseException | None,
+) -> None:
+    """A record's callback when the Sender runs on the loop: settle its future now."""
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(metadata)  # type: ignore[arg-type]
