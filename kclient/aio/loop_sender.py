@@ -55,6 +55,7 @@ class LoopSender:
         self.sender: Sender | None = None
         self.selector: LoopSelector | None = None
         self.scheduled = False
+        self._handle: asyncio.Handle | None = None
         self._running = False
         self.stopped = False
         self._timer: asyncio.TimerHandle | None = None
@@ -67,7 +68,16 @@ class LoopSender:
         work for the Sender."""
         if not self.scheduled and not self.stopped:
             self.scheduled = True
-            self._loop.call_soon(self._scheduled_run)
+            self._handle = self._loop.call_soon(self._scheduled_run)
+
+    def run_now(self) -> None:
+        """Run a step now instead of soon (a caller about to wait for what it queued:
+        its request goes out one loop iteration earlier)."""
+        if self.scheduled and not self._running and not self.stopped:
+            self.scheduled = False
+            if self._handle is not None:
+                self._handle.cancel()
+            self.run()
 
     def on_ready(self) -> None:
         """A socket is ready: run a step now (it reads or writes what is ready)."""

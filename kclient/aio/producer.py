@@ -248,6 +248,9 @@ class AIOKafkaProducer:
     ) -> RecordMetadata:
         """``await (await send(...))``."""
         future = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        producer = self._producer
+        if isinstance(producer, LoopProducer):
+            producer.driver.run_now()  # the record goes out now, not after a loop iteration
         return await future
 
     def create_batch(self) -> BatchBuilder:
