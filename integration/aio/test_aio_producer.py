@@ -240,3 +240,15 @@ def test_tls_with_an_ssl_context_and_records_larger_than_a_socket_write(
             **{"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert)},
         )
     assert got == values
+
+
+def test_a_bootstrap_server_given_by_name(kafka_broker: EmbeddedBroker) -> None:
+    port = kafka_broker.bootstrap_servers.rsplit(":", 1)[1]
+    kafka_broker.create_topic("named", partitions=1)
+
+    async def main() -> int:
+        async with AIOKafkaProducer(bootstrap_servers=f"localhost:{port}") as producer:
+            return (await producer.send_and_wait("named", b"by name")).offset
+
+    assert asyncio.run(main()) == 0
+    assert read_values(kafka_broker.bootstrap_servers, "named", 1, 1) == [b"by name"]

@@ -26,9 +26,10 @@ from typing import Protocol
 
 from kclient import producer as producer_module
 from kclient.aio.loop_selector import LoopSelector
+from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
 from kclient.errors import IllegalStateError, KafkaError
-from kclient.network import NetworkClient, NetworkClientConfig
+from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import KafkaProducer, _live_producers
 from kclient.sender.sender import Sender
@@ -157,12 +158,17 @@ class LoopProducer(KafkaProducer):
         kafka_client: LoopClient | None = None,
     ) -> None:
         driver = self.driver = LoopSender(loop)
+        self.resolver: LoopResolver | None = None
         client: KafkaClient
         if kafka_client is None:
             cfg = ProducerConfig(config)
             selector = LoopSelector(loop, driver.on_ready)
+            self.resolver = LoopResolver(loop, driver.schedule)
             client = NetworkClient.create(
-                cfg.bootstrap_servers, NetworkClientConfig.from_config(cfg), selector=selector
+                cfg.bootstrap_servers,
+                NetworkClientConfig.from_config(cfg),
+                selector=selector,
+                resolver=self.resolver,
             )
             driver.selector = selector
         else:  # a scripted client (tests): it calls on_ready when it has news
@@ -174,11 +180,15 @@ class LoopProducer(KafkaProducer):
         driver = self.driver
         driver.sender = self._sender
         driver.on_failure = self._sender_failed
-        self._accumulator.wakeup = driver.schedule
-        driver.schedule()
+        self._accumulator.wakeup = driver.schedule  # the first step: at the first wakeup
 
     def wakeup(self) -> None:
         self.driver.schedule()
+
+    async def prime(self) -> None:
+        """Resolve the bootstrap servers' names (the first connections need them)."""
+        if self.resolver is not None:
+            await self.resolver.prime(parse_bootstrap_servers(self.config.bootstrap_servers))
 
     def _sender_failed(self, exc: BaseException) -> None:
         self._set_fatal_error(KafkaError(f"the producer's sender failed: {exc!r}"))
@@ -215,6 +225,8 @@ class LoopProducer(KafkaProducer):
             sender.abort_incomplete_batches(IllegalStateError(_CLOSED_EARLY))
         finally:
             driver.stop()
+            if self.resolver is not None:
+                self.resolver.close()
             sender.release_on_close()
             self._pool.close()
             self._metadata.close()
@@ -227,6 +239,8 @@ class LoopProducer(KafkaProducer):
             return
         self._unusable = producer_module._CLOSED
         self.driver.stop()
+        if self.resolver is not None:
+            self.resolver.close()
         self._sender.abort_incomplete_batches(IllegalStateError(_CLOSED_EARLY))
         self._sender.release_on_close()
         self._pool.close()

@@ -89,6 +89,8 @@ class AIOKafkaProducer:
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
+        if isinstance(producer, LoopProducer):
+            await producer.prime()
         metadata = producer._metadata
         metadata.request_update()
         self._wakeup(producer)

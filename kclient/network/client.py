@@ -132,11 +132,13 @@ class NetworkClient:
         clock: Clock = SYSTEM_CLOCK,
         metadata: Metadata | None = None,
         selector: selectors.BaseSelector | None = None,
+        resolver: Resolver = resolve_all,
     ) -> NetworkClient:
         """A client over real sockets, bootstrapped from ``bootstrap.servers``.
 
         Pass the producer's ``metadata`` to share it with the caller threads; otherwise
-        one is made from the config's metadata settings. ``selector``: see ``KSelector``.
+        one is made from the config's metadata settings. ``selector``: see ``KSelector``;
+        ``resolver``: how host names become addresses (``getaddrinfo`` by default).
         """
         config = config if config is not None else NetworkClientConfig()
         addresses = parse_bootstrap_servers(bootstrap_servers)
@@ -159,7 +161,7 @@ class NetworkClient:
             ssl_context=config.ssl_context if config.uses_tls else None,
             selector=selector,
         )
-        return cls(kselector, metadata, config, clock=clock)
+        return cls(kselector, metadata, config, clock=clock, resolver=resolver)
 
     # ---- state queries ---------------------------------------------------------------
 
