@@ -13,7 +13,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from kclient.aio import AIOKafkaProducer
+from kclient.errors import IllegalStateError
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.protocol import ApiKey
 from kclient.testing.client import MockClient
@@ -114,6 +117,8 @@ def test_stop_delivers_what_was_sent_then_refuses_sends() -> None:
         await p.start()
         futures = [await p.send("t", b"%d" % i) for i in range(100)]
         await p.stop()
+        with pytest.raises(IllegalStateError, match="stopped"):
+            await p.send("t", b"late")
         return futures
 
     futures = run(main())
