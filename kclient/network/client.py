@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import random
+import selectors
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -130,11 +131,14 @@ class NetworkClient:
         *,
         clock: Clock = SYSTEM_CLOCK,
         metadata: Metadata | None = None,
+        selector: selectors.BaseSelector | None = None,
+        resolver: Resolver = resolve_all,
     ) -> NetworkClient:
         """A client over real sockets, bootstrapped from ``bootstrap.servers``.
 
         Pass the producer's ``metadata`` to share it with the caller threads; otherwise
-        one is made from the config's metadata settings.
+        one is made from the config's metadata settings. ``selector``: see ``KSelector``;
+        ``resolver``: how host names become addresses (``getaddrinfo`` by default).
         """
         config = config if config is not None else NetworkClientConfig()
         addresses = parse_bootstrap_servers(bootstrap_servers)
@@ -147,7 +151,7 @@ class NetworkClient:
                 log_prefix=f"[kclient clientId={config.client_id}] ",
             )
         metadata.bootstrap(addresses)
-        selector = KSelector(
+        kselector = KSelector(
             clock,
             connections_max_idle_ms=config.connections_max_idle_ms,
             send_buffer_bytes=config.send_buffer_bytes,
@@ -155,8 +159,9 @@ class NetworkClient:
             max_receive_bytes=config.receive_message_max_bytes,
             log_prefix=f"[kclient clientId={config.client_id}] ",
             ssl_context=config.ssl_context if config.uses_tls else None,
+            selector=selector,
         )
-        return cls(selector, metadata, config, clock=clock)
+        return cls(kselector, metadata, config, clock=clock, resolver=resolver)
 
     # ---- state queries ---------------------------------------------------------------
 

@@ -158,14 +158,17 @@ class KSelector:
         max_receive_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES,
         log_prefix: str = "",
         ssl_context: ssl.SSLContext | None = None,
+        selector: selectors.BaseSelector | None = None,
     ) -> None:
+        """``selector``: the readiness source (``selectors.DefaultSelector()`` if None; an
+        event loop's, ``kclient.aio.loop_selector``, to run on that loop instead)."""
         self._clock = clock
         self._ssl_context = ssl_context
         self._send_buffer_bytes = send_buffer_bytes
         self._receive_buffer_bytes = receive_buffer_bytes
         self._max_receive_bytes = max_receive_bytes
         self._prefix = log_prefix
-        self._selector = selectors.DefaultSelector()
+        self._selector = selector if selector is not None else selectors.DefaultSelector()
         self._channels: dict[int, KafkaChannel] = {}
         self._sending: dict[int, KafkaChannel] = {}  # channels with a send not fully written
         self._immediately_connected: list[KafkaChannel] = []

@@ -130,18 +130,24 @@ class Sender:
                     IllegalStateError("the producer was closed before these records were delivered")
                 )
         except BaseException as exc:
-            log.exception("%sthe sender thread failed; failing every pending record", self._prefix)
-            self.abort_incomplete_batches(
-                KafkaError(f"the producer's sender thread failed: {exc!r}")
-            )
+            self.fail_on_error(exc)
             raise
         finally:
-            self._release_waiters()
-            self.abort_incomplete_batches(
-                IllegalStateError("the producer was closed before these records were delivered")
-            )
-            self._client.close()
-            log.debug("%sthe sender thread stopped", self._prefix)
+            self.release_on_close()
+
+    def fail_on_error(self, exc: BaseException) -> None:
+        """``run`` (or an event loop driving ``run_once``) failed: fail every pending record."""
+        log.exception("%sthe sender thread failed; failing every pending record", self._prefix)
+        self.abort_incomplete_batches(KafkaError(f"the producer's sender thread failed: {exc!r}"))
+
+    def release_on_close(self) -> None:
+        """The last step of closing: fail what is left, close the network client."""
+        self._release_waiters()
+        self.abort_incomplete_batches(
+            IllegalStateError("the producer was closed before these records were delivered")
+        )
+        self._client.close()
+        log.debug("%sthe sender thread stopped", self._prefix)
 
     def has_pending_work(self) -> bool:
         return (
@@ -167,8 +173,10 @@ class Sender:
 
     # ---- one step ----------------------------------------------------------------------
 
-    def run_once(self) -> None:
-        """One iteration of the loop; the clock is read once, here."""
+    def run_once(self) -> int:
+        """One iteration of the loop; the clock is read once, here. Returns the timeout
+        it polled with (ms): when the next iteration is due if no I/O comes first (an
+        event loop driving the Sender schedules it then)."""
         now_ms = self._clock.monotonic_ms()
         tm = self._tm
         if tm is not None:
@@ -176,7 +184,7 @@ class Sender:
                 self.abort_undrained(tm.fatal_error)
                 self._release_waiters()
                 self._client.poll(self._retry_backoff_ms, now_ms)
-                return
+                return self._retry_backoff_ms
             if self._txn is not None:
                 txn_timeout_ms = self._txn.run_once(now_ms)
             elif not tm.has_producer_id:
@@ -189,6 +197,7 @@ class Sender:
         if self._wakeups:
             self._release_waiters()
         self._client.poll(poll_timeout_ms, now_ms)
+        return poll_timeout_ms
 
     def _release_waiters(self) -> None:
         wakeups, self._wakeups = self._wakeups, []

@@ -124,7 +124,7 @@ class TransactionalRequestSender:
         tm = self.tm
         return tm.has_pending_requests and tm.has_ongoing_transaction
 
-    def abort_on_close(self, stop: Callable[[], bool], run_once: Callable[[], None]) -> None:
+    def abort_on_close(self, stop: Callable[[], bool], run_once: Callable[[], object]) -> None:
         """The producer is closing with a transaction open: abort it (Java's Sender.run),
         trying for at most ``request.timeout.ms`` (the coordinator aborts it anyway after
         ``transaction.timeout.ms``)."""

@@ -1,0 +1,248 @@
+"""The producer's Sender driven by an asyncio event loop: Java's ``Sender`` thread loop
+(``Sender.run``), without the thread.
+
+``LoopProducer`` is a ``KafkaProducer`` that starts no I/O thread: its ``NetworkClient``
+reads readiness from the event loop (``LoopSelector``) and ``LoopSender`` runs
+``Sender.run_once`` on the loop — at once when a socket is ready, soon (``call_soon``)
+when the accumulator or a caller wakes it, and at the Sender's next deadline
+(``loop.call_at``: linger, retry backoff, request and delivery timeouts, metadata
+refreshes; the timeout the Sender polled with). ``run_once`` never blocks: ``select``
+returns at once. Record callbacks therefore run on the loop, inside ``run_once``.
+
+``aclose`` is ``KafkaProducer.close`` awaited: it drives the Sender until what was sent
+is delivered (or the timeout), then fails the rest and closes the connections.
+
+Owned by the event loop's thread: every method is called on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from kclient import producer as producer_module
+from kclient.aio.loop_selector import LoopSelector
+from kclient.aio.resolver import LoopResolver
+from kclient.config import ProducerConfig
+from kclient.errors import IllegalStateError, KafkaError
+from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
+from kclient.network.kafka_client import KafkaClient
+from kclient.producer import KafkaProducer, _live_producers
+from kclient.sender.sender import Sender
+
+log = logging.getLogger(__name__)
+
+_MAX_WAIT_MS = 3_600_000
+_CLOSED_EARLY = "the producer was closed before these records were delivered"
+
+
+class LoopClient(KafkaClient, Protocol):
+    """A scripted ``KafkaClient`` for ``LoopProducer`` (tests): its ``poll`` never blocks,
+    and it calls ``on_ready`` (set by the producer) when a ``poll`` has news, as a socket
+    becoming ready does."""
+
+    on_ready: Callable[[], None]
+
+
+class LoopSender:
+    """Runs ``sender.run_once`` on ``loop`` when there is something to do."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.sender: Sender | None = None
+        self.selector: LoopSelector | None = None
+        self.scheduled = False
+        self._handle: asyncio.Handle | None = None
+        self._running = False
+        self.stopped = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+        self._turns: list[asyncio.Future[None]] = []
+        self.on_failure: Callable[[BaseException], None] = lambda exc: None
+
+    def schedule(self) -> None:
+        """Run a step soon (after the current callback): the accumulator or a caller has
+        work for the Sender."""
+        if not self.scheduled and not self.stopped:
+            self.scheduled = True
+            self._handle = self._loop.call_soon(self._scheduled_run)
+
+    def run_now(self) -> None:
+        """Run a step now instead of soon (a caller about to wait for what it queued:
+        its request goes out one loop iteration earlier)."""
+        if self.scheduled and not self._running and not self.stopped:
+            self.scheduled = False
+            if self._handle is not None:
+                self._handle.cancel()
+            self.run()
+
+    def on_ready(self) -> None:
+        """A socket is ready: run a step now (it reads or writes what is ready)."""
+        if not self._running and not self.stopped:
+            self.run()
+
+    def _scheduled_run(self) -> None:
+        self.scheduled = False
+        if not self._running and not self.stopped:
+            self.run()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = math.inf
+        if not self._running and not self.stopped:
+            self.run()
+
+    def run(self) -> None:
+        """One ``Sender.run_once``, then a timer for its next deadline."""
+        sender = self.sender
+        assert sender is not None
+        self._running = True
+        try:
+            timeout_ms = sender.run_once()
+        except BaseException as exc:
+            sender.fail_on_error(exc)
+            self.stop()
+            self.on_failure(exc)
+            raise
+        finally:
+            self._running = False
+        selector = self.selector
+        if selector is not None:
+            # I/O done in this step (a response, a connection): go round again at once,
+            # as the Sender thread's loop does when its poll returns early
+            timeout_ms = 0 if selector.returned_events else selector.requested_timeout_ms
+        if self._turns:
+            turns, self._turns = self._turns, []
+            for turn in turns:
+                if not turn.done():
+                    turn.set_result(None)
+        if timeout_ms <= 0:
+            self.schedule()
+            return
+        at = self._loop.time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
+        if at < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._loop.call_at(at, self._on_timer)
+            self._timer_at = at
+
+    async def turn(self, timeout_s: float | None = None) -> None:
+        """Wait for the next step to have run (when I/O, a wakeup or the timer brings it:
+        after every step one of them is due)."""
+        future: asyncio.Future[None] = self._loop.create_future()
+        self._turns.append(future)
+        await asyncio.wait_for(future, timeout_s)
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for turn in self._turns:
+            if not turn.done():
+                turn.set_result(None)
+        self._turns = []
+
+
+class LoopProducer(KafkaProducer):
+    """``KafkaProducer`` whose Sender runs on ``loop`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: Mapping[str, object],
+        loop: asyncio.AbstractEventLoop,
+        kafka_client: LoopClient | None = None,
+    ) -> None:
+        driver = self.driver = LoopSender(loop)
+        self.resolver: LoopResolver | None = None
+        client: KafkaClient
+        if kafka_client is None:
+            cfg = ProducerConfig(config)
+            selector = LoopSelector(loop, driver.on_ready)
+            self.resolver = LoopResolver(loop, driver.schedule)
+            client = NetworkClient.create(
+                cfg.bootstrap_servers,
+                NetworkClientConfig.from_config(cfg),
+                selector=selector,
+                resolver=self.resolver,
+            )
+            driver.selector = selector
+        else:  # a scripted client (tests): it calls on_ready when it has news
+            kafka_client.on_ready = driver.on_ready
+            client = kafka_client
+        super().__init__(config, kafka_client=client)
+
+    def _start_io(self) -> None:
+        driver = self.driver
+        driver.sender = self._sender
+        driver.on_failure = self._sender_failed
+        self._accumulator.wakeup = driver.schedule  # the first step: at the first wakeup
+
+    def wakeup(self) -> None:
+        self.driver.schedule()
+
+    async def prime(self) -> None:
+        """Resolve the bootstrap servers' names (the first connections need them)."""
+        if self.resolver is not None:
+            await self.resolver.prime(parse_bootstrap_servers(self.config.bootstrap_servers))
+
+    def _sender_failed(self, exc: BaseException) -> None:
+        self._set_fatal_error(KafkaError(f"the producer's sender failed: {exc!r}"))
+
+    async def await_flush(self, up_to_batch_id: int) -> None:
+        """``flush``'s wait, awaited: until every batch up to ``up_to_batch_id`` (from
+        ``accumulator.begin_flush``) completed, or the producer closed."""
+        incomplete = self._accumulator.incomplete
+        driver = self.driver
+        while not driver.stopped and any(b.flush_id <= up_to_batch_id for b in incomplete.copy()):
+            await driver.turn()
+
+    async def aclose(self, timeout_s: float) -> None:
+        """``close(timeout)`` awaited: deliver what was sent for up to ``timeout_s``, then
+        fail what is left and close the connections. Calling it again does nothing."""
+        if self._unusable == producer_module._CLOSED:
+            return
+        self._unusable = producer_module._CLOSED
+        sender = self._sender
+        driver = self.driver
+        sender.initiate_close()
+        driver.schedule()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        try:
+            while sender.has_pending_work() and loop.time() < deadline:
+                with contextlib.suppress(TimeoutError):
+                    await driver.turn(deadline - loop.time())
+            if sender.has_pending_work():
+                log.warning("close timed out; failing the records not yet delivered")
+            txn = sender._txn
+            if txn is not None:  # an open transaction was aborted (awaited) before this
+                txn.abort_on_close(lambda: True, sender.run_once)
+            sender.abort_incomplete_batches(IllegalStateError(_CLOSED_EARLY))
+        finally:
+            driver.stop()
+            if self.resolver is not None:
+                self.resolver.close()
+            sender.release_on_close()
+            self._pool.close()
+            self._metadata.close()
+            _live_producers.discard(self)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Without the loop (interpreter exit, a producer never stopped): fail what is
+        left and close the connections, not waiting."""
+        if self._unusable == producer_module._CLOSED:
+            return
+        self._unusable = producer_module._CLOSED
+        self.driver.stop()
+        if self.resolver is not None:
+            self.resolver.close()
+        self._sender.abort_incomplete_batches(IllegalStateError(_CLOSED_EARLY))
+        self._sender.release_on_close()
+        self._pool.close()
+        self._metadata.close()
+        _live_producers.discard(self)

@@ -1,0 +1,493 @@
+"""AIOKafkaProducer: aiokafka's asyncio producer surface over kclient's ``KafkaProducer``.
+
+Design: the producer's Sender runs on the event loop (``LoopProducer``,
+``kclient/aio/loop_sender.py``): no I/O thread; records complete inside the Sender's step,
+on the loop, and their futures are settled there directly. ``send`` never blocks the
+loop: the inner producer runs with ``max.block.ms=0``, so where the synchronous ``send``
+would block (topic metadata not there yet, ``buffer.memory`` full) it fails at once, and
+``send`` here awaits (short sleeps, 1 ms doubling to 50 ms, waking the Sender for
+metadata) and tries again until the user's ``max_block_ms`` (default 60000) runs out. A
+cancelled ``send`` has queued nothing; a ``send`` that returned has queued its record,
+which is then delivered or failed and reported through the future it returned.
+
+A scripted ``kafka_client`` (tests) without ``on_ready`` keeps the Sender on its own
+thread, as ``KafkaProducer`` has it; completions then cross to the loop in bursts, one
+``loop.call_soon_threadsafe`` per burst of acknowledgements.
+
+Thread contract: call every method from the event loop that ran ``start()``. After
+``stop()`` no thread of this producer is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kclient.aio.batch import BatchBuilder, BatchDelivery
+from kclient.aio.config import producer_settings
+from kclient.aio.loop_sender import LoopProducer
+from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
+from kclient.errors import (
+    BufferExhaustedError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
+from kclient.producer import KafkaProducer
+from kclient.sender.batch import Header
+from kclient.sender.bulk import SendBatchResult
+from kclient.sender.future import RecordMetadata
+from kclient.sender.offsets import group_metadata_of, offsets_of
+from kclient.sender.txn_state import TransactionalRequestResult
+
+__all__ = ["AIOKafkaProducer"]
+
+log = logging.getLogger(__name__)
+
+_FIRST_WAIT_S = 0.001
+_MAX_WAIT_S = 0.05
+
+
+class AIOKafkaProducer:
+    """``await start()``, ``await send(...)`` → a future of ``RecordMetadata``,
+    ``await stop()``. Keywords: aiokafka's (``bootstrap_servers``, ``linger_ms``, ...)
+    or any kclient setting under its Kafka name or in snake_case."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._settings, self._max_block_ms = producer_settings(kwargs)
+        self._kafka_client = self._settings.pop("kafka_client", None)  # tests
+        self._producer: KafkaProducer | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped = False
+        self._done: collections.deque[
+            tuple[asyncio.Future[RecordMetadata], RecordMetadata | None, BaseException | None]
+        ] = collections.deque()
+        self._scheduled = False
+        self._pending: set[asyncio.Future[RecordMetadata]] = set()
+        self._on_loop = False
+        """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create the producer and wait (up to ``request_timeout_ms``) for the cluster's
+        metadata; raises ``KafkaConnectionError`` if no bootstrap server answers."""
+        if self._producer is not None or self._stopped:
+            raise IllegalStateError("start() was already called on this producer")
+        self._loop = asyncio.get_running_loop()
+        settings = {**self._settings, "max.block.ms": 0}
+        producer: KafkaProducer
+        client = self._kafka_client
+        if client is None or hasattr(client, "on_ready"):
+            producer = LoopProducer(settings, self._loop, client)
+            self._on_loop = True
+        else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
+            producer = KafkaProducer(settings, kafka_client=client)
+        self._producer = producer
+        if isinstance(producer, LoopProducer):
+            await producer.prime()
+        metadata = producer._metadata
+        metadata.request_update()
+        self._wakeup(producer)
+        deadline = self._loop.time() + producer.config.request_timeout_ms / 1000
+        wait_s = _FIRST_WAIT_S
+        while metadata.fetch().is_bootstrap_configured:
+            if self._loop.time() >= deadline:
+                await self.stop()
+                raise KafkaConnectionError(
+                    f"no bootstrap server of {','.join(producer.config.bootstrap_servers)} "
+                    f"answered within 'request.timeout.ms' "
+                    f"({producer.config.request_timeout_ms} ms)"
+                )
+            await asyncio.sleep(wait_s)
+            wait_s = min(wait_s * 2, _MAX_WAIT_S)
+        if producer._txn is not None:
+            try:
+                result = producer._txn.initialize_transactions()
+                await self._await_txn(result, "start")
+            except BaseException:
+                await self.stop()
+                raise
+
+    async def stop(self) -> None:
+        """Abort a transaction left open, deliver what was sent (or fail it at
+        ``delivery.timeout.ms``), then close. Calling it again does nothing."""
+        producer = self._producer
+        if producer is None or self._stopped:
+            self._stopped = True
+            return
+        self._stopped = True
+        try:
+            await self._abort_open_transaction(producer)
+            await self.flush()
+        finally:
+            if isinstance(producer, LoopProducer):
+                await producer.aclose(5.0)
+            else:
+                producer.close(timeout=5.0)
+            self._deliver()
+
+    async def __aenter__(self) -> AIOKafkaProducer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # ---- send ----------------------------------------------------------------------------
+
+    def _started(self) -> KafkaProducer:
+        if self._producer is None or self._stopped:
+            state = "stopped" if self._stopped else "not started (await start() first)"
+            raise IllegalStateError(f"the producer is {state}")
+        return self._producer
+
+    async def send(  # noqa: PLR0917 -- aiokafka's signature
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue a record; returns a future of its ``RecordMetadata``. Awaits (without
+        blocking the loop) topic metadata and ``buffer.memory`` up to ``max_block_ms``."""
+        producer = self._producer
+        if producer is None or self._stopped:
+            producer = self._started()  # raises
+        loop = self._loop
+        assert loop is not None
+        future: asyncio.Future[RecordMetadata] = loop.create_future()
+        callback = self._callback(future)
+        try:
+            producer.send(
+                topic,
+                value,
+                key,
+                headers=headers,
+                partition=partition,
+                timestamp_ms=timestamp_ms,
+                callback=callback,
+            )
+        except KafkaTimeoutError as exc:
+
+            def attempt() -> None:
+                self._started().send(
+                    topic,
+                    value,
+                    key,
+                    headers=headers,
+                    partition=partition,
+                    timestamp_ms=timestamp_ms,
+                    callback=callback,
+                )
+
+            await self._send_when_possible(exc, attempt, topic, partition)
+        if not self._on_loop:  # flush() waits for these (on the loop it asks the accumulator)
+            self._pending.add(future)
+            future.add_done_callback(self._pending.discard)
+        return future
+
+    async def _send_when_possible(
+        self,
+        error: KafkaTimeoutError,
+        attempt: Callable[[], None],
+        topic: str,
+        partition: int | None,
+    ) -> None:
+        """Try again after short sleeps until the record is queued or ``max_block_ms``
+        ran out; the record is queued at most once (by the attempt that returns)."""
+        loop = self._loop
+        assert loop is not None
+        deadline = loop.time() + self._max_block_ms / 1000
+        wait_s = _FIRST_WAIT_S
+        while True:
+            producer = self._started()
+            if not isinstance(error, BufferExhaustedError):
+                producer._metadata.request_update_for_topic(topic)
+                self._wakeup(producer)
+            remaining_s = deadline - loop.time()
+            if remaining_s <= 0:
+                raise self._blocked_too_long(error, topic, partition) from error
+            await asyncio.sleep(min(wait_s, remaining_s))
+            wait_s = min(wait_s * 2, _MAX_WAIT_S)
+            try:
+                attempt()
+                return
+            except KafkaTimeoutError as exc:
+                error = exc
+
+    def _blocked_too_long(
+        self, error: KafkaTimeoutError, topic: str, partition: int | None
+    ) -> KafkaTimeoutError:
+        ms = self._max_block_ms
+        if isinstance(error, BufferExhaustedError):
+            return BufferExhaustedError(
+                f"'buffer.memory' stayed full for 'max_block_ms' ({ms} ms); the broker is not "
+                "keeping up or unreachable"
+            )
+        what = f"topic {topic!r}"
+        if partition is not None:
+            what = f"partition {partition} of {what}"
+        return KafkaTimeoutError(
+            f"{what} not present in metadata after {ms} ms ('max_block_ms'): {error}"
+        )
+
+    async def send_and_wait(  # noqa: PLR0917 -- aiokafka's signature
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers: Sequence[Header] | None = None,
+    ) -> RecordMetadata:
+        """``await (await send(...))``."""
+        future = await self.send(topic, value, key, partition, timestamp_ms, headers)
+        producer = self._producer
+        if isinstance(producer, LoopProducer):
+            producer.driver.run_now()  # the record goes out now, not after a loop iteration
+        return await future
+
+    def create_batch(self) -> BatchBuilder:
+        return BatchBuilder(self._started().config.batch_size)
+
+    async def send_batch(
+        self, batch: BatchBuilder, topic: str, *, partition: int
+    ) -> asyncio.Future[RecordMetadata]:
+        """Queue a batch's records to one partition, in order, through the producer's bulk
+        path (``KafkaProducer.send_batch``); the future gives the first record's metadata
+        once all are acknowledged, or raises ``SendBatchError`` naming the failed rows.
+        Awaits the partition's metadata and ``buffer.memory`` up to ``max_block_ms``; if
+        the buffer stays full after some rows went, the rest fail with that error."""
+        self._started()
+        batch.close()
+        rows = batch.record_count()
+        if not rows:
+            raise ValueError("send_batch() of an empty batch")
+        await self._await_metadata(topic, partition)
+        timestamps, values = batch.timestamps, batch.values
+        keys = batch.keys if batch.has_keys else None
+        headers = batch.headers if batch.has_headers else None
+        loop = self._loop
+        assert loop is not None
+        parts: list[tuple[int, SendBatchResult]] = []
+        deadline = loop.time() + self._max_block_ms / 1000
+        wait_s = _FIRST_WAIT_S
+        start = 0
+        while True:
+            part = self._started().send_batch(
+                topic,
+                values[start:] if start else values,
+                None if keys is None else keys[start:],
+                None if headers is None else headers[start:],
+                [partition] * (rows - start),
+                timestamps[start:] if start else timestamps,
+            )
+            full = [row for row, e in part._errors.items() if isinstance(e, BufferExhaustedError)]
+            if not full:
+                parts.append((start, part))
+                break
+            first_full = min(full)
+            if loop.time() >= deadline:
+                full_error = part._errors[first_full]
+                assert isinstance(full_error, BufferExhaustedError)
+                error = self._blocked_too_long(full_error, topic, partition)
+                if start == 0 and first_full == 0:
+                    raise error
+                part._errors.update({row: error for row in full})
+                parts.append((start, part))
+                break
+            for row in full:  # these go again, once the buffer has room
+                del part._errors[row]
+            if first_full:
+                parts.append((start, part))
+                start += first_full
+            await asyncio.sleep(min(wait_s, max(deadline - loop.time(), 0)))
+            wait_s = min(wait_s * 2, _MAX_WAIT_S)
+        if self._on_loop and self._started().driver.scheduled:  # type: ignore[attr-defined]
+            await asyncio.sleep(0)  # let the Sender send it while the caller builds the next
+        call_soon = loop.call_soon if self._on_loop else loop.call_soon_threadsafe
+        delivery = BatchDelivery(loop, topic, parts, call_soon)
+        self._pending.add(delivery.future)
+        delivery.future.add_done_callback(self._pending.discard)
+        return delivery.future
+
+    async def flush(self) -> None:
+        """Send everything queued now and wait until each record sent before this call
+        is acknowledged or failed."""
+        producer = self._started() if not self._stopped else self._producer
+        if producer is None:
+            return
+        waiting = list(self._pending)
+        accumulator = producer._accumulator
+        up_to = accumulator.begin_flush()
+        try:
+            self._wakeup(producer)
+            if isinstance(producer, LoopProducer):
+                await producer.await_flush(up_to)
+            if waiting:
+                await asyncio.wait(waiting)
+        finally:
+            accumulator.end_flush()
+
+    async def partitions_for(self, topic: str) -> set[int]:
+        """The topic's partition ids, awaiting its metadata up to ``max_block_ms``."""
+        return set(range(await self._await_metadata(topic, None)))
+
+    async def _await_metadata(self, topic: str, partition: int | None) -> int:
+        """The topic's partition count once its metadata (with ``partition``, if given) is
+        known; awaited up to ``max_block_ms``, then ``KafkaTimeoutError``."""
+        loop = self._loop
+        assert loop is not None
+        deadline = loop.time() + self._max_block_ms / 1000
+        wait_s = _FIRST_WAIT_S
+        while True:
+            producer = self._started()
+            try:
+                count = len(producer.partitions_for(topic))
+                if partition is None or partition < count:
+                    return count
+                error = KafkaTimeoutError(f"the topic has {count} partitions")
+            except KafkaTimeoutError as exc:
+                error = exc
+            producer._metadata.request_update_for_topic(topic)
+            self._wakeup(producer)
+            if loop.time() >= deadline:
+                raise self._blocked_too_long(error, topic, partition) from error
+            await asyncio.sleep(wait_s)
+            wait_s = min(wait_s * 2, _MAX_WAIT_S)
+
+    # ---- transactions --------------------------------------------------------------------
+
+    async def begin_transaction(self) -> None:
+        """Open a transaction (``transactional_id`` must be set): records sent until
+        ``commit_transaction`` are written atomically."""
+        self._started()._transactional("begin_transaction").begin_transaction()
+
+    async def commit_transaction(self) -> None:
+        """Deliver every record of the transaction, then commit it (awaited, up to
+        ``max_block_ms``). ``TransactionRequiresAbortError``: the transaction failed, abort
+        it and go on; ``ProducerFencedError`` and other fatal errors: the producer is
+        finished; ``KafkaTimeoutError``: call it again to keep waiting."""
+        txn = self._started()._transactional("commit_transaction")
+        await self._await_txn(txn.begin_commit(), "commit_transaction")
+
+    async def abort_transaction(self) -> None:
+        """Abort the transaction: records still queued fail with
+        ``TransactionAbortedError``; none of it becomes visible to read_committed readers."""
+        txn = self._started()._transactional("abort_transaction")
+        await self._await_txn(txn.begin_abort(), "abort_transaction")
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[Any, Any], group_id: str) -> None:
+        """Commit the consumer group ``group_id``'s ``offsets`` (``{TopicPartition: next
+        offset}``) with the open transaction: they take effect only if it commits."""
+        producer = self._started()
+        group = group_metadata_of(group_id)
+        by_partition = offsets_of(aiokafka_offsets(offsets))
+        txn = producer._transactional("send_offsets_to_transaction")
+        if by_partition:
+            result = txn.send_offsets_to_transaction(by_partition, group)
+            await self._await_txn(result, "send_offsets_to_transaction")
+
+    def transaction(self) -> TransactionContext:
+        """``async with producer.transaction():`` — begin, then commit (or abort if the
+        block raised)."""
+        return TransactionContext(self)
+
+    async def _await_txn(self, result: TransactionalRequestResult, operation: str) -> None:
+        producer = self._started() if not self._stopped else self._producer
+        assert producer is not None
+        txn = producer._txn
+        await await_result(
+            result,
+            self._max_block_ms,
+            operation,
+            lambda: self._wakeup(producer),
+            lambda: None if txn is None else txn.last_problem,
+        )
+
+    async def _abort_open_transaction(self, producer: KafkaProducer) -> None:
+        txn = producer._txn
+        if txn is None or not txn.has_ongoing_transaction or txn.fatal_error is not None:
+            return
+        log.info("aborting the open transaction: the producer is stopping")
+        try:
+            await self._await_txn(txn.begin_abort(), "abort_transaction")
+        except KafkaError as exc:
+            log.warning("could not abort the open transaction on stop(): %s", exc)
+
+    def _transaction_fatal(self) -> bool:
+        producer = self._producer
+        txn = None if producer is None else producer._txn
+        return txn is not None and txn.fatal_error is not None
+
+    # ---- completions (on the loop, or from the Sender thread) -----------------------------
+
+    @staticmethod
+    def _wakeup(producer: KafkaProducer) -> None:
+        if isinstance(producer, LoopProducer):
+            producer.wakeup()
+        else:
+            producer._sender.wakeup()
+
+    def _callback(
+        self, future: asyncio.Future[RecordMetadata]
+    ) -> Callable[[RecordMetadata | None, BaseException | None], None]:
+        if self._on_loop:
+            return functools.partial(_settle, future)
+        done = self._done
+
+        def completed(metadata: RecordMetadata | None, error: BaseException | None) -> None:
+            done.append((future, metadata, error))
+            if not self._scheduled:
+                self._scheduled = True
+                loop = self._loop
+                assert loop is not None
+                try:
+                    loop.call_soon_threadsafe(self._deliver)
+                except RuntimeError:  # the loop was closed without stop()
+                    log.warning("a record completed after its event loop was closed")
+
+        return completed
+
+    def _deliver(self) -> None:
+        """On the loop: settle every future completed since the last call."""
+        self._scheduled = False
+        done = self._done
+        while done:
+            future, metadata, error = done.popleft()
+            if future.done():
+                continue
+            if error is not None:
+                future.set_exception(error)
+            else:
+                assert metadata is not None
+                future.set_result(metadata)
+
+    def metrics(self) -> dict[str, float]:
+        return self._started().metrics()
+
+    def __repr__(self) -> str:
+        state = "stopped" if self._stopped else ("started" if self._producer else "new")
+        return f"<kclient.aio.AIOKafkaProducer {state}>"
+
+
+def _settle(
+    future: asyncio.Future[RecordMetadata],
+    metadata: RecordMetadata | None,
+    error: BaseException | None,
+) -> None:
+    """A record's callback when the Sender runs on the loop: settle its future now."""
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(metadata)  # type: ignore[arg-type]
