@@ -36,6 +36,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from kclient import errors
+from kclient.broker.client_quota_manager import QuotaManagers
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller, Topic
@@ -51,6 +52,7 @@ from kclient.broker.request_channel import (
     RequestChannel,
     SendResponse,
 )
+from kclient.broker.request_helper import RequestHandlerHelper
 from kclient.broker.txn_apis import MAX_VERSIONS as _TXN_MAX_VERSIONS
 from kclient.broker.txn_apis import TxnApis
 from kclient.broker.txn_coordinator import TransactionCoordinator
@@ -59,11 +61,18 @@ from kclient.broker.txn_offsets import PendingTxnOffsets
 from kclient.broker.txn_state import TransactionStateManager
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import encode_response
+from kclient.protocol.messages import RESPONSES
+from kclient.protocol.schema import declared_keys
 
 log = logging.getLogger(__name__)
 
 #: Versions advertised in ApiVersions where they differ from what is decoded (KAFKA-18659).
 _ADVERTISED_MIN = {int(ApiKey.PRODUCE): 0}
+
+#: APIs whose responses say how long the client is throttled.
+_THROTTLE_FIELD = frozenset(
+    key for key, schema in RESPONSES.items() if "throttle_time_ms" in declared_keys(schema.fields)
+)
 
 #: APIs served on SASL listeners only.
 _SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
@@ -105,8 +114,10 @@ class Apis:
         group_coordinator: GroupCoordinator | None = None,
         txn_state: TransactionStateManager | None = None,
         pending_txn_offsets: PendingTxnOffsets | None = None,
+        quotas: QuotaManagers | None = None,
     ) -> None:
-        """``group_coordinator``: the broker's (a fresh one over in-memory offsets when
+        """``quotas``: the broker's client quota managers (None: no quotas);
+        ``group_coordinator``: the broker's (a fresh one over in-memory offsets when
         not given, for tests of one broker); ``txn_state`` and ``pending_txn_offsets``:
         the cluster's transaction state and transactional group offsets (fresh in-memory
         ones when not given)."""
@@ -117,8 +128,14 @@ class Apis:
         self.replica_manager = ReplicaManager(node_id, controller, config)
         self._time_ms = time_ms
         self._monotonic_ns = monotonic_ns
+        self.quotas = quotas
+        self.request_helper = RequestHandlerHelper(quotas)
         self._fetch = FetchHandler(
-            self.replica_manager, purgatory, self._send, monotonic_ns=monotonic_ns
+            self.replica_manager,
+            purgatory,
+            self._send,
+            monotonic_ns=monotonic_ns,
+            request_helper=self.request_helper,
         )
         if group_coordinator is None:
             group_coordinator = GroupCoordinator(
@@ -180,7 +197,11 @@ class Apis:
                 request.api_local_complete_time_ns = self._monotonic_ns()
 
     def _send(self, request: Request, body: dict[str, Any], version: int | None = None) -> None:
+        """Answer ``request``, with its throttle time (quotas) in the body."""
         h = request.header
+        throttle_ms = self.request_helper.finish(request, self._monotonic_ns())
+        if throttle_ms > 0 and h.api_key in _THROTTLE_FIELD:
+            body["throttle_time_ms"] = throttle_ms
         api_version = h.api_version if version is None else version
         buffers = encode_response(h.api_key, api_version, h.correlation_id, body)
         self.channel.send_response(SendResponse(request, buffers))
@@ -500,6 +521,7 @@ class Apis:
                 entry["name"] = topic_data["name"]
             responses.append(entry)
         request.error_count += failed
+        self.request_helper.produce_throttle_time_ms(request, acks, self._monotonic_ns())
         if acks == 0:
             # no response; on error close the connection so the client refreshes metadata
             response = CloseConnectionResponse(request) if failed else NoOpResponse(request)

@@ -23,6 +23,8 @@ import ssl
 import time
 
 from kclient.broker.apis import Apis
+from kclient.broker.client_quota_manager import QuotaManagers
+from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import BrokerEndpoint, Controller
@@ -60,6 +62,7 @@ class KafkaServer:
         consumer_offsets: ConsumerOffsets | None = None,
         txn_state: TransactionStateManager | None = None,
         pending_txn_offsets: PendingTxnOffsets | None = None,
+        client_quotas: ClientQuotas | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -91,6 +94,19 @@ class KafkaServer:
             else PendingTxnOffsets(self.consumer_offsets)
         )
         self.txn_coordinator: TransactionCoordinator | None = None
+        #: the cluster's quota configuration; usage is measured here, per broker, and the
+        #: measurements are kept across a restart of this broker
+        self.client_quotas = (
+            client_quotas
+            if client_quotas is not None
+            else ClientQuotas(config.quota_defaults(), config.log_dir)
+        )
+        self.quota_managers = QuotaManagers(
+            self.client_quotas,
+            num_samples=config.quota_window_num,
+            window_size_seconds=config.quota_window_size_seconds,
+        )
+        self.metrics.set_client_quotas_source(self.quota_managers.metrics)
 
     @property
     def is_running(self) -> bool:
@@ -143,6 +159,7 @@ class KafkaServer:
             group_coordinator=coordinator,
             txn_state=self.txn_state,
             pending_txn_offsets=self.pending_txn_offsets,
+            quotas=self.quota_managers,
         )
         handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
         handlers.start()

@@ -68,6 +68,7 @@ from kclient.broker.request_channel import (
 from kclient.broker.sasl_server import SaslServer
 from kclient.broker.sasl_session import DelayedAuthenticationFailures, SaslReply, SaslSession
 from kclient.broker.selector import ServerChannel, ServerSelector
+from kclient.broker.throttled_channel import ThrottledChannels, client_throttles
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import decode_request, decode_request_header, encode_response
 from kclient.waker import Waker
@@ -145,6 +146,8 @@ class Processor:
         self.selector = ServerSelector(max_request_bytes, connections_max_idle_ms, pool=memory_pool)
         self._new_connections: queue.Queue[socket.socket] = queue.Queue(connection_queue_size)
         self._inflight: dict[str, Response] = {}
+        #: connections muted for their throttle time (quotas), responses held back
+        self._throttled: ThrottledChannels[SendResponse] = ThrottledChannels()
         self._waker = Waker()
         self._wakeup_pending = False
         self.selector.register_wakeup(self._waker)
@@ -213,6 +216,8 @@ class Processor:
         self._wakeup_pending = False
         self.configure_new_connections()
         self.process_new_responses()
+        if self._throttled:
+            self._end_throttling(self._throttled)
         if self._delayed_failures:
             self._send_delayed_failures(self._delayed_failures)
         self.poll(poll_timeout_s)
@@ -264,13 +269,26 @@ class Processor:
                     )
                     self.selector.close(connection_id, "the answer was lost (lose_answers)")
                     continue
+                throttle_ms = request.throttle_time_ms
+                if throttle_ms > 0 and not client_throttles(
+                    request.header.api_key, request.header.api_version
+                ):
+                    # a client of before KIP-219: its answer waits out the throttle time
+                    self._throttled.hold(connection_id, now_ns, throttle_ms, response)
+                    continue
+                if throttle_ms > 0:
+                    self._throttled.throttle(connection_id, now_ns, throttle_ms)
                 if self.selector.send(connection_id, response.buffers, now_ns):
                     self._inflight[connection_id] = response
                 else:
                     request.update_request_metrics(now_ns)
             elif isinstance(response, NoOpResponse):
                 request.update_request_metrics(now_ns)
-                self.selector.unmute(connection_id)
+                if request.throttle_time_ms > 0:  # acks=0 over its byte rate
+                    self._throttled.throttle(connection_id, now_ns, request.throttle_time_ms)
+                    self.selector.release_request_memory(connection_id)
+                else:
+                    self.selector.unmute(connection_id)
             elif isinstance(response, CloseConnectionResponse):
                 request.update_request_metrics(now_ns)
                 self.selector.close(connection_id, "closed by the broker after an error")
@@ -280,8 +298,11 @@ class Processor:
     def poll(self, timeout_s: float) -> None:
         if self.selector.completed_sends or self.selector.disconnected:
             timeout_s = 0.0
-        elif self._delayed_failures:
-            timeout_s = self._delayed_failures.timeout_s(self._monotonic_ns(), timeout_s)
+        else:
+            if self._delayed_failures:
+                timeout_s = self._delayed_failures.timeout_s(self._monotonic_ns(), timeout_s)
+            if self._throttled:
+                timeout_s = self._throttled.timeout_s(self._monotonic_ns(), timeout_s)
         before_in, before_out = self.selector.bytes_in, self.selector.bytes_out
         self.selector.poll(timeout_s, self._monotonic_ns())
         if self._metrics is not None:
@@ -300,7 +321,9 @@ class Processor:
             if channel is None:
                 continue
             sasl = channel.sasl
-            request = self._parse(connection_id, channel.peer, frame, sasl is not None)
+            request = self._parse(
+                connection_id, channel.peer, frame, sasl is not None, channel.principal
+            )
             if request is None:
                 continue
             if sasl is not None:
@@ -330,6 +353,10 @@ class Processor:
                 if why is not None:
                     self.selector.close(send.destination, why)
                     continue
+            if self._throttled and self._throttled.is_throttled(send.destination, now_ns):
+                # read again when the throttle time is over (_end_throttling)
+                self.selector.release_request_memory(send.destination)
+                continue
             self.selector.unmute(send.destination)
 
     def process_disconnected(self) -> None:
@@ -345,13 +372,22 @@ class Processor:
                 response.request.update_request_metrics(now_ns)
             if self._close_after_send:
                 self._close_after_send.pop(connection_id, None)
+            if self._throttled:
+                held = self._throttled.forget(connection_id)
+                if held is not None:
+                    held.request.update_request_metrics(now_ns)
             if self._metrics is not None:
                 self._metrics.add_counts(connections=-1)
 
     # ---- parsing ---------------------------------------------------------------------
 
     def _parse(
-        self, connection_id: str, peer: str, frame: bytearray, sasl_pending: bool = False
+        self,
+        connection_id: str,
+        peer: str,
+        frame: bytearray,
+        sasl_pending: bool = False,
+        principal: str = "ANONYMOUS",
     ) -> Request | None:
         """Parse a frame into a Request, or close the connection (one log line).
 
@@ -410,6 +446,7 @@ class Processor:
             api_name=name,
             client_address=peer,
             unsupported_version=unsupported,
+            principal=principal,
         )
 
     # ---- SASL (connections of a SASL listener that have yet to authenticate) -------------
@@ -518,6 +555,19 @@ class Processor:
         now_ns = self._monotonic_ns()
         for response in delayed.pop_due(now_ns):
             self._send_reply(response.request.connection_id, response, now_ns)
+
+    def _end_throttling(self, throttled: ThrottledChannels[SendResponse]) -> None:
+        """Connections whose throttle time is over: send a response held back, or read
+        again once the response is out."""
+        now_ns = self._monotonic_ns()
+        for connection_id, held in throttled.pop_due(now_ns):
+            if held is not None:
+                if self.selector.send(connection_id, held.buffers, now_ns):
+                    self._inflight[connection_id] = held
+                else:
+                    held.request.update_request_metrics(now_ns)
+            elif connection_id not in self._inflight:
+                self.selector.unmute(connection_id)
 
     def _reject(self, connection_id: str, peer: str, why: str) -> None:
         log.warning("closing connection %s from %s: %s", connection_id, peer, why)
