@@ -132,3 +132,144 @@ def test_other_clients_are_not_held_up_by_a_throttled_one(broker: EmbeddedBroker
     finally:
         flood.close()
         honest.close()
+
+
+# ---- independent peers ---------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:(read_text|open_text) is deprecated:DeprecationWarning")
+def test_kafka_python_alters_and_describes_client_quotas() -> None:
+    """kafka-python's own AlterClientQuotas/DescribeClientQuotas messages (it has no admin
+    method for them) against ours; what it sets governs the broker."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+
+    with EmbeddedBroker() as broker:
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        try:
+            entry = AlterClientQuotasRequest.EntryData
+            request = AlterClientQuotasRequest(
+                entries=[
+                    entry(
+                        entity=[entry.EntityData(entity_type="client-id", entity_name="app")],
+                        ops=[entry.OpData(key="producer_byte_rate", value=1024.0, remove=False)],
+                    ),
+                    entry(
+                        entity=[entry.EntityData(entity_type="user", entity_name=None)],
+                        ops=[entry.OpData(key="request_percentage", value=0.0, remove=False)],
+                    ),
+                ],
+                validate_only=False,
+            )
+            altered = admin._manager.run(admin._manager.send, request)
+            assert [e.error_code for e in altered.entries] == [0, 42]
+            assert "request_percentage must be greater than 0" in altered.entries[1].error_message
+            broker.set_client_quotas(user="alice", consumer_byte_rate=4096)
+            described = admin._manager.run(
+                admin._manager.send, DescribeClientQuotasRequest(components=[], strict=False)
+            )
+        finally:
+            admin.close()
+        assert described.error_code == 0
+        seen = {
+            tuple((e.entity_type, e.entity_name) for e in d.entity): {
+                v.key: v.value for v in d.values
+            }
+            for d in described.entries
+        }
+        assert seen == {
+            (("client-id", "app"),): {"producer_byte_rate": 1024.0},
+            (("user", "alice"),): {"consumer_byte_rate": 4096.0},
+        }
+        assert broker.client_quotas_of()[(("client-id", "app"),)] == {"producer_byte_rate": 1024}
+
+
+def test_librdkafka_reports_the_throttle_and_delivers_everything() -> None:
+    """confluent-kafka's throttle callback (librdkafka reads throttle_time_ms from our
+    answers), with every record delivered once."""
+    import confluent_kafka
+
+    with EmbeddedBroker() as broker:
+        broker.create_topic(TOPIC)
+        broker.set_client_quotas(client_id="rdkafka-flood", producer_byte_rate=50_000)
+        throttles: list[tuple[str, int]] = []
+        delivered: list[int] = []
+        producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "client.id": "rdkafka-flood",
+                "linger.ms": 5,
+                "throttle_cb": lambda event: throttles.append(
+                    (event.broker_name, int(event.throttle_time * 1000))
+                ),
+            }
+        )
+
+        def on_delivery(err: Any, msg: Any) -> None:
+            assert err is None, err
+            delivered.append(msg.offset())
+
+        for _ in range(600):  # 600 KB, over ten times the quota at once
+            producer.produce(TOPIC, b"x" * 1000, on_delivery=on_delivery)
+            producer.poll(0)
+        deadline = time.monotonic() + 30
+        while (len(delivered) < 600 or not throttles) and time.monotonic() < deadline:
+            producer.poll(0.1)
+        assert producer.flush(10) == 0
+        assert sorted(delivered) == list(range(600))
+        assert throttles, "librdkafka saw no throttle_time_ms"
+        assert all(ms > 0 for _, ms in throttles)
+        (m,) = [m for m in broker.quota_metrics() if m.client_id == "rdkafka-flood"]
+        assert m.throttle_count >= len(throttles)
+
+
+def test_a_flooding_client_is_held_to_its_quota_while_honest_producers_go_on() -> None:
+    """Two connections of one client id send 50 KB Produce requests as fast as answers come
+    back, ignoring throttle_time_ms; the broker holds them to about their quota while a
+    kclient and a confluent-kafka producer (other client ids) keep working."""
+    import threading
+
+    import confluent_kafka
+
+    from kclient import KafkaProducer
+
+    quota = 100_000
+    with EmbeddedBroker(quota_window_num=2) as broker:
+        broker.create_topic(TOPIC)
+        broker.set_client_quotas(client_id="flood", producer_byte_rate=quota)
+        stop = threading.Event()
+        sent_bytes = [0, 0]
+
+        def flood(i: int) -> None:
+            client = RawClient(broker, "flood")
+            try:
+                batch = records(50, 1000)
+                while not stop.is_set():
+                    client.produce(9, batch)
+                    sent_bytes[i] += len(batch)
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=flood, args=(i,), daemon=True) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        start = time.monotonic()
+        latencies = []
+        with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0) as producer:
+            while time.monotonic() - start < 3:
+                t0 = time.monotonic()
+                producer.send(TOPIC, b"v" * 100).result(10)
+                latencies.append(time.monotonic() - t0)
+        rdkafka = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap_servers})
+        for _ in range(200):
+            rdkafka.produce(TOPIC, b"w" * 100)
+        assert rdkafka.flush(10) == 0
+        elapsed_s = time.monotonic() - start
+        stop.set()
+        for t in threads:
+            t.join(10)
+    # the flood got about its quota (plus one window's burst and a request per connection)
+    assert sum(sent_bytes) <= quota * (elapsed_s + 2) + 2 * 60_000
+    # the honest producer's sends were answered (loose bound: a shared, noisy machine)
+    assert len(latencies) > 50
+    assert max(latencies) < 1.0

@@ -11,7 +11,9 @@ the consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, Leave
 OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete:
 ``group_apis`` over the broker's ``GroupCoordinator``) and the transaction APIs
 (InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-TxnOffsetCommit: ``txn_apis`` over the broker's ``TransactionCoordinator``).
+TxnOffsetCommit: ``txn_apis`` over the broker's ``TransactionCoordinator``) and the client
+quota APIs (DescribeClientQuotas, AlterClientQuotas: ``quota_apis``). Every answer carries
+the client's throttle time when it is over a quota (``request_helper``).
 Produce v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
 librdkafka only compresses when it sees Produce v0).
 
@@ -37,6 +39,7 @@ from typing import Any
 
 from kclient import errors
 from kclient.broker.client_quota_manager import QuotaManagers
+from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller, Topic
@@ -44,6 +47,7 @@ from kclient.broker.fetch import FetchHandler
 from kclient.broker.group_apis import GroupApis, coordinator_node, group_config
 from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.quota_apis import QuotaApis
 from kclient.broker.replica_manager import ReplicaManager
 from kclient.broker.request_channel import (
     CloseConnectionResponse,
@@ -116,7 +120,8 @@ class Apis:
         pending_txn_offsets: PendingTxnOffsets | None = None,
         quotas: QuotaManagers | None = None,
     ) -> None:
-        """``quotas``: the broker's client quota managers (None: no quotas);
+        """``quotas``: the broker's client quota managers (fresh ones over the settings'
+        defaults when not given);
         ``group_coordinator``: the broker's (a fresh one over in-memory offsets when
         not given, for tests of one broker); ``txn_state`` and ``pending_txn_offsets``:
         the cluster's transaction state and transactional group offsets (fresh in-memory
@@ -128,6 +133,12 @@ class Apis:
         self.replica_manager = ReplicaManager(node_id, controller, config)
         self._time_ms = time_ms
         self._monotonic_ns = monotonic_ns
+        if quotas is None:
+            quotas = QuotaManagers(
+                ClientQuotas(config.quota_defaults()),
+                num_samples=config.quota_window_num,
+                window_size_seconds=config.quota_window_size_seconds,
+            )
         self.quotas = quotas
         self.request_helper = RequestHandlerHelper(quotas)
         self._fetch = FetchHandler(
@@ -180,6 +191,7 @@ class Apis:
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
             **group_apis.handlers(),
             **self._txn_apis.handlers(),
+            **QuotaApis(quotas.quotas, self._send).handlers(),
         }
         self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
 
