@@ -273,3 +273,37 @@ def test_a_flooding_client_is_held_to_its_quota_while_honest_producers_go_on() -
     # the honest producer's sends were answered (loose bound: a shared, noisy machine)
     assert len(latencies) > 50
     assert max(latencies) < 1.0
+
+
+@pytest.mark.filterwarnings("ignore:(read_text|open_text) is deprecated:DeprecationWarning")
+def test_topic_creation_over_the_controller_mutation_quota() -> None:
+    """KIP-599 as two admin clients see it: kafka-python (CreateTopics v7, strict) gets
+    THROTTLING_QUOTA_EXCEEDED for the topic over the quota, which is not created;
+    librdkafka (CreateTopics v4, permissive) gets every topic and is throttled."""
+    import confluent_kafka.admin
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import ThrottlingQuotaExceededError
+
+    with EmbeddedBroker(quota_controller_mutation_rate=2) as broker:  # a burst of 20
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers, client_id="kp")
+        try:
+            with pytest.raises(ThrottlingQuotaExceededError, match="controller_mutation_rate"):
+                admin.create_topics([NewTopic(f"kp{i}", 15, 1) for i in range(3)])
+        finally:
+            admin.close()
+        assert {t for t in broker.topics() if t.startswith("kp")} == {"kp0", "kp1"}
+        rdkafka = confluent_kafka.admin.AdminClient(
+            {"bootstrap.servers": broker.bootstrap_servers, "client.id": "rd"}
+        )
+        futures = rdkafka.create_topics(
+            [confluent_kafka.admin.NewTopic(f"rd{i}", 15, 1) for i in range(3)]
+        )
+        for future in futures.values():
+            future.result(10)
+        assert {t for t in broker.topics() if t.startswith("rd")} == {"rd0", "rd1", "rd2"}
+        throttled = {
+            m.client_id: m.throttle_count
+            for m in broker.quota_metrics()
+            if m.quota_type == "ControllerMutation"
+        }
+        assert throttled["kp"] >= 1 and throttled["rd"] >= 1

@@ -245,6 +245,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(100: one whole thread)",
     )
     quotas.add_argument(
+        "--quota-controller-mutation-rate",
+        type=float,
+        default=None,
+        metavar="PARTITIONS",
+        help="partitions per second each client id may create or delete (KIP-599)",
+    )
+    quotas.add_argument(
         "--quota-window-num",
         type=int,
         default=None,
@@ -336,6 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "quota_producer_byte_rate",
             "quota_consumer_byte_rate",
             "quota_request_percentage",
+            "quota_controller_mutation_rate",
             "quota_window_num",
             "quota_window_size_seconds",
         ):

@@ -5,7 +5,8 @@ the decoded request body, asks the controller / ReplicaManager, and hands a resp
 the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
 ``CloseConnectionResponse`` (an acks=0 Produce that failed, so the client notices).
 
-Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics, Produce,
+Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics (``topic_apis``),
+Produce,
 InitProducerId, Fetch (long poll through the purgatory; read_committed), ListOffsets,
 the consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete:
@@ -31,14 +32,12 @@ ILLEGAL_SASL_STATE after authentication.
 
 from __future__ import annotations
 
-import collections
 import logging
 import time
 from collections.abc import Callable, Collection
 from typing import Any
 
 from kclient import errors
-from kclient.broker.client_quota_manager import QuotaManagers
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
@@ -48,6 +47,7 @@ from kclient.broker.group_apis import GroupApis, coordinator_node, group_config
 from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.quota_apis import QuotaApis
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.replica_manager import ReplicaManager
 from kclient.broker.request_channel import (
     CloseConnectionResponse,
@@ -57,6 +57,7 @@ from kclient.broker.request_channel import (
     SendResponse,
 )
 from kclient.broker.request_helper import RequestHandlerHelper
+from kclient.broker.topic_apis import TopicApis
 from kclient.broker.txn_apis import MAX_VERSIONS as _TXN_MAX_VERSIONS
 from kclient.broker.txn_apis import TxnApis
 from kclient.broker.txn_coordinator import TransactionCoordinator
@@ -185,13 +186,19 @@ class Apis:
             ApiKey.LIST_OFFSETS: self.handle_list_offsets,
             ApiKey.METADATA: self.handle_metadata,
             ApiKey.API_VERSIONS: self.handle_api_versions,
-            ApiKey.CREATE_TOPICS: self.handle_create_topics,
-            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
             **group_apis.handlers(),
             **self._txn_apis.handlers(),
             **QuotaApis(quotas.quotas, self._send).handlers(),
+            **TopicApis(
+                controller,
+                config,
+                group_coordinator.offsets,
+                self.request_helper,
+                self._send,
+                monotonic_ns=monotonic_ns,
+            ).handlers(),
         }
         self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
 
@@ -310,7 +317,7 @@ class Apis:
                     continue
                 found: Topic | int | None = controller.topic(name)
                 if found is None and allow_auto and self.config.auto_create_topics:
-                    found = self._auto_create(name)
+                    found = self._auto_create(name, request)
                 if isinstance(found, Topic):
                     topics_out.append(self._topic_metadata(found))
                 else:
@@ -334,9 +341,15 @@ class Apis:
             },
         )
 
-    def _auto_create(self, name: str) -> Topic | int:
+    def _auto_create(self, name: str, request: Request) -> Topic | int:
         try:
-            return self.controller.create_topic(name)
+            created = self.controller.create_topic(name)
+            # counted against the client's controller mutation quota, never refused (as
+            # Kafka's permissive quota for auto-creation)
+            self.request_helper.controller_mutation_quota(request, 0x7FFF).record(
+                len(created.partitions), self._monotonic_ns() // 1_000_000
+            )
+            return created
         except errors.TopicAlreadyExistsError:
             topic = self.controller.topic(name)
             return topic if topic is not None else errors.UnknownTopicOrPartitionError.code
@@ -374,102 +387,6 @@ class Apis:
             "is_internal": False,
             "partitions": partitions,
         }
-
-    # ---- CreateTopics / DeleteTopics ---------------------------------------------------
-
-    def handle_create_topics(self, request: Request) -> None:
-        body = self._body(request)
-        validate_only = bool(body.get("validate_only", False))
-        counts = collections.Counter(t["name"] for t in body["topics"])
-        results = []
-        cap = self.config.max_partitions_per_topic
-        requested = 0  # partitions asked for so far in this request
-        for spec in body["topics"]:
-            name = spec["name"]
-            result: dict[str, Any] = {"name": name, "error_code": 0}
-            try:
-                if counts[name] > 1:
-                    raise errors.InvalidRequestError(f"topic {name!r} is listed more than once")
-                asked = spec["num_partitions"]
-                if asked == -1:
-                    asked = self.config.num_partitions
-                if 0 < asked <= cap:  # one over the cap is refused by create_topic
-                    if requested + asked > cap:
-                        raise errors.PolicyViolationError(
-                            f"this request asks for more than {cap} partitions in all "
-                            "('max.partitions.per.topic'); create the topics in several "
-                            "requests"
-                        )
-                    requested += asked
-                if spec["assignments"]:
-                    raise errors.InvalidRequestError(
-                        "manual replica assignments are not supported by the embedded broker"
-                    )
-                configs: dict[str, str] = {}
-                for c in spec["configs"]:
-                    if c["value"] is None:
-                        raise errors.InvalidConfigError(f"topic config {c['name']!r} is null")
-                    configs[c["name"]] = c["value"]
-                topic = self.controller.create_topic(
-                    name,
-                    spec["num_partitions"],
-                    spec["replication_factor"],
-                    configs,
-                    validate_only=validate_only,
-                )
-                result.update(
-                    topic_id=topic.topic_id,
-                    num_partitions=len(topic.partitions) or spec["num_partitions"],
-                    replication_factor=len(topic.partitions[0].replicas)
-                    if topic.partitions
-                    else spec["replication_factor"],
-                    configs=[
-                        {
-                            "name": k,
-                            "value": v,
-                            "read_only": False,
-                            "config_source": 1,
-                            "is_sensitive": False,
-                        }
-                        for k, v in sorted(topic.configs.items())
-                    ],
-                )
-            except errors.BrokerResponseError as exc:
-                request.error_count += 1
-                result.update(error_code=exc.code, error_message=exc.detail or None)
-            results.append(result)
-        self._send(request, {"topics": results})
-
-    def handle_delete_topics(self, request: Request) -> None:
-        body = self._body(request)
-        version = request.header.api_version
-        if version >= 6:
-            wanted = [(t["name"], t["topic_id"]) for t in body["topics"]]
-        else:
-            wanted = [(name, None) for name in body["topic_names"]]
-        results = []
-        for name, topic_id in wanted:
-            result: dict[str, Any] = {"name": name, "error_code": 0}
-            try:
-                if not self.config.delete_topic_enable:
-                    raise errors.TopicDeletionDisabledError("delete.topic.enable is false")
-                if name is None:
-                    topic = self.controller.topic_by_id(topic_id)
-                    if topic is None:
-                        raise errors.UnknownTopicIdError(f"no topic has id {topic_id}")
-                    name = result["name"] = topic.name
-                topic = self.controller.delete_topic(name)
-                self.group_coordinator.offsets.drop_topic(name)
-                result["topic_id"] = topic.topic_id
-                for p in topic.partitions:
-                    self.controller.notify_append(p)  # wake fetches waiting on it
-            except errors.BrokerResponseError as exc:
-                request.error_count += 1
-                result.update(error_code=exc.code, error_message=exc.detail or None)
-                if topic_id is not None:
-                    result["topic_id"] = topic_id
-            results.append(result)
-        self._send(request, {"responses": results})
 
     # ---- Produce -----------------------------------------------------------------------
 

@@ -28,13 +28,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from kclient.broker.client_quotas import (
-    CONSUMER_BYTE_RATE,
-    PRODUCER_BYTE_RATE,
-    REQUEST_PERCENTAGE,
-    ClientQuotas,
-    QuotaKey,
-)
+from kclient.broker.client_quotas import ClientQuotas, QuotaKey
 
 log = logging.getLogger(__name__)
 
@@ -286,40 +280,3 @@ class ClientQuotaManager:
             if now_ms - oldest.last_record_ms < INACTIVE_SENSOR_EXPIRATION_MS:
                 return
             self._sensors.popitem(last=False)
-
-
-class QuotaManagers:
-    """The quota managers of one broker (Kafka's ``QuotaFactory.QuotaManagers``)."""
-
-    def __init__(
-        self, quotas: ClientQuotas, *, num_samples: int = 11, window_size_seconds: int = 1
-    ) -> None:
-        self.quotas = quotas
-        self.produce = ClientQuotaManager(
-            "Produce",
-            PRODUCER_BYTE_RATE,
-            quotas,
-            num_samples=num_samples,
-            window_size_seconds=window_size_seconds,
-        )
-        self.fetch = ClientQuotaManager(
-            "Fetch",
-            CONSUMER_BYTE_RATE,
-            quotas,
-            num_samples=num_samples,
-            window_size_seconds=window_size_seconds,
-        )
-        self.request = ClientQuotaManager(
-            "Request",
-            REQUEST_PERCENTAGE,
-            quotas,
-            num_samples=num_samples,
-            window_size_seconds=window_size_seconds,
-            max_throttle_time_ms=window_size_seconds * 1000,
-        )
-
-    def all(self) -> list[ClientQuotaManager]:
-        return [self.produce, self.fetch, self.request]
-
-    def metrics(self, now_ms: int) -> list[ClientQuotaMetrics]:
-        return [m for manager in self.all() for m in manager.metrics(now_ms)]

@@ -152,6 +152,10 @@ class BrokerConfig:
     #: ``quota.request.percentage``: the share of one request handler thread's time each
     #: client id may take, in percent (100: one thread's whole time).
     quota_request_percentage: float | None = None
+    #: ``quota.controller.mutation.rate``: partitions per second each client id may create
+    #: or delete (KIP-599; CreateTopics v6+/DeleteTopics v5+ over it are refused with
+    #: THROTTLING_QUOTA_EXCEEDED, older versions throttled).
+    quota_controller_mutation_rate: float | None = None
     #: ``quota.window.num``: samples the quota rates are measured over (Kafka's 11).
     quota_window_num: int = 11
     #: ``quota.window.size.seconds``: the length of each sample (Kafka's 1).
@@ -231,6 +235,7 @@ class BrokerConfig:
             ("quota.producer.byte.rate", self.quota_producer_byte_rate, True),
             ("quota.consumer.byte.rate", self.quota_consumer_byte_rate, True),
             ("quota.request.percentage", self.quota_request_percentage, False),
+            ("quota.controller.mutation.rate", self.quota_controller_mutation_rate, False),
         )
         for setting, quota, whole in quota_settings:
             if quota is None:
@@ -417,6 +422,7 @@ class BrokerConfig:
             "producer_byte_rate": self.quota_producer_byte_rate,
             "consumer_byte_rate": self.quota_consumer_byte_rate,
             "request_percentage": self.quota_request_percentage,
+            "controller_mutation_rate": self.quota_controller_mutation_rate,
         }
         return {k: float(v) for k, v in defaults.items() if v is not None}
 

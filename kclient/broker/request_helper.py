@@ -15,11 +15,9 @@ Called on request handler threads (and on whichever thread completes a parked Fe
 
 from __future__ import annotations
 
-from kclient.broker.client_quota_manager import (
-    NANOS_TO_PERCENTAGE,
-    ClientQuotaManager,
-    QuotaManagers,
-)
+from kclient.broker.client_quota_manager import NANOS_TO_PERCENTAGE, ClientQuotaManager
+from kclient.broker.controller_mutation_quota import ControllerMutationQuota
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.request_channel import Request
 
 
@@ -78,6 +76,30 @@ class RequestHandlerHelper:
         return self._apply(
             request, now_ns, (produce, bandwidth_ms), (self.managers.request, request_ms)
         )
+
+    def controller_mutation_quota(
+        self, request: Request, strict_since_version: int
+    ) -> ControllerMutationQuota:
+        """The quota CreateTopics/DeleteTopics count partitions against: strict from
+        ``strict_since_version`` on (refuses a topic over it), permissive before."""
+        strict = request.header.api_version >= strict_since_version
+        if self.managers is None:
+            return ControllerMutationQuota(None, None, 0.0, strict)
+        return self.managers.controller_mutation.new_quota_for(
+            request.principal, _client_id(request), strict
+        )
+
+    def controller_throttle_time_ms(
+        self, request: Request, quota: ControllerMutationQuota, now_ns: int
+    ) -> int:
+        """The throttle time of a CreateTopics/DeleteTopics answer: the longer of its
+        mutation quota's and its request quota's; sets it on the request."""
+        request_ms = self.request_throttle_time_ms(request, now_ns)
+        mutation_ms = quota.throttle_time_ms(now_ns // 1_000_000)
+        if mutation_ms > request_ms:
+            request.throttle_time_ms = mutation_ms  # counted by the mutation quota itself
+            return mutation_ms
+        return self._apply(request, now_ns, (self._request_manager(), request_ms))
 
     def fetch_max_bytes(self, request: Request) -> float:
         """The most a Fetch may return without being throttled for sure (Kafka caps

@@ -23,7 +23,6 @@ import ssl
 import time
 
 from kclient.broker.apis import Apis
-from kclient.broker.client_quota_manager import QuotaManagers
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
@@ -34,6 +33,7 @@ from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.handler import RequestHandlerPool
 from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.request_channel import RequestChannel
 from kclient.broker.sasl_server import SaslServer
 from kclient.broker.socket_server import SocketServer

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from kclient.broker.apis import Apis
-from kclient.broker.client_quota_manager import QuotaManagers
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.controller import BrokerEndpoint, Controller
 from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.request_channel import Request, RequestChannel, Response, SendResponse
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_request, decode_response, encode_request

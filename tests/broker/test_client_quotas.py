@@ -12,7 +12,6 @@ from kclient import errors
 from kclient.broker.client_quota_manager import (
     INACTIVE_SENSOR_EXPIRATION_MS,
     ClientQuotaManager,
-    QuotaManagers,
     SampledRate,
 )
 from kclient.broker.client_quotas import (
@@ -26,6 +25,7 @@ from kclient.broker.client_quotas import (
     entity,
 )
 from kclient.broker.config import BrokerConfig
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.throttled_channel import ThrottledChannels, client_throttles
 from kclient.errors import ConfigError
 from kclient.protocol import ApiKey
@@ -366,3 +366,28 @@ def test_a_closed_connection_is_forgotten() -> None:
     throttled.hold("a", 0, 10, "answer")
     assert throttled.forget("a") == "answer"
     assert throttled.pop_due(10**12) == []
+
+
+def test_the_cli_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    from kclient.broker.__main__ import build_parser, main
+
+    args = build_parser().parse_args(
+        [
+            "--quota-producer-byte-rate",
+            "1048576",
+            "--quota-consumer-byte-rate",
+            "2097152",
+            "--quota-request-percentage",
+            "50",
+            "--quota-controller-mutation-rate",
+            "10",
+            "--quota-window-num",
+            "5",
+        ]
+    )
+    assert (args.quota_producer_byte_rate, args.quota_consumer_byte_rate) == (1 << 20, 2 << 20)
+    assert (args.quota_request_percentage, args.quota_controller_mutation_rate) == (50.0, 10.0)
+    assert args.quota_window_num == 5 and args.quota_window_size_seconds is None
+    assert build_parser().parse_args([]).quota_producer_byte_rate is None
+    assert main(["--quota-producer-byte-rate", "0"]) == 2
+    assert "'quota.producer.byte.rate' must be a positive whole number" in capsys.readouterr().err
