@@ -200,6 +200,15 @@ class ClientQuotaManager:
             throttle_ms = min(throttle_ms, self.max_throttle_time_ms)
         return max(int(throttle_ms), 0)
 
+    def record_no_throttle(self, user: str, client_id: str, value: float, now_ms: int) -> None:
+        """Record ``value`` without checking the quota (it counts for the next requests;
+        Kafka's ``recordNoThrottle``)."""
+        found = self._lookup(user, client_id)
+        if found is None:
+            return
+        with self._lock:
+            self._sensor(found[0], now_ms).rate.record(value, now_ms)
+
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Take back a recorded value (a throttled Fetch sends no records)."""
         found = self._lookup(user, client_id)

@@ -56,8 +56,10 @@ class Request:
         "frame",
         "header",
         "metrics",
+        "network_thread_time_ns",
         "principal",
         "processor",
+        "record_network_thread_time",
         "request_dequeue_time_ns",
         "response_complete_time_ns",
         "response_dequeue_time_ns",
@@ -96,6 +98,12 @@ class Request:
         #: how long the client is throttled after this response (quotas); -1 until the
         #: handler has decided (Kafka's ``apiThrottleTimeMs``)
         self.throttle_time_ms = -1
+        #: what reading the request cost its Processor (counted in the request quota)
+        self.network_thread_time_ns = 0
+        #: with a request quota: told what sending the answer cost the Processor
+        #: (``elapsed_ns, now_ns``), counted for the client's next requests (Kafka's
+        #: ``recordNetworkThreadTimeCallback``)
+        self.record_network_thread_time: Callable[[int, int], None] | None = None
         self.request_dequeue_time_ns = -1
         self.api_local_complete_time_ns = -1
         self.api_remote_complete_time_ns = -1

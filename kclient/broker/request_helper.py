@@ -42,12 +42,20 @@ class RequestHandlerHelper:
         if end_ns < 0:
             end_ns = now_ns
         start_ns = request.request_dequeue_time_ns
-        thread_ns = end_ns - start_ns if start_ns >= 0 else 0
+        thread_ns = max(end_ns - start_ns, 0) if start_ns >= 0 else 0
+        # the network thread's time counts too (Kafka's request time): reading it now,
+        # sending its answer once that is done (without throttling this one)
+        thread_ns += request.network_thread_time_ns
+        user, client_id = request.principal, _client_id(request)
+
+        def record_network_thread_time(elapsed_ns: int, at_ns: int) -> None:
+            manager.record_no_throttle(
+                user, client_id, elapsed_ns * NANOS_TO_PERCENTAGE, at_ns // 1_000_000
+            )
+
+        request.record_network_thread_time = record_network_thread_time
         return manager.record_and_get_throttle_time_ms(
-            request.principal,
-            _client_id(request),
-            max(thread_ns, 0) * NANOS_TO_PERCENTAGE,
-            now_ns // 1_000_000,
+            user, client_id, thread_ns * NANOS_TO_PERCENTAGE, now_ns // 1_000_000
         )
 
     def finish(self, request: Request, now_ns: int) -> int:

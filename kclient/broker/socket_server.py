@@ -282,6 +282,9 @@ class Processor:
                     self._inflight[connection_id] = response
                 else:
                     request.update_request_metrics(now_ns)
+                if request.record_network_thread_time is not None:
+                    sent_ns = self._monotonic_ns()
+                    request.record_network_thread_time(sent_ns - now_ns, sent_ns)
             elif isinstance(response, NoOpResponse):
                 request.update_request_metrics(now_ns)
                 if request.throttle_time_ms > 0:  # acks=0 over its byte rate
@@ -435,7 +438,7 @@ class Processor:
                 f"unparseable {name} v{header.api_version} request ({exc}){hint}",
             )
             return None
-        return Request(
+        request = Request(
             processor=self.id,
             connection_id=connection_id,
             header=header,
@@ -448,6 +451,8 @@ class Processor:
             unsupported_version=unsupported,
             principal=principal,
         )
+        request.network_thread_time_ns = self._monotonic_ns() - start_ns
+        return request
 
     # ---- SASL (connections of a SASL listener that have yet to authenticate) -------------
 

@@ -135,3 +135,21 @@ def test_a_quota_set_at_run_time_applies_and_shows_in_the_metrics(make_harness: 
     assert (m.quota_type, m.client_id, m.quota) == ("Produce", "app", 100)
     assert m.throttle_count == 3 and m.throttle_time_ms_total > 0
     assert "quota Produce user=- client-id=app" in format_snapshot(snap)
+
+
+def test_the_network_threads_time_counts_in_the_request_quota(make_harness: Any) -> None:
+    h = make_harness(quota_request_percentage=10)
+    body = {"topics": [], "allow_auto_topic_creation": False}
+    # reading the request cost its Processor 0.9 s: 9 % of the 10 s measured, not over
+    request = h.request(ApiKey.METADATA, 12, body, "net")
+    request.network_thread_time_ns = 900_000_000
+    h.handle(request)
+    assert request.throttle_time_ms == 0
+    # sending its answer cost another 0.5 s (the Processor reports it afterwards): the
+    # next request of that client is over its quota, though it cost nothing itself
+    assert request.record_network_thread_time is not None
+    request.record_network_thread_time(500_000_000, h.clock.monotonic_ns())
+    again = h.request(ApiKey.METADATA, 12, body, "net")
+    h.handle(again)
+    # (14 % - 10 %) / 10 % * 10 s = 4 s, bounded by one window
+    assert again.throttle_time_ms == 1000
