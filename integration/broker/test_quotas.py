@@ -307,3 +307,42 @@ def test_topic_creation_over_the_controller_mutation_quota() -> None:
             if m.quota_type == "ControllerMutation"
         }
         assert throttled["kp"] >= 1 and throttled["rd"] >= 1
+
+
+def test_a_user_quota_follows_the_sasl_user_across_client_ids() -> None:
+    """The user of a quota is the SASL user: two producers of alice with different client
+    ids share her quota; bob (no quota) is never throttled."""
+    import confluent_kafka
+
+    users = {"alice": "alice-secret", "bob": "bob-secret"}
+    with EmbeddedBroker(security_protocol="SASL_PLAINTEXT", sasl_users=users) as broker:
+        broker.create_topic(TOPIC)
+        broker.set_client_quotas(user="alice", producer_byte_rate=20_000)
+
+        def produce_as(user: str, client_id: str) -> None:
+            producer = confluent_kafka.Producer(
+                {
+                    "bootstrap.servers": broker.bootstrap_servers,
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "SCRAM-SHA-256",
+                    "sasl.username": user,
+                    "sasl.password": users[user],
+                    "client.id": client_id,
+                    "linger.ms": 5,
+                }
+            )
+            for _ in range(150):  # 150 KB, under ten windows of 20 KB/s alone
+                producer.produce(TOPIC, b"x" * 1000)
+                producer.poll(0)
+            assert producer.flush(30) == 0
+
+        produce_as("alice", "one")
+        produce_as("alice", "two")  # together over her 200 KB burst
+        produce_as("bob", "three")
+    throttled = {
+        (m.user, m.client_id): m.throttle_count
+        for m in broker.quota_metrics()
+        if m.quota_type == "Produce"
+    }
+    assert throttled.get(("alice", ""), 0) > 0  # measured together, as one
+    assert all(user == "alice" for user, _ in throttled)
