@@ -19,6 +19,7 @@ from kclient.broker.client_quotas import (
     MATCH_EXACT,
     MATCH_SPECIFIED,
     ClientQuotas,
+    Entity,
     QuotaAlterError,
     QuotaKey,
     QuotaOp,
@@ -217,7 +218,9 @@ def test_a_changed_quota_applies_to_the_next_request() -> None:
         ),
     ],
 )
-def test_bad_alterations_are_refused_with_kafkas_reason(ent, op, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_alterations_are_refused_with_kafkas_reason(
+    ent: Entity, op: QuotaOp, message: str
+) -> None:
     quotas = ClientQuotas()
     (result,) = quotas.alter([(ent, [op])])
     assert isinstance(result, QuotaAlterError)
@@ -302,7 +305,11 @@ def test_describe_filters_as_kafka_does() -> None:
         ([("ip", 1, None), ("user", 1, None)], errors.InvalidRequestError, "IP filter"),
     ],
 )
-def test_bad_describe_filters(components, error, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_describe_filters(
+    components: list[tuple[str, int, str | None]],
+    error: type[errors.BrokerResponseError],
+    message: str,
+) -> None:
     with pytest.raises(QuotaAlterError) as info:
         _described(ClientQuotas(), False, *components)
     assert info.value.error is error
@@ -330,7 +337,7 @@ def test_broker_quota_settings() -> None:
 def test_bad_quota_settings_name_the_setting(setting: str, value: object) -> None:
     name = setting.replace("_", ".")
     with pytest.raises(ConfigError, match=name):
-        BrokerConfig(**{setting: value})
+        BrokerConfig(**{setting: value})  # type: ignore[arg-type]
 
 
 # ---- the Processor's throttled connections -------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 from kclient import errors
 from kclient.broker.client_quotas import ClientQuotas, entity
 from kclient.broker.controller_mutation_quota import ControllerMutationQuotaManager, TokenBucket
+from kclient.broker.request_channel import SendResponse
 from kclient.protocol import ApiKey
 from kclient.protocol.types import ZERO_UUID
 
@@ -36,7 +37,7 @@ def test_strict_refuses_once_the_bucket_is_below_zero_and_counts_nothing() -> No
     assert quota.throttle_time_ms(T0) == 5000  # 50 tokens at 10 a second
     assert quota.throttle_time_ms(T0 + 2000) == 3000  # less what has passed
     # refused mutations were not counted: 5 s later the bucket is at zero and takes more
-    assert manager.new_quota_for("ANONYMOUS", "admin", strict=True).record(10, T0 + 5000) is None
+    manager.new_quota_for("ANONYMOUS", "admin", strict=True).record(10, T0 + 5000)  # no raise
     (m,) = manager.metrics(T0 + 5000)
     assert (m.quota_type, m.client_id, m.quota, m.throttle_count) == (
         "ControllerMutation",
@@ -79,7 +80,8 @@ def create(h: ApiHarness, names: list[str], partitions: int, version: int = 7) -
     }
     request = h.request(ApiKey.CREATE_TOPICS, version, body, "admin")
     response = h.handle(request)
-    return request, h.decode(response)  # type: ignore[arg-type]
+    assert isinstance(response, SendResponse)
+    return request, h.decode(response)
 
 
 def test_create_topics_v6_over_the_quota_is_refused_with_throttling_quota_exceeded(
@@ -127,7 +129,8 @@ def test_delete_topics_count_their_partitions(make_harness: Any) -> None:
         "admin",
     )
     response = h.handle(request)
-    body = h.decode(response)  # type: ignore[arg-type]
+    assert isinstance(response, SendResponse)
+    body = h.decode(response)
     assert [t["error_code"] for t in body["responses"]] == [
         0,
         0,
