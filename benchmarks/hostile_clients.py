@@ -1,7 +1,7 @@
 """What hostile or broken clients cost the embedded broker: its memory, and an honest
 producer's latency, while they run.
 
-    .venv/bin/python benchmarks/hostile_clients.py [--seconds 5] [--attackers 8]
+    .venv/bin/python benchmarks/hostile_clients.py [--seconds 5] [--attackers 8] [--quotas]
 
 For each case a fresh ``python -m kclient.broker`` (in-memory logs, its own process) serves
 one honest kclient producer that sends 100-byte records one at a time (acks=all, linger 0,
@@ -15,7 +15,16 @@ process do the case's bad thing to the same broker over and over:
 * *zstd bombs*: Produce requests of a 32 KiB zstd batch that expands to 1 GiB;
 * *tiny entries*: 6 MB Produce requests of 1,000,000 empty partition entries (past
   ``max.request.items``);
-* *connection churn*: connect, send half a request header, close.
+* *connection churn*: connect, send half a request header, close;
+* *produce flood*: on one connection per thread, tiny Produce requests one after another
+  (each sent once the last is answered, ``throttle_time_ms`` ignored);
+* *metadata flood*: the same with Metadata requests for every topic;
+* *fetch loop*: the same with Fetch requests reading the honest producer's partition from
+  offset 0 (up to 50 MB each).
+
+With ``--quotas`` every case runs twice, against a broker without quotas and one with
+default quotas for every client id (``QUOTA_FLAGS``: 10 % of a thread's time, 1 MB/s of
+Produce, 5 MB/s of Fetch), and the table gets a column saying which.
 
 It prints, per case: the broker's peak RSS (``VmHWM``) and its RSS at the end, the honest
 producer's acknowledged sends per second and its send→ack p50/p99/max, the seconds a
@@ -44,6 +53,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from kclient import KafkaProducer  # noqa: E402
+from kclient.protocol import ApiKey  # noqa: E402
+from kclient.protocol.frame import encode_request  # noqa: E402
 from kclient.testing import hostile  # noqa: E402
 from kclient.testing.broker_process import broker_process  # noqa: E402
 from kclient.testing.hostile import produce_request  # noqa: E402
@@ -92,6 +103,95 @@ def attack_loop(
     return run
 
 
+#: the broker flags of ``--quotas``: default quotas for every client id
+QUOTA_FLAGS = (
+    "--quota-request-percentage",
+    "10",
+    "--quota-producer-byte-rate",
+    "1000000",
+    "--quota-consumer-byte-rate",
+    "5000000",
+)
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed response, without its size."""
+
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            data += chunk
+        return data
+
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
+
+
+def flood_loop(
+    frame_for: Callable[[str], bytes],
+) -> Callable[[tuple[str, int], str, threading.Event], int]:
+    """One connection sending the same request again as soon as it is answered
+    (reconnecting if the broker closes it)."""
+
+    def run(address: tuple[str, int], topic: str, stop: threading.Event) -> int:
+        frame = frame_for(topic)
+        sent = 0
+        while not stop.is_set():
+            sent += _flood_one_connection(address, frame, stop)
+        return sent
+
+    return run
+
+
+def _flood_one_connection(address: tuple[str, int], frame: bytes, stop: threading.Event) -> int:
+    sent = 0
+    try:
+        with socket.create_connection(address, timeout=10) as sock:
+            while not stop.is_set():
+                sock.sendall(frame)
+                read_frame(sock)
+                sent += 1
+    except OSError:
+        time.sleep(0.01)
+    return sent
+
+
+def request_frame(api_key: int, version: int, body: dict[str, Any]) -> bytes:
+    return b"".join(encode_request(api_key, version, 1, "hostile", body))
+
+
+def fetch_body(topic: str) -> dict[str, Any]:
+    """Fetch v12 of the whole partition 0 of ``topic``, up to 50 MB, at once."""
+    return {
+        "replica_id": -1,
+        "max_wait_ms": 0,
+        "min_bytes": 0,
+        "max_bytes": 50 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 50 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
 def build_cases(
     topic: str,
 ) -> dict[str, Callable[[tuple[str, int], str, threading.Event], int] | None]:
@@ -108,6 +208,14 @@ def build_cases(
         "zstd bombs": attack_loop([produce_request(topic, hostile.zstd_bomb_batch())]),
         "tiny entries": attack_loop([produce_request(topic, None, 1_000_000)], read=False),
         "connection churn": attack_loop([b"\x00\x00\x00\x20\x00\x03"], read=False),
+        # an empty batch each time: refused cheaply, so the cost is the request itself
+        "produce flood": flood_loop(lambda _topic: produce_request("flood-target", b"")),
+        "metadata flood": flood_loop(
+            lambda _topic: request_frame(
+                ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False}
+            )
+        ),
+        "fetch loop": flood_loop(lambda t: request_frame(ApiKey.FETCH, 12, fetch_body(t))),
     }
 
 
@@ -171,10 +279,10 @@ def read_back_s(bootstrap: str, topic: str, n: int) -> float:
     return time.perf_counter() - start
 
 
-def run_case(name: str, seconds: float, attackers: int) -> dict[str, object]:
+def run_case(name: str, seconds: float, attackers: int, quotas: bool) -> dict[str, object]:
     topic = f"honest-{uuid.uuid4().hex[:6]}"
     ctx = multiprocessing.get_context("fork")
-    with broker_process() as broker:
+    with broker_process(*(QUOTA_FLAGS if quotas else ())) as broker:
         host, port = broker.bootstrap_servers.rsplit(":", 1)
         address = (host, int(port))
         stop = ctx.Event()
@@ -200,6 +308,7 @@ def run_case(name: str, seconds: float, attackers: int) -> dict[str, object]:
     latencies.sort()
     return {
         "case": name,
+        "quotas": quotas,
         "peak_mb": peak,
         "end_mb": end,
         "sends_s": len(latencies) / seconds,
@@ -216,20 +325,33 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--attackers", type=int, default=8)
+    parser.add_argument(
+        "--quotas",
+        action="store_true",
+        help="run every case without and with default quotas (QUOTA_FLAGS)",
+    )
+    parser.add_argument("--cases", help="comma-separated case names (default: all)")
     args = parser.parse_args()
-    rows = [run_case(name, args.seconds, args.attackers) for name in build_cases("t")]
+    names = args.cases.split(",") if args.cases else list(build_cases("t"))
+    modes = (False, True) if args.quotas else (False,)
+    rows = [
+        run_case(name, args.seconds, args.attackers, quotas) for name in names for quotas in modes
+    ]
     print(
         f"\nembedded broker (own process); honest producer: 100 B, acks=all, linger 0, one "
         f"send at a time for {args.seconds:g} s; {args.attackers} attacker threads\n"
     )
+    if args.quotas:
+        print(f"quotas: kclient-broker {' '.join(QUOTA_FLAGS)}\n")
     print(
-        "| attack | broker peak RSS MB | broker RSS at end MB | honest sends/s | p50 µs | "
-        "p99 µs | max ms | read all back s | bad requests sent | broker alive |"
+        "| attack | quotas | broker peak RSS MB | broker RSS at end MB | honest sends/s | "
+        "p50 µs | p99 µs | max ms | read all back s | bad requests sent | broker alive |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         print(
-            f"| {r['case']} | {r['peak_mb']:.0f} | {r['end_mb']:.0f} | {r['sends_s']:,.0f} | "
+            f"| {r['case']} | {'yes' if r['quotas'] else 'no'} | {r['peak_mb']:.0f} | "
+            f"{r['end_mb']:.0f} | {r['sends_s']:,.0f} | "
             f"{r['p50_us']:,.0f} | {r['p99_us']:,.0f} | {r['max_ms']:,.0f} | "
             f"{r['fetch_s']:.2f} | {r['attacks']:,} | "
             f"{'yes' if r['alive'] else 'NO'} |"

@@ -217,6 +217,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long a new consumer group waits for more members before its first "
         "generation (group.initial.rebalance.delay.ms; default: 100, Kafka's is 3000)",
     )
+    quotas = p.add_argument_group(
+        "client quotas (per client id; unset: unlimited, as in Kafka; AlterClientQuotas "
+        "sets them per user and client id at run time)"
+    )
+    quotas.add_argument(
+        "--quota-producer-byte-rate",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="Produce bytes per second each client id may send; a faster client gets "
+        "throttle_time_ms and its connection is muted that long",
+    )
+    quotas.add_argument(
+        "--quota-consumer-byte-rate",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="Fetch bytes per second each client id may read",
+    )
+    quotas.add_argument(
+        "--quota-request-percentage",
+        type=float,
+        default=None,
+        metavar="PERCENT",
+        help="share of one request handler thread's time each client id may take "
+        "(100: one whole thread)",
+    )
+    quotas.add_argument(
+        "--quota-controller-mutation-rate",
+        type=float,
+        default=None,
+        metavar="PARTITIONS",
+        help="partitions per second each client id may create or delete (KIP-599)",
+    )
+    quotas.add_argument(
+        "--quota-window-num",
+        type=int,
+        default=None,
+        metavar="N",
+        help="samples the quota rates are measured over (quota.window.num; default: 11)",
+    )
+    quotas.add_argument(
+        "--quota-window-size-seconds",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="length of each sample (quota.window.size.seconds; default: 1)",
+    )
     p.add_argument(
         "--transactional-id-expiration-ms",
         type=int,
@@ -310,6 +358,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "group_initial_rebalance_delay_ms",
             "transactional_id_expiration_ms",
             "producer_id_expiration_ms",
+            "quota_producer_byte_rate",
+            "quota_consumer_byte_rate",
+            "quota_request_percentage",
+            "quota_controller_mutation_rate",
+            "quota_window_num",
+            "quota_window_size_seconds",
         ):
             if getattr(args, name) is not None:
                 settings[name] = getattr(args, name)

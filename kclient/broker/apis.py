@@ -5,13 +5,16 @@ the decoded request body, asks the controller / ReplicaManager, and hands a resp
 the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
 ``CloseConnectionResponse`` (an acks=0 Produce that failed, so the client notices).
 
-Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics, Produce,
+Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics (``topic_apis``),
+Produce,
 InitProducerId, Fetch (long poll through the purgatory; read_committed), ListOffsets,
 the consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete:
 ``group_apis`` over the broker's ``GroupCoordinator``) and the transaction APIs
 (InitProducerId with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-TxnOffsetCommit: ``txn_apis`` over the broker's ``TransactionCoordinator``).
+TxnOffsetCommit: ``txn_apis`` over the broker's ``TransactionCoordinator``) and the client
+quota APIs (DescribeClientQuotas, AlterClientQuotas: ``quota_apis``). Every answer carries
+the client's throttle time when it is over a quota (``request_helper``).
 Produce v0-v2 are advertised in ApiVersions but refused, as Kafka 4 does (KAFKA-18659:
 librdkafka only compresses when it sees Produce v0).
 
@@ -29,13 +32,13 @@ ILLEGAL_SASL_STATE after authentication.
 
 from __future__ import annotations
 
-import collections
 import logging
 import time
 from collections.abc import Callable, Collection
 from typing import Any
 
 from kclient import errors
+from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller, Topic
@@ -43,6 +46,8 @@ from kclient.broker.fetch import FetchHandler
 from kclient.broker.group_apis import GroupApis, coordinator_node, group_config
 from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.quota_apis import QuotaApis
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.replica_manager import ReplicaManager
 from kclient.broker.request_channel import (
     CloseConnectionResponse,
@@ -51,6 +56,8 @@ from kclient.broker.request_channel import (
     RequestChannel,
     SendResponse,
 )
+from kclient.broker.request_helper import RequestHandlerHelper
+from kclient.broker.topic_apis import TopicApis
 from kclient.broker.txn_apis import MAX_VERSIONS as _TXN_MAX_VERSIONS
 from kclient.broker.txn_apis import TxnApis
 from kclient.broker.txn_coordinator import TransactionCoordinator
@@ -59,11 +66,18 @@ from kclient.broker.txn_offsets import PendingTxnOffsets
 from kclient.broker.txn_state import TransactionStateManager
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import encode_response
+from kclient.protocol.messages import RESPONSES
+from kclient.protocol.schema import declared_keys
 
 log = logging.getLogger(__name__)
 
 #: Versions advertised in ApiVersions where they differ from what is decoded (KAFKA-18659).
 _ADVERTISED_MIN = {int(ApiKey.PRODUCE): 0}
+
+#: APIs whose responses say how long the client is throttled.
+_THROTTLE_FIELD = frozenset(
+    key for key, schema in RESPONSES.items() if "throttle_time_ms" in declared_keys(schema.fields)
+)
 
 #: APIs served on SASL listeners only.
 _SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
@@ -105,8 +119,11 @@ class Apis:
         group_coordinator: GroupCoordinator | None = None,
         txn_state: TransactionStateManager | None = None,
         pending_txn_offsets: PendingTxnOffsets | None = None,
+        quotas: QuotaManagers | None = None,
     ) -> None:
-        """``group_coordinator``: the broker's (a fresh one over in-memory offsets when
+        """``quotas``: the broker's client quota managers (fresh ones over the settings'
+        defaults when not given);
+        ``group_coordinator``: the broker's (a fresh one over in-memory offsets when
         not given, for tests of one broker); ``txn_state`` and ``pending_txn_offsets``:
         the cluster's transaction state and transactional group offsets (fresh in-memory
         ones when not given)."""
@@ -117,8 +134,20 @@ class Apis:
         self.replica_manager = ReplicaManager(node_id, controller, config)
         self._time_ms = time_ms
         self._monotonic_ns = monotonic_ns
+        if quotas is None:
+            quotas = QuotaManagers(
+                ClientQuotas(config.quota_defaults()),
+                num_samples=config.quota_window_num,
+                window_size_seconds=config.quota_window_size_seconds,
+            )
+        self.quotas = quotas
+        self.request_helper = RequestHandlerHelper(quotas)
         self._fetch = FetchHandler(
-            self.replica_manager, purgatory, self._send, monotonic_ns=monotonic_ns
+            self.replica_manager,
+            purgatory,
+            self._send,
+            monotonic_ns=monotonic_ns,
+            request_helper=self.request_helper,
         )
         if group_coordinator is None:
             group_coordinator = GroupCoordinator(
@@ -157,12 +186,19 @@ class Apis:
             ApiKey.LIST_OFFSETS: self.handle_list_offsets,
             ApiKey.METADATA: self.handle_metadata,
             ApiKey.API_VERSIONS: self.handle_api_versions,
-            ApiKey.CREATE_TOPICS: self.handle_create_topics,
-            ApiKey.DELETE_TOPICS: self.handle_delete_topics,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
             **group_apis.handlers(),
             **self._txn_apis.handlers(),
+            **QuotaApis(quotas.quotas, self._send).handlers(),
+            **TopicApis(
+                controller,
+                config,
+                group_coordinator.offsets,
+                self.request_helper,
+                self._send,
+                monotonic_ns=monotonic_ns,
+            ).handlers(),
         }
         self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
 
@@ -180,7 +216,11 @@ class Apis:
                 request.api_local_complete_time_ns = self._monotonic_ns()
 
     def _send(self, request: Request, body: dict[str, Any], version: int | None = None) -> None:
+        """Answer ``request``, with its throttle time (quotas) in the body."""
         h = request.header
+        throttle_ms = self.request_helper.finish(request, self._monotonic_ns())
+        if throttle_ms > 0 and h.api_key in _THROTTLE_FIELD:
+            body["throttle_time_ms"] = throttle_ms
         api_version = h.api_version if version is None else version
         buffers = encode_response(h.api_key, api_version, h.correlation_id, body)
         self.channel.send_response(SendResponse(request, buffers))
@@ -277,7 +317,7 @@ class Apis:
                     continue
                 found: Topic | int | None = controller.topic(name)
                 if found is None and allow_auto and self.config.auto_create_topics:
-                    found = self._auto_create(name)
+                    found = self._auto_create(name, request)
                 if isinstance(found, Topic):
                     topics_out.append(self._topic_metadata(found))
                 else:
@@ -301,9 +341,15 @@ class Apis:
             },
         )
 
-    def _auto_create(self, name: str) -> Topic | int:
+    def _auto_create(self, name: str, request: Request) -> Topic | int:
         try:
-            return self.controller.create_topic(name)
+            created = self.controller.create_topic(name)
+            # counted against the client's controller mutation quota, never refused (as
+            # Kafka's permissive quota for auto-creation)
+            self.request_helper.controller_mutation_quota(request, 0x7FFF).record(
+                len(created.partitions), self._monotonic_ns() // 1_000_000
+            )
+            return created
         except errors.TopicAlreadyExistsError:
             topic = self.controller.topic(name)
             return topic if topic is not None else errors.UnknownTopicOrPartitionError.code
@@ -341,102 +387,6 @@ class Apis:
             "is_internal": False,
             "partitions": partitions,
         }
-
-    # ---- CreateTopics / DeleteTopics ---------------------------------------------------
-
-    def handle_create_topics(self, request: Request) -> None:
-        body = self._body(request)
-        validate_only = bool(body.get("validate_only", False))
-        counts = collections.Counter(t["name"] for t in body["topics"])
-        results = []
-        cap = self.config.max_partitions_per_topic
-        requested = 0  # partitions asked for so far in this request
-        for spec in body["topics"]:
-            name = spec["name"]
-            result: dict[str, Any] = {"name": name, "error_code": 0}
-            try:
-                if counts[name] > 1:
-                    raise errors.InvalidRequestError(f"topic {name!r} is listed more than once")
-                asked = spec["num_partitions"]
-                if asked == -1:
-                    asked = self.config.num_partitions
-                if 0 < asked <= cap:  # one over the cap is refused by create_topic
-                    if requested + asked > cap:
-                        raise errors.PolicyViolationError(
-                            f"this request asks for more than {cap} partitions in all "
-                            "('max.partitions.per.topic'); create the topics in several "
-                            "requests"
-                        )
-                    requested += asked
-                if spec["assignments"]:
-                    raise errors.InvalidRequestError(
-                        "manual replica assignments are not supported by the embedded broker"
-                    )
-                configs: dict[str, str] = {}
-                for c in spec["configs"]:
-                    if c["value"] is None:
-                        raise errors.InvalidConfigError(f"topic config {c['name']!r} is null")
-                    configs[c["name"]] = c["value"]
-                topic = self.controller.create_topic(
-                    name,
-                    spec["num_partitions"],
-                    spec["replication_factor"],
-                    configs,
-                    validate_only=validate_only,
-                )
-                result.update(
-                    topic_id=topic.topic_id,
-                    num_partitions=len(topic.partitions) or spec["num_partitions"],
-                    replication_factor=len(topic.partitions[0].replicas)
-                    if topic.partitions
-                    else spec["replication_factor"],
-                    configs=[
-                        {
-                            "name": k,
-                            "value": v,
-                            "read_only": False,
-                            "config_source": 1,
-                            "is_sensitive": False,
-                        }
-                        for k, v in sorted(topic.configs.items())
-                    ],
-                )
-            except errors.BrokerResponseError as exc:
-                request.error_count += 1
-                result.update(error_code=exc.code, error_message=exc.detail or None)
-            results.append(result)
-        self._send(request, {"topics": results})
-
-    def handle_delete_topics(self, request: Request) -> None:
-        body = self._body(request)
-        version = request.header.api_version
-        if version >= 6:
-            wanted = [(t["name"], t["topic_id"]) for t in body["topics"]]
-        else:
-            wanted = [(name, None) for name in body["topic_names"]]
-        results = []
-        for name, topic_id in wanted:
-            result: dict[str, Any] = {"name": name, "error_code": 0}
-            try:
-                if not self.config.delete_topic_enable:
-                    raise errors.TopicDeletionDisabledError("delete.topic.enable is false")
-                if name is None:
-                    topic = self.controller.topic_by_id(topic_id)
-                    if topic is None:
-                        raise errors.UnknownTopicIdError(f"no topic has id {topic_id}")
-                    name = result["name"] = topic.name
-                topic = self.controller.delete_topic(name)
-                self.group_coordinator.offsets.drop_topic(name)
-                result["topic_id"] = topic.topic_id
-                for p in topic.partitions:
-                    self.controller.notify_append(p)  # wake fetches waiting on it
-            except errors.BrokerResponseError as exc:
-                request.error_count += 1
-                result.update(error_code=exc.code, error_message=exc.detail or None)
-                if topic_id is not None:
-                    result["topic_id"] = topic_id
-            results.append(result)
-        self._send(request, {"responses": results})
 
     # ---- Produce -----------------------------------------------------------------------
 
@@ -500,6 +450,7 @@ class Apis:
                 entry["name"] = topic_data["name"]
             responses.append(entry)
         request.error_count += failed
+        self.request_helper.produce_throttle_time_ms(request, acks, self._monotonic_ns())
         if acks == 0:
             # no response; on error close the connection so the client refreshes metadata
             response = CloseConnectionResponse(request) if failed else NoOpResponse(request)

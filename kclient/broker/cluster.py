@@ -26,10 +26,12 @@ import logging
 import threading
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from kclient import errors
 from kclient.broker import consumer_protocol
+from kclient.broker.client_quota_manager import ClientQuotaMetrics
+from kclient.broker.client_quotas import ClientQuotas, Entity, entity
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller, Partition, Topic
@@ -110,6 +112,7 @@ class EmbeddedCluster:
             self.config.log_dir, max_timeout_ms=self.config.transaction_max_timeout_ms
         )
         self.pending_txn_offsets = PendingTxnOffsets(self.consumer_offsets, self.config.log_dir)
+        self.client_quotas = ClientQuotas(self.config.quota_defaults(), self.config.log_dir)
         self.purgatory = DelayedOperationPurgatory("kclient-broker-fetch")
         self.controller.add_append_listener(self.purgatory.check_and_complete)
         base = self.config.port
@@ -125,6 +128,7 @@ class EmbeddedCluster:
                 consumer_offsets=self.consumer_offsets,
                 txn_state=self.txn_state,
                 pending_txn_offsets=self.pending_txn_offsets,
+                client_quotas=self.client_quotas,
             )
             for node_id in range(brokers)
         }
@@ -377,6 +381,32 @@ class EmbeddedCluster:
         p = self._partition(topic, partition)
         with p.lock:
             return p.log.last_stable_offset
+
+    # ---- client quotas -----------------------------------------------------------------
+
+    def set_client_quotas(
+        self,
+        *,
+        user: str | Literal[False] | None = False,
+        client_id: str | Literal[False] | None = False,
+        **quotas: float | None,
+    ) -> None:
+        """Set (a number) or remove (None) quotas of an entity, as AlterClientQuotas does:
+        ``set_client_quotas(client_id="app", producer_byte_rate=1_000_000)``; None for
+        ``user``/``client_id`` is the default entity (``<default>``), leaving one out
+        leaves that part out. Keys: ``producer_byte_rate``, ``consumer_byte_rate``,
+        ``request_percentage``, ``controller_mutation_rate``. ConfigError if refused."""
+        self.client_quotas.set(entity(user, client_id), quotas)
+
+    def client_quotas_of(self) -> dict[Entity, dict[str, float]]:
+        """Every entity with quotas set (what DescribeClientQuotas shows)."""
+        return {k: dict(v) for k, v in self.client_quotas.entities().items()}
+
+    def quota_metrics(self, node_id: int | None = None) -> list[ClientQuotaMetrics]:
+        """Per client with a quota: quota, measured rate, throttle count and time (of one
+        broker, or of every broker)."""
+        nodes = [node_id] if node_id is not None else list(self.brokers)
+        return [m for n in nodes for m in self._broker(n).metrics_snapshot().client_quotas]
 
     # ---- metrics -----------------------------------------------------------------------
 

@@ -154,6 +154,23 @@ class BrokerConfig:
     producer_id_expiration_ms: int = 86_400_000
     #: ``producer.id.expiration.check.interval.ms`` (Kafka's: 10 minutes).
     producer_id_expiration_check_interval_ms: int = 600_000
+    #: ``quota.producer.byte.rate``: the Produce bytes per second each client id may send
+    #: (measured per client id; AlterClientQuotas entities take precedence). None, the
+    #: default as in Kafka: unlimited.
+    quota_producer_byte_rate: int | None = None
+    #: ``quota.consumer.byte.rate``: the Fetch bytes per second each client id may read.
+    quota_consumer_byte_rate: int | None = None
+    #: ``quota.request.percentage``: the share of one request handler thread's time each
+    #: client id may take, in percent (100: one thread's whole time).
+    quota_request_percentage: float | None = None
+    #: ``quota.controller.mutation.rate``: partitions per second each client id may create
+    #: or delete (KIP-599; CreateTopics v6+/DeleteTopics v5+ over it are refused with
+    #: THROTTLING_QUOTA_EXCEEDED, older versions throttled).
+    quota_controller_mutation_rate: float | None = None
+    #: ``quota.window.num``: samples the quota rates are measured over (Kafka's 11).
+    quota_window_num: int = 11
+    #: ``quota.window.size.seconds``: the length of each sample (Kafka's 1).
+    quota_window_size_seconds: int = 1
 
     def __post_init__(self) -> None:
         positive = {
@@ -185,6 +202,8 @@ class BrokerConfig:
             "producer.id.expiration.check.interval.ms": (
                 self.producer_id_expiration_check_interval_ms
             ),
+            "quota.window.num": self.quota_window_num,
+            "quota.window.size.seconds": self.quota_window_size_seconds,
         }
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -231,6 +250,21 @@ class BrokerConfig:
                 f"'group.max.session.timeout.ms' ({self.group_max_session_timeout_ms}) is "
                 f"below 'group.min.session.timeout.ms' ({self.group_min_session_timeout_ms})"
             )
+        quota_settings: tuple[tuple[str, float | None, bool], ...] = (
+            ("quota.producer.byte.rate", self.quota_producer_byte_rate, True),
+            ("quota.consumer.byte.rate", self.quota_consumer_byte_rate, True),
+            ("quota.request.percentage", self.quota_request_percentage, False),
+            ("quota.controller.mutation.rate", self.quota_controller_mutation_rate, False),
+        )
+        for setting, quota, whole in quota_settings:
+            if quota is None:
+                continue
+            kinds = (int,) if whole else (int, float)
+            if not isinstance(quota, kinds) or isinstance(quota, bool) or not 0 < quota < 2**63:
+                unit = "a positive whole number" if whole else "a positive number"
+                raise ConfigError(
+                    f"'{setting}' must be {unit} (or unset: unlimited), got {quota!r}"
+                )
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"listener port must be 0..65535, got {self.port}")
         if self.num_partitions > self.max_partitions_per_topic:
@@ -400,6 +434,16 @@ class BrokerConfig:
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
         )
+
+    def quota_defaults(self) -> dict[str, float]:
+        """The per-client quotas set by these settings (quota key -> value)."""
+        defaults = {
+            "producer_byte_rate": self.quota_producer_byte_rate,
+            "consumer_byte_rate": self.quota_consumer_byte_rate,
+            "request_percentage": self.quota_request_percentage,
+            "controller_mutation_rate": self.quota_controller_mutation_rate,
+        }
+        return {k: float(v) for k, v in defaults.items() if v is not None}
 
     def replace(self, **changes: Any) -> BrokerConfig:
         """A copy with some settings changed (validated again)."""

@@ -20,6 +20,7 @@ own lock, held for appends and leadership changes of that partition.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import re
 import threading
@@ -152,6 +153,8 @@ class Controller:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._next_leader_start = 0
+        #: names of topics whose logs are being opened (outside the lock)
+        self._creating: set[str] = set()
         self._append_listeners: list[Callable[[Partition], object]] = []
         self.log_dir = Path(config.log_dir) if config.log_dir else None
         self._store: MetadataStore | None = None
@@ -255,10 +258,10 @@ class Controller:
             )
         with self.lock:
             existing = self.topics.get(name)
-            if existing is not None:
+            if existing is not None or name in self._creating:
                 raise errors.TopicAlreadyExistsError(f"topic {name!r} already exists")
             collision = name.replace(".", "_")
-            for other in self.topics:
+            for other in itertools.chain(self.topics, self._creating):
                 if other.replace(".", "_") == collision:
                     raise errors.InvalidTopicError(
                         f"topic {name!r} collides with existing topic {other!r} "
@@ -269,6 +272,11 @@ class Controller:
                 return topic
             start = self._next_leader_start
             self._next_leader_start += 1
+            self._creating.add(name)  # the name is taken while its logs are opened
+        # the logs (directories and files, with a log dir) are opened without the lock, so
+        # that Metadata and other requests go on meanwhile; a crash now leaves directories
+        # of a topic not in topics.json, which start-up removes
+        try:
             try:
                 for p in range(num_partitions):
                     replicas = [
@@ -277,11 +285,19 @@ class Controller:
                     ]
                     partition_log = self._open_log(name, p, topic.topic_id)
                     topic.partitions.append(Partition(topic, p, replicas, partition_log))
-                self._register(topic)
-                self._save_topics()  # the topic exists once this is written
             except OSError as exc:
                 self._unregister(topic)
                 raise errors.KafkaStorageError(f"cannot create topic {name!r}: {exc}") from exc
+            with self.lock:
+                try:
+                    self._register(topic)
+                    self._save_topics()  # the topic exists once this is written
+                except OSError as exc:
+                    self._unregister(topic)
+                    raise errors.KafkaStorageError(f"cannot create topic {name!r}: {exc}") from exc
+        finally:
+            with self.lock:
+                self._creating.discard(name)
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 

@@ -25,6 +25,7 @@ from kclient.broker.controller import Topic
 from kclient.broker.purgatory import DelayedOperation, DelayedOperationPurgatory
 from kclient.broker.replica_manager import ReplicaManager
 from kclient.broker.request_channel import Request
+from kclient.broker.request_helper import RequestHandlerHelper
 
 _NOT_LEADER = errors.NotLeaderOrFollowerError.code
 _LEADER_ERRORS = (
@@ -53,8 +54,10 @@ class FetchHandler:
         purgatory: DelayedOperationPurgatory,
         send: Callable[[Request, dict[str, Any]], None],
         monotonic_ns: Callable[[], int] = time.monotonic_ns,
+        request_helper: RequestHandlerHelper | None = None,
     ) -> None:
         self._rm = replica_manager
+        self._helper = request_helper if request_helper is not None else RequestHandlerHelper(None)
         self._purgatory = purgatory
         self._send = send
         self._monotonic_ns = monotonic_ns
@@ -98,7 +101,11 @@ class FetchHandler:
         def respond(expired: bool = False) -> None:
             if request.api_local_complete_time_ns >= 0:
                 request.api_remote_complete_time_ns = self._monotonic_ns()
-            self._send(request, self._build(request, fetches, body, by_id, read_committed))
+            out, size = self._build(request, fetches, body, by_id, read_committed)
+            if self._helper.fetch_throttle_time_ms(request, size, self._monotonic_ns()) > 0:
+                # over a quota: no records this time (the client waits, then asks again)
+                out = {"error_code": 0, "session_id": 0, "responses": []}
+            self._send(request, out)
 
         def ready() -> bool:
             return self._ready(fetches, min_bytes, read_committed)
@@ -133,9 +140,14 @@ class FetchHandler:
         body: dict[str, Any],
         by_id: bool,
         read_committed: bool,
-    ) -> dict[str, Any]:
-        # fetch.max.bytes caps what a request may ask for (Kafka: KIP-74)
+    ) -> tuple[dict[str, Any], int]:
+        """The response body and the bytes of records in it."""
+        # fetch.max.bytes caps what a request may ask for (Kafka: KIP-74), and so does a
+        # consumer byte-rate quota (what one window of it allows)
         remaining = min(body.get("max_bytes", 0x7FFFFFFF), self._rm.config.fetch_max_bytes)
+        quota_bytes = self._helper.fetch_max_bytes(request)
+        if quota_bytes < remaining:
+            remaining = int(quota_bytes)
         total = 0
         topics: list[dict[str, Any]] = []
         by_key: dict[Any, list[dict[str, Any]]] = {}
@@ -195,4 +207,4 @@ class FetchHandler:
                 entry["topic_id" if by_id else "topic"] = f.topic_key
                 topics.append(entry)
             parts.append(partition)
-        return {"error_code": 0, "session_id": 0, "responses": topics}
+        return {"error_code": 0, "session_id": 0, "responses": topics}, total

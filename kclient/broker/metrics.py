@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kclient.broker.client_quota_manager import ClientQuotaMetrics
+
 _NS_PER_MS = 1_000_000
 _TICK_NS = 5_000_000_000  # EWMA tick, as in the Dropwizard meters Kafka uses
 _ALPHA_1M = 1.0 - math.exp(-5.0 / 60.0)
@@ -200,6 +202,9 @@ class BrokerMetricsSnapshot:
     successful_reauthentications: int = 0
     #: Kafka's ``expired-connections-killed-count``: closed after their SASL session ended.
     expired_connections_killed: int = 0
+    #: per client with a quota: its quota, measured rate and throttle times (Kafka's
+    #: ``byte-rate`` / ``request-time`` and ``throttle-time`` per user and client id)
+    client_quotas: tuple[ClientQuotaMetrics, ...] = ()
 
 
 class BrokerMetrics:
@@ -212,6 +217,7 @@ class BrokerMetrics:
         self._by_api: dict[str, RequestMetrics] = {}
         self._gauges: dict[str, Callable[[], int]] = {}
         self._response_queue_gauges: dict[int, Callable[[], int]] = {}
+        self._client_quotas: Callable[[int], list[ClientQuotaMetrics]] | None = None
         self._counter_lock = threading.Lock()
         self.connections = 0
         self.bytes_in = 0
@@ -230,6 +236,10 @@ class BrokerMetrics:
 
     def set_request_queue_gauge(self, gauge: Callable[[], int]) -> None:
         self._gauges["request_queue_size"] = gauge
+
+    def set_client_quotas_source(self, source: Callable[[int], list[ClientQuotaMetrics]]) -> None:
+        """Where the client quota metrics come from (``QuotaManagers.metrics(now_ms)``)."""
+        self._client_quotas = source
 
     def add_response_queue_gauge(self, processor_id: int, gauge: Callable[[], int]) -> None:
         self._response_queue_gauges[processor_id] = gauge
@@ -265,6 +275,9 @@ class BrokerMetrics:
             requests={api: m.snapshot(now_ns) for api, m in sorted(list(self._by_api.items()))},
             successful_reauthentications=self.successful_reauthentications,
             expired_connections_killed=self.expired_connections_killed,
+            client_quotas=tuple(self._client_quotas(now_ns // 1_000_000))
+            if self._client_quotas is not None
+            else (),
         )
 
 
@@ -286,4 +299,10 @@ def format_snapshot(snap: BrokerMetricsSnapshot) -> str:
             f"{r.response_send_time_ms.mean_ms:>8.2f}{r.total_time_ms.mean_ms:>8.2f}"
             f"{r.total_time_ms.p99_ms:>8.2f}"
         )
+    lines.extend(
+        f"  quota {q.quota_type} user={q.user or '-'} client-id={q.client_id or '-'}: "
+        f"{q.rate:,.1f} of {q.quota:,.1f}, throttled {q.throttle_count} times, "
+        f"{q.throttle_time_ms_total} ms in all"
+        for q in snap.client_quotas
+    )
     return "\n".join(lines)

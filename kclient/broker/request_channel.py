@@ -41,6 +41,8 @@ class Request:
     ``body`` is the decoded request dict (None only for an ApiVersions request of a version
     this broker does not support: ``unsupported_version`` is then True). ``frame`` is the
     bytes of the request; record fields in ``body`` are views into it.
+    ``throttle_time_ms`` > 0 makes the Processor keep the connection muted that long after
+    the response (``throttled_channel``).
     """
 
     __slots__ = (
@@ -54,11 +56,15 @@ class Request:
         "frame",
         "header",
         "metrics",
+        "network_thread_time_ns",
+        "principal",
         "processor",
+        "record_network_thread_time",
         "request_dequeue_time_ns",
         "response_complete_time_ns",
         "response_dequeue_time_ns",
         "start_time_ns",
+        "throttle_time_ms",
         "unsupported_version",
     )
 
@@ -75,6 +81,7 @@ class Request:
         api_name: str = "",
         client_address: str = "",
         unsupported_version: bool = False,
+        principal: str = "ANONYMOUS",
     ) -> None:
         self.processor = processor
         self.connection_id = connection_id
@@ -86,6 +93,17 @@ class Request:
         self.api_name = api_name or str(header.api_key)
         self.client_address = client_address
         self.unsupported_version = unsupported_version
+        #: the authenticated user (SASL), else ``ANONYMOUS``: whose quotas apply
+        self.principal = principal
+        #: how long the client is throttled after this response (quotas); -1 until the
+        #: handler has decided (Kafka's ``apiThrottleTimeMs``)
+        self.throttle_time_ms = -1
+        #: what reading the request cost its Processor (counted in the request quota)
+        self.network_thread_time_ns = 0
+        #: with a request quota: told what sending the answer cost the Processor
+        #: (``elapsed_ns, now_ns``), counted for the client's next requests (Kafka's
+        #: ``recordNetworkThreadTimeCallback``)
+        self.record_network_thread_time: Callable[[int, int], None] | None = None
         self.request_dequeue_time_ns = -1
         self.api_local_complete_time_ns = -1
         self.api_remote_complete_time_ns = -1

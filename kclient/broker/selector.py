@@ -159,6 +159,7 @@ class ServerChannel:
         "memory_muted",
         "muted",
         "peer",
+        "principal",
         "reauth_session",
         "receive",
         "receive_type",
@@ -196,6 +197,8 @@ class ServerChannel:
         self.send_type: type[NetworkSend] = TlsNetworkSend if self.tls else NetworkSend
         self.sasl = sasl
         self.reauth_session: SaslSession | None = None
+        #: the user it authenticated as (SASL), else Kafka's ``ANONYMOUS``
+        self.principal = "ANONYMOUS"
         self.max_receive_size = (
             max_receive_size if sasl is None else min(max_receive_size, sasl.max_receive_size)
         )
@@ -263,6 +266,8 @@ class ServerSelector:
         if ch is not None:
             session = ch.sasl
             ch.sasl = None
+            if session is not None and session.username:
+                ch.principal = session.username
             ch.reauth_session = session if session is not None and session.expires else None
             ch.max_receive_size = self.max_receive_size
 
@@ -313,6 +318,14 @@ class ServerSelector:
                 self.pool.release(ch.held_bytes, ch)
                 ch.held_bytes = 0
             self._update_interest(ch)
+
+    def release_request_memory(self, channel_id: str) -> None:
+        """Give the answered request's bytes back to the pool while the channel stays
+        muted (a throttled connection)."""
+        ch = self.channels.get(channel_id)
+        if ch is not None and ch.held_bytes:
+            self.pool.release(ch.held_bytes, ch)
+            ch.held_bytes = 0
 
     def send(self, channel_id: str, buffers: Sequence[Buffer], now_ns: int) -> bool:
         """Start writing a response; tries right away, then waits for writability.

@@ -24,6 +24,7 @@ import threading
 import time
 
 from kclient.broker.apis import Apis
+from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import BrokerEndpoint, Controller
@@ -34,6 +35,7 @@ from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.handler import RequestHandlerPool
 from kclient.broker.metrics import BrokerMetrics, BrokerMetricsSnapshot
 from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.request_channel import RequestChannel
 from kclient.broker.sasl_server import SaslServer
 from kclient.broker.socket_server import SocketServer
@@ -63,6 +65,7 @@ class KafkaServer:
         consumer_offsets: ConsumerOffsets | None = None,
         txn_state: TransactionStateManager | None = None,
         pending_txn_offsets: PendingTxnOffsets | None = None,
+        client_quotas: ClientQuotas | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
@@ -96,6 +99,19 @@ class KafkaServer:
         self.txn_coordinator: TransactionCoordinator | None = None
         self._timer_lock = threading.RLock()
         self._timer = CoordinatorTimer(purgatory, self._timer_lock, time.monotonic_ns)
+        #: the cluster's quota configuration; usage is measured here, per broker, and the
+        #: measurements are kept across a restart of this broker
+        self.client_quotas = (
+            client_quotas
+            if client_quotas is not None
+            else ClientQuotas(config.quota_defaults(), config.log_dir)
+        )
+        self.quota_managers = QuotaManagers(
+            self.client_quotas,
+            num_samples=config.quota_window_num,
+            window_size_seconds=config.quota_window_size_seconds,
+        )
+        self.metrics.set_client_quotas_source(self.quota_managers.metrics)
 
     @property
     def is_running(self) -> bool:
@@ -148,6 +164,7 @@ class KafkaServer:
             group_coordinator=coordinator,
             txn_state=self.txn_state,
             pending_txn_offsets=self.pending_txn_offsets,
+            quotas=self.quota_managers,
         )
         handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
         handlers.start()

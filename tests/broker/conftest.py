@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from kclient.broker.apis import Apis
+from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.controller import BrokerEndpoint, Controller
 from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.quota_factory import QuotaManagers
 from kclient.broker.request_channel import Request, RequestChannel, Response, SendResponse
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_request, decode_response, encode_request
@@ -63,6 +65,17 @@ class ApiHarness:
         self.controller.add_append_listener(self.purgatory.check_and_complete)
         self.channel = RequestChannel(100)
         self.channel.add_processor(0, lambda: None)
+        #: the cluster's client quotas (broker defaults from ``settings``) and one set of
+        #: quota managers per broker
+        self.client_quotas = ClientQuotas(self.config.quota_defaults())
+        self.quotas = [
+            QuotaManagers(
+                self.client_quotas,
+                num_samples=self.config.quota_window_num,
+                window_size_seconds=self.config.quota_window_size_seconds,
+            )
+            for _ in range(brokers)
+        ]
         self.apis = [
             Apis(
                 node,
@@ -72,14 +85,17 @@ class ApiHarness:
                 self.config,
                 time_ms=lambda: self.now_ms,
                 monotonic_ns=self.clock.monotonic_ns,
+                quotas=self.quotas[node],
             )
             for node in range(brokers)
         ]
         self._correlation = itertools.count(1)
 
-    def request(self, api_key: int, version: int, body: dict[str, Any]) -> Request:
+    def request(
+        self, api_key: int, version: int, body: dict[str, Any], client_id: str = "unit-test"
+    ) -> Request:
         corr = next(self._correlation)
-        frame = b"".join(encode_request(api_key, version, corr, "unit-test", body))[4:]
+        frame = b"".join(encode_request(api_key, version, corr, client_id, body))[4:]
         header, decoded = decode_request(frame)
         return Request(
             processor=0,

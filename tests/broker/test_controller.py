@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from kclient import errors
 from kclient.broker.config import BrokerConfig, parse_listen
 from kclient.broker.controller import BrokerEndpoint, Controller, validate_topic_name
+from kclient.broker.log import Log
 from kclient.broker.producer_state import (
     INT32_MAX,
     BatchMetadata,
@@ -122,3 +124,47 @@ def test_producer_state_keeps_the_last_five_batches() -> None:
     staged = state.prepare()
     staged.append(1, 0, BatchMetadata(7, 7, 7, 7, 0))
     assert state.find_duplicate(1, 0, 7, 7) is None  # not committed
+
+
+class _WatchedController(Controller):
+    """Records, while each log is opened, whether another thread could take the lock."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.lock_free_while_opening: list[bool] = []
+        self.seen_during_creation: list[object] = []
+
+    def _open_log(self, topic: str, index: int, topic_id: object) -> Log:  # type: ignore[override]
+        if index == 0:
+            got: list[bool] = []
+
+            def try_lock() -> None:
+                acquired = self.lock.acquire(timeout=2)
+                got.append(acquired)
+                if acquired:
+                    self.lock.release()
+
+            other = threading.Thread(target=try_lock)
+            other.start()
+            other.join(5)
+            self.lock_free_while_opening.append(got == [True])
+            # what other requests see meanwhile: no topic yet, and its name is taken
+            self.seen_during_creation.append(self.topic(topic))
+            if got == [True]:
+                try:
+                    self.create_topic(topic, 1)
+                except errors.BrokerResponseError as exc:
+                    self.seen_during_creation.append(type(exc))
+        return super()._open_log(topic, index, topic_id)  # type: ignore[arg-type]
+
+
+def test_a_big_create_opens_its_logs_without_holding_the_controller_lock() -> None:
+    c = _WatchedController(BrokerConfig(), range(1))
+    c.broker_started(BrokerEndpoint(0, "127.0.0.1", 9000))
+    topic = c.create_topic("big", 50)
+    assert c.lock_free_while_opening == [True]
+    assert c.seen_during_creation == [None, errors.TopicAlreadyExistsError]
+    assert len(topic.partitions) == 50 and c.topic("big") is topic
+    assert all(p.leader_id == 0 for p in topic.partitions)
+    with pytest.raises(errors.TopicAlreadyExistsError):
+        c.create_topic("big", 1)

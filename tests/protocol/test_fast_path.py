@@ -65,6 +65,8 @@ def _shape(value: Any) -> Any:
         return ("list", [_shape(v) for v in value])
     if isinstance(value, memoryview):
         return ("memoryview", value.tobytes())
+    if isinstance(value, float):  # float64 fields: bytes, so that NaN equals NaN
+        return ("float", struct.pack(">d", value))
     return (type(value).__name__, value)
 
 

@@ -40,12 +40,16 @@ from kclient.protocol.schema import Field, Message
 with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka.protocol.admin import (
+        AlterClientQuotasRequest,
+        AlterClientQuotasResponse,
         CreateTopicsRequest,
         CreateTopicsResponse,
         DeleteGroupsRequest,
         DeleteGroupsResponse,
         DeleteTopicsRequest,
         DeleteTopicsResponse,
+        DescribeClientQuotasRequest,
+        DescribeClientQuotasResponse,
         DescribeGroupsRequest,
         DescribeGroupsResponse,
         ListGroupsRequest,
@@ -141,6 +145,8 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.LIST_TRANSACTIONS: (ListTransactionsRequest, ListTransactionsResponse),
     ApiKey.DESCRIBE_PRODUCERS: (DescribeProducersRequest, DescribeProducersResponse),
     ApiKey.WRITE_TXN_MARKERS: (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    ApiKey.ALTER_CLIENT_QUOTAS: (AlterClientQuotasRequest, AlterClientQuotasResponse),
 }
 
 VERSIONS = [(key, v) for key, (lo, hi) in SUPPORTED_VERSIONS.items() for v in range(lo, hi + 1)]

@@ -42,6 +42,8 @@ KAFKA_4_1 = {
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.WRITE_TXN_MARKERS: (0, 1),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 # Group APIs declared below Kafka 4.1's KIP-896 baseline: kafka-python pinned to an old
 # api_version (its BrokerVersionData tables) still sends these.
@@ -54,7 +56,7 @@ BELOW_BASELINE = {
 FIRST_FLEXIBLE = {
     **{0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2},
     **{8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 42: 2, 47: None},
-    **{24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 61: 0, 65: 0, 66: 0},
+    **{24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 48: 1, 49: 1, 61: 0, 65: 0, 66: 0},
 }
 
 
