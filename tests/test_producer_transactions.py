@@ -25,6 +25,7 @@ from kclient.clock import SYSTEM_CLOCK
 from kclient.errors import IllegalStateError, KafkaTimeoutError
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.protocol import ApiKey
+from kclient.sender.txn_completion import PreparedTxn
 from tests.sender.txn_helpers import TXN_ID, TxnBroker
 
 END = ApiKey.END_TXN
@@ -211,6 +212,29 @@ def test_close_aborts_an_open_transaction(broker: LiveTxnBroker) -> None:
     p.send("t", b"a", partition=0).result(10)
     p.close(timeout=10)
     assert [b["committed"] for b in broker.bodies(END)] == [False]
+
+
+def test_a_prepared_transaction_is_left_open_by_close_with_its_id_and_epoch(
+    broker: LiveTxnBroker,
+) -> None:
+    config = {"bootstrap.servers": "h:1", "transactional.id": TXN_ID, "linger.ms": 50}
+    p = KafkaProducer(config, kafka_client=broker)
+    p.init_transactions(timeout=10)
+    p.begin_transaction()
+    future = p.send("t", b"a", partition=0)
+    prepared = p.prepare_transaction(timeout=10)
+    assert future.done()  # flushed before it answers
+    assert prepared == PreparedTxn(TXN_ID, broker.producer_id, broker.epoch)
+    with pytest.raises(IllegalStateError, match="prepared for completion elsewhere"):
+        p.send("t", b"b", partition=0)
+    p.close(timeout=10)
+    assert broker.bodies(END) == []  # neither committed nor aborted: another process will
+
+
+def test_prepare_transaction_outside_a_transaction_is_refused(producer: KafkaProducer) -> None:
+    producer.init_transactions(timeout=10)
+    with pytest.raises(IllegalStateError, match="prepare_transaction"):
+        producer.prepare_transaction(timeout=10)
 
 
 def test_transactional_calls_need_a_transactional_id() -> None:
