@@ -1,0 +1,114 @@
+"""The exactly-once sink end to end: Spark ``local[2,3]`` (a failed task is retried) →
+kclient transactions in the Python workers → the embedded broker and tansu → read back by
+confluent-kafka consumers, read_committed and read_uncommitted."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from integration.peers import run_tansu
+from integration.producer.verify import consume_all
+from kclient.broker import EmbeddedBroker
+from kclient.errors import ConfigError
+from kclient.spark import write_dataframe
+from kclient.spark_eos import CRASH_TASK_ENV
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
+
+ROWS = 20_000
+PARTITIONS = 3
+CRASHING_SINK = "crashes-once"
+COMMITTED = {"isolation.level": "read_committed"}
+UNCOMMITTED = {"isolation.level": "read_uncommitted"}
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    """``local[2,3]``: each task gets 3 attempts; task 1 of sink ``crashes-once`` exits its
+    Python worker on its first attempt, after its rows reached the broker."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PYSPARK_PYTHON", sys.executable)
+        env.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
+        session = (
+            SparkSession.builder.master("local[2,3]")
+            .appName("kclient-exactly-once-tests")
+            .config("spark.ui.enabled", "false")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+            .config(f"spark.executorEnv.{CRASH_TASK_ENV}", f"{CRASHING_SINK}:1")
+            .getOrCreate()
+        )
+        session.sparkContext.setLogLevel("OFF")
+        try:
+            yield session
+        finally:
+            session.stop()
+
+
+def values(bootstrap: str, topic: str, expected: int, settings: dict[str, object]) -> list[bytes]:
+    return [
+        c.value or b""
+        for c in consume_all(bootstrap, topic, PARTITIONS, expected, 60, settings=settings)
+    ]
+
+
+def write_with_a_crashing_task(spark: SparkSession, bootstrap: str, topic: str) -> None:
+    df = spark.range(ROWS, numPartitions=PARTITIONS).selectExpr(
+        "cast(id % 97 AS STRING) AS key", "cast(id AS STRING) AS value"
+    )
+    result = write_dataframe(
+        df, topic, exactly_once=True, sink_id=CRASHING_SINK, bootstrap_servers=bootstrap
+    )
+    assert (result.records_written, result.tasks) == (ROWS, PARTITIONS)
+    committed = values(bootstrap, topic, ROWS, COMMITTED)
+    assert sorted(committed, key=int) == [str(i).encode() for i in range(ROWS)]  # once each
+    # the crashed attempt's rows reached the broker too, aborted: only read_uncommitted sees them
+    everything = values(bootstrap, topic, ROWS + 1, UNCOMMITTED)
+    assert len(everything) > ROWS
+    assert set(everything) == set(committed)
+
+
+def test_batch_job_with_a_crashed_task_is_written_exactly_once_on_the_embedded_broker(
+    spark: SparkSession,
+) -> None:
+    with EmbeddedBroker() as broker:
+        topic = f"eos-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, PARTITIONS)
+        write_with_a_crashing_task(spark, broker.bootstrap_servers, topic)
+
+
+def test_batch_job_with_a_crashed_task_is_written_exactly_once_on_tansu(
+    spark: SparkSession,
+) -> None:
+    with run_tansu() as tansu:
+        topic = f"eos-{uuid.uuid4().hex[:8]}"
+        tansu.create_topic(topic, PARTITIONS)
+        write_with_a_crashing_task(spark, tansu.bootstrap_servers, topic)
+
+
+def test_settings_the_sink_cannot_take_fail_before_any_task(spark: SparkSession) -> None:
+    df = spark.range(3).selectExpr("cast(id AS STRING) AS value")
+    with pytest.raises(ConfigError, match="needs sink_id"):
+        write_dataframe(df, "t", exactly_once=True, bootstrap_servers="127.0.0.1:1")
+    with pytest.raises(ConfigError, match="'transactional.id' cannot be set"):
+        write_dataframe(
+            df, "t", exactly_once=True, sink_id="s", transactional_id="x", bootstrap_servers="h:1"
+        )
+    with pytest.raises(ConfigError, match="'enable.idempotence' is false"):
+        write_dataframe(
+            df,
+            "t",
+            exactly_once=True,
+            sink_id="s",
+            enable_idempotence=False,
+            bootstrap_servers="h:1",
+        )
+    with pytest.raises(ConfigError, match="needs the topic argument"):
+        write_dataframe(df, exactly_once=True, sink_id="s", bootstrap_servers="h:1")
