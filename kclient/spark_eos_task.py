@@ -62,7 +62,11 @@ class ExactlyOnceSink(KafkaSink):
         producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
         **producer_config: Any,
     ) -> None:
-        super().__init__(topic, producer_idle_s=producer_idle_s, **producer_config)
+        # the transactional id is the task's (set in _run); this one only makes the
+        # settings check see a transactional producer's configuration
+        txn_id = transactional_id(sink_id, batch_id, 0)
+        config = {**producer_config, "transactional.id": txn_id}
+        super().__init__(topic, producer_idle_s=producer_idle_s, **config)
         self.sink_id = sink_id
         self.batch_id = batch_id
         self.prepared: TaskTxn | None = None
@@ -286,7 +290,14 @@ def foreach_batch_exactly_once(
     checked_id = check_sink_id(sink_id)
     checked_topic = check_topic(topic)
     check_exactly_once_config(topic, producer_config)
-    KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config)  # the sink's checks
+    # the sink's own checks (serializers, ...), now rather than at the first batch
+    ExactlyOnceSink(
+        checked_topic,
+        sink_id=checked_id,
+        batch_id=0,
+        producer_idle_s=producer_idle_s,
+        **producer_config,
+    )
     checked: list[bool] = []
 
     def write(batch_df: Any, batch_id: int) -> None:
