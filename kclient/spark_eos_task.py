@@ -2,8 +2,8 @@
 
 ``ExactlyOnceSink`` is a ``KafkaSink`` whose task writes inside a Kafka transaction under
 the task's own transactional id and prepares it instead of committing: the sending code
-(Arrow batches to ``send_batch``, or a ``topic`` column row by row) is ``KafkaSink``'s,
-only ``_run`` — how one task's writes start and end — differs. ``write_exactly_once``
+(each Arrow batch to ``send_batch``) is ``KafkaSink``'s; only ``_run`` — how one task's
+writes start and end — and the task's result row differ. ``write_exactly_once``
 and ``foreach_batch_exactly_once`` run the driver's side around it; ``kclient.spark``'s
 ``write_dataframe`` and ``foreach_batch`` call them for ``exactly_once=True``.
 
@@ -179,28 +179,36 @@ class _DriverSession:
         self.sink_id = sink_id
 
     def preflight(self) -> None:
-        """Fail before any task runs if the broker lacks transactions or refuses the
-        sink's ``transaction.timeout.ms``."""
-        try:
-            fence_transactional_id(
-                self.calls,
-                f"kclient-eos.{self.sink_id}.check",
-                transaction_timeout_ms=self.cfg.transaction_timeout_ms,
-                timeout_ms=self.cfg.max_block_ms,
-            )
-        except errors.InvalidTransactionTimeoutError as exc:
-            raise ConfigError(
-                f"'transaction.timeout.ms' ({self.cfg.transaction_timeout_ms}) is larger than "
-                "the broker's transaction.max.timeout.ms: lower it (it must still cover the "
-                "time a batch takes to write and commit)"
-            ) from exc
-        except errors.UnsupportedVersionError as exc:
-            raise errors.UnsupportedVersionError(
-                f"exactly_once=True needs a broker with transactions: {exc}"
-            ) from exc
+        check_broker(
+            self.calls, self.sink_id, self.cfg.transaction_timeout_ms, self.cfg.max_block_ms
+        )
 
     def close(self) -> None:
         self.client.close()
+
+
+def check_broker(
+    calls: CoordinatorCalls, sink_id: str, transaction_timeout_ms: int, timeout_ms: int
+) -> None:
+    """Fail before any task runs if the broker lacks transactions or refuses the sink's
+    ``transaction.timeout.ms`` (one InitProducerId for the id ``kclient-eos.<sink>.check``)."""
+    try:
+        fence_transactional_id(
+            calls,
+            f"kclient-eos.{sink_id}.check",
+            transaction_timeout_ms=transaction_timeout_ms,
+            timeout_ms=timeout_ms,
+        )
+    except errors.InvalidTransactionTimeoutError as exc:
+        raise ConfigError(
+            f"'transaction.timeout.ms' ({transaction_timeout_ms}) is larger than the broker's "
+            "transaction.max.timeout.ms: lower it (it must still cover the time a batch takes "
+            "to write and commit)"
+        ) from exc
+    except errors.UnsupportedVersionError as exc:
+        raise errors.UnsupportedVersionError(
+            f"exactly_once=True needs a broker with transactions: {exc}"
+        ) from exc
 
 
 def _write_batch(

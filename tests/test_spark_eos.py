@@ -10,6 +10,8 @@ import pytest
 
 from kclient import errors
 from kclient.errors import ConfigError
+from kclient.protocol import ApiKey
+from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.sender.txn_completion import PreparedTxn, TransactionNotCompletedError
 from kclient.spark_eos import (
     DONE,
@@ -21,6 +23,9 @@ from kclient.spark_eos import (
     TaskTxn,
     check_sink_id,
 )
+from kclient.spark_eos_task import check_broker, check_exactly_once_config
+from kclient.testing import MockClock
+from kclient.testing.client import MockClient, metadata_update_with
 
 SINK = "orders"
 TXNS = (TaskTxn(0, 4000, 0, 10), TaskTxn(1, 4001, 2, 0), TaskTxn(2, 4002, 1, 5))
@@ -198,3 +203,48 @@ def test_sink_id_is_required_and_safe_for_transactional_ids(bad: object) -> None
     with pytest.raises(ConfigError, match="needs sink_id"):
         check_sink_id(bad)
     assert check_sink_id("orders-v2.eu_1") == "orders-v2.eu_1"
+
+
+# ---- settings and broker checks (driver, before any task) ----------------------------------
+
+
+def test_settings_the_exactly_once_sink_owns_or_needs_are_refused() -> None:
+    with pytest.raises(ConfigError, match="needs the topic argument"):
+        check_exactly_once_config(None, {"bootstrap.servers": "h:1"})
+    with pytest.raises(ConfigError, match="'transactional.id' cannot be set"):
+        check_exactly_once_config("t", {"bootstrap.servers": "h:1", "transactional.id": "x"})
+    with pytest.raises(ConfigError, match="'enable_idempotence' is false"):
+        check_exactly_once_config("t", {"bootstrap.servers": "h:1", "enable_idempotence": False})
+    cfg = check_exactly_once_config("t", {"bootstrap.servers": "h:1"})
+    assert cfg.enable_idempotence and cfg.acks == -1
+
+
+def broker_answering_init_producer_id(
+    body: dict[str, object] | None, *, version_mismatch: bool = False
+) -> tuple[MockClient, CoordinatorCalls]:
+    clock = MockClock(auto_tick_ms=1)
+    client = MockClient(clock, metadata_update_with(1, {"t": 1}))
+    found = {"node_id": 0, "host": "localhost", "port": 9092, "key": "k", "error_code": 0}
+    client.prepare_response({"coordinators": [found], **found}, api_key=ApiKey.FIND_COORDINATOR)
+    client.prepare_response(
+        body, api_key=ApiKey.INIT_PRODUCER_ID, version_mismatch=version_mismatch
+    )
+    return client, CoordinatorCalls(client, clock)
+
+
+def test_a_transaction_timeout_above_the_brokers_maximum_is_a_config_error() -> None:
+    code = errors.InvalidTransactionTimeoutError.code
+    _, calls = broker_answering_init_producer_id(body={"error_code": code})
+    with pytest.raises(ConfigError, match=r"'transaction\.timeout\.ms' \(1000000\).*max"):
+        check_broker(calls, SINK, 1_000_000, 5_000)
+
+
+def test_a_broker_without_transactions_is_named_before_any_task() -> None:
+    _, calls = broker_answering_init_producer_id(body=None, version_mismatch=True)
+    with pytest.raises(errors.UnsupportedVersionError, match="needs a broker with transactions"):
+        check_broker(calls, SINK, 60_000, 5_000)
+    client, calls = broker_answering_init_producer_id(
+        body={"error_code": 0, "producer_id": 1, "producer_epoch": 0}
+    )
+    check_broker(calls, SINK, 60_000, 5_000)
+    assert client.sent[-1].body_for(4)["transactional_id"] == "kclient-eos.orders.check"
