@@ -282,7 +282,9 @@ class KafkaProducer:
             headers is None
             and self._partitioner is None
             and not self._serializers
-            and self._txn is None
+            # in a transaction, when a send would be allowed (else send says why not);
+            # new batches add their partitions to it as send's do
+            and (self._txn is None or self._txn.may_send())
         )
         row = 0
         while row < rows:

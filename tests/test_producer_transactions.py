@@ -97,6 +97,22 @@ def test_commit_and_abort_through_the_producer(
         producer.send("t", b"outside")
 
 
+def test_send_batch_rows_go_into_the_transaction_on_every_partition(
+    producer: KafkaProducer, broker: LiveTxnBroker
+) -> None:
+    producer.init_transactions(timeout=10)
+    producer.begin_transaction()
+    keys = [b"k%d" % (i % 13) for i in range(1000)]
+    result = producer.send_batch("t", [b"v%d" % i for i in range(1000)], keys)
+    producer.commit_transaction(timeout=10)
+    assert result.exceptions(0) == {}
+    assert broker.violations == []  # partitions added first, every batch transactional
+    assert sorted({tp for tp, _ in broker.produced}) == [("t", 0), ("t", 1)]
+    assert sum(batch.record_count for _, batch in broker.produced) == 1000
+    with pytest.raises(IllegalStateError, match=r"send\(\) is not allowed in state READY"):
+        producer.send_batch("t", [b"outside"])
+
+
 def test_a_timed_out_commit_is_resumed_by_calling_it_again(
     producer: KafkaProducer, broker: LiveTxnBroker
 ) -> None:

@@ -155,13 +155,17 @@ class TransactionManager(idempotence.TransactionManager):
             self.enqueue(AddOffsetsToTxnHandler(self, result, dict(offsets), group))
             return result
 
-    def check_send(self) -> None:
-        """A record may be sent only inside a transaction (lock-free when it may)."""
-        if (
+    def may_send(self) -> bool:
+        """Records may be appended now (``check_send`` would pass; lock-free)."""
+        return (
             self.state is S.IN_TRANSACTION
             and self._pending_transition is None
             and not self.prepared
-        ):
+        )
+
+    def check_send(self) -> None:
+        """A record may be sent only inside a transaction (lock-free when it may)."""
+        if self.may_send():
             return
         with self.lock:
             self._throw_if_pending_state("send")
