@@ -13,10 +13,20 @@ from pyspark.sql import SparkSession
 
 from integration.peers import run_tansu
 from integration.producer.verify import consume_all
+from kclient import KafkaProducer
 from kclient.broker import EmbeddedBroker
+from kclient.clock import SYSTEM_CLOCK
 from kclient.errors import ConfigError
+from kclient.network import NetworkClient, NetworkClientConfig
+from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.spark import write_dataframe
-from kclient.spark_eos import CRASH_TASK_ENV
+from kclient.spark_eos import (
+    CRASH_TASK_ENV,
+    WRITING,
+    GroupOffsetsStore,
+    SinkState,
+    transactional_id,
+)
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:PySpark does not yet fully support pandas:FutureWarning"
@@ -112,3 +122,47 @@ def test_settings_the_sink_cannot_take_fail_before_any_task(spark: SparkSession)
         )
     with pytest.raises(ConfigError, match="needs the topic argument"):
         write_dataframe(df, exactly_once=True, sink_id="s", bootstrap_servers="h:1")
+
+
+def test_transactions_an_unfinished_attempt_left_open_are_aborted_before_the_next_batch(
+    spark: SparkSession,
+) -> None:
+    """A driver died while batch 4 was being written by 5 tasks, two of which had prepared
+    (open transactions): the next write aborts them first, so read_committed consumers
+    are not held behind them until transaction.timeout.ms (10 minutes here)."""
+    sink_id = "left-open"
+    with EmbeddedBroker() as broker:
+        topic = f"eos-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, PARTITIONS)
+        bootstrap = broker.bootstrap_servers
+        leftovers = []
+        for partition in (1, 3):
+            txn_id = transactional_id(sink_id, 4, partition)
+            producer = KafkaProducer(
+                bootstrap_servers=bootstrap,
+                transactional_id=txn_id,
+                transaction_timeout_ms=600_000,
+            )
+            producer.init_transactions(timeout=30)
+            producer.begin_transaction()
+            producer.send(topic, b"left open", partition=0)
+            producer.prepare_transaction(timeout=30)
+            producer.close(timeout=30)
+            leftovers.append(txn_id)
+        client = NetworkClient.create(bootstrap, NetworkClientConfig(), clock=SYSTEM_CLOCK)
+        try:
+            calls = CoordinatorCalls(client, SYSTEM_CLOCK)
+            GroupOffsetsStore(calls, sink_id, topic, 30_000).save(SinkState(WRITING, 4, tasks=5))
+        finally:
+            client.close()
+        assert broker.last_stable_offset(topic, 0) == 0  # held by the open transactions
+        df = spark.range(100, numPartitions=2).selectExpr("cast(id AS STRING) AS value")
+        result = write_dataframe(
+            df, topic, exactly_once=True, sink_id=sink_id, bootstrap_servers=bootstrap
+        )
+        assert result.records_written == 100
+        # aborted, then the ids re-initialized (fenced) by the abort's InitProducerId
+        assert [broker.transactions()[t] for t in leftovers] == ["Empty", "Empty"]
+        assert broker.last_stable_offset(topic, 0) > 2  # past the two aborted records
+        committed = values(bootstrap, topic, 100, COMMITTED)
+        assert sorted(committed, key=int) == [str(i).encode() for i in range(100)]
