@@ -89,7 +89,10 @@ class ExactlyOnceSink(KafkaSink):
             crash_point(self.sink_id, partition, attempt)
             prepared = producer.prepare_transaction()
         finally:
-            producer.close()  # aborts the transaction unless it was prepared
+            # prepared: nothing is left to send, and the transaction stays open; failed: try
+            # to abort it for up to request.timeout.ms (else the retry's init aborts it)
+            request_timeout_s = producer.config.request_timeout_ms / 1000
+            producer.close(None if prepared is not None else request_timeout_s)
         assert prepared is not None
         self.prepared = TaskTxn(partition, prepared.producer_id, prepared.epoch, task.sent)
         pause_point("task_prepared", self.batch_id)
