@@ -26,14 +26,17 @@ for the same batch) are fenced with InitProducerId, which aborts their open tran
 so they do not hold the last stable offset until ``transaction.timeout.ms``; the ids the
 new attempt reuses are fenced by its tasks' own ``init_transactions``.
 
-The store is the committed offset of a consumer group ``kclient-eos.S`` for partition 0
-of the sink's topic, with the state in the offset's metadata (``GroupOffsetsStore``). We
-chose group offsets over a compacted topic: they live on the same cluster, need no topic
-to be created or configured, are read back with one OffsetFetch (a compacted topic needs
-a consumer to read its tail), and an OffsetCommit is atomic and durable (replicated in
-``__consumer_offsets``) on every broker with groups, tansu and ours included. The cost:
-the broker's ``offset.metadata.max.bytes`` (4096 by default) bounds the ``R`` record to
-about 100 tasks with rows per batch (``OffsetMetadataTooLargeError`` says so).
+The store is committed group offsets for partition 0 of the sink's topic
+(``GroupOffsetsStore``): the offset of group ``kclient-eos.S`` packs batch id, phase and
+task count; before an ``R`` record, group ``kclient-eos.S.task-p`` gets task p's producer
+id and epoch as its offset, and the main record, written last, makes them count. We chose
+group offsets over a compacted topic: they live on the same cluster, need no topic to be
+created or configured, are read back with OffsetFetch (a compacted topic needs a consumer
+to find its last record), and an OffsetCommit is atomic and durable (replicated in
+``__consumer_offsets``) on every broker with groups. The state is in the offsets, not in
+their metadata strings, because tansu (0.6) keeps offsets but drops metadata; the
+metadata repeats the state in words for ``kafka-consumer-groups --describe``. The cost:
+one OffsetCommit per task with rows and batch, and one OffsetFetch per task on a replay.
 
 A transaction the coordinator aborted before step 4 (``transaction.timeout.ms`` ran out
 between the task's first send and the driver's commit, or an operator aborted it) fails
@@ -71,9 +74,9 @@ _SINK_ID = re.compile(r"[A-Za-z0-9._-]{1,100}")
 _FORMAT = "kclient-eos/1"
 WRITING, RECORDED, DONE = "W", "R", "D"
 #: ``KCLIENT_EOS_PAUSE_AT=<point>:<batch id>`` pauses the process at that point of that
-#: batch (after creating the file ``KCLIENT_EOS_PAUSE_FILE``), for tests that kill the
-#: driver there. Points: ``task_prepared`` (in a task), ``recorded``, ``completing``
-#: (after the first commit), ``done``.
+#: batch (after writing its process id to the file ``KCLIENT_EOS_PAUSE_FILE``), for
+#: tests that kill the driver there. Points: ``task_prepared`` (in a task), ``recorded``,
+#: ``completing`` (after the first commit), ``done``.
 PAUSE_AT_ENV = "KCLIENT_EOS_PAUSE_AT"
 PAUSE_FILE_ENV = "KCLIENT_EOS_PAUSE_FILE"
 #: ``KCLIENT_EOS_CRASH_TASK=<sink id>:<partition>``: the first attempt of that task exits
@@ -126,40 +129,62 @@ class SinkState:
     tasks: int = 0
     txns: tuple[TaskTxn, ...] = field(default=())
 
-    def encode(self) -> str:
-        head = f"{_FORMAT} {self.phase} {self.batch_id}"
-        if self.phase == WRITING:
-            return f"{head} {self.tasks}"
-        if self.phase == RECORDED:
-            body = ",".join(
-                f"{t.partition}:{t.producer_id}:{t.epoch}:{t.records}" for t in self.txns
-            )
-            return f"{head} {body}"
-        return head
+    def describe(self) -> str:
+        """The record for people (the offsets' metadata): ``kclient-eos/1 R 7 3``."""
+        slots = self.tasks if self.phase == WRITING else _slots(self.txns)
+        return f"{_FORMAT} {self.phase} {self.batch_id} {slots}"
 
-    @classmethod
-    def decode(cls, text: str) -> SinkState:
-        parts = text.split(" ")
-        if len(parts) < 3 or parts[0] != _FORMAT or parts[1] not in (WRITING, RECORDED, DONE):
-            raise ConfigError(
-                f"the sink's state record {text[:80]!r} was not written by this sink version; "
-                "is another program committing offsets for its group?"
-            )
-        phase, batch_id = parts[1], int(parts[2])
-        if phase == WRITING:
-            return cls(phase, batch_id, tasks=int(parts[3]))
-        if phase == RECORDED:
-            txns = (
-                tuple(
-                    TaskTxn(*(int(x) for x in item.split(":")))
-                    for item in parts[3].split(",")
-                    if item
-                )
-                if len(parts) > 3
-                else ()
-            )
-            return cls(phase, batch_id, txns=txns)
-        return cls(phase, batch_id)
+
+_PHASE_CODES = {WRITING: 1, RECORDED: 2, DONE: 3}
+_PHASES = {code: phase for phase, code in _PHASE_CODES.items()}
+_MAX_TASKS = (1 << 18) - 1
+_MAX_BATCH_ID = (1 << 43) - 1
+
+
+def _slots(txns: Sequence[TaskTxn]) -> int:
+    return max((t.partition for t in txns), default=-1) + 1
+
+
+def state_offset(state: SinkState) -> int:
+    """The main group's offset for ``state``: batch id, task slots and phase in 63 bits."""
+    slots = state.tasks if state.phase == WRITING else _slots(state.txns)
+    if not 0 <= state.batch_id <= _MAX_BATCH_ID or slots > _MAX_TASKS:
+        raise ConfigError(
+            f"batch {state.batch_id} with {slots} tasks is beyond what the exactly-once sink "
+            f"records (batch ids up to {_MAX_BATCH_ID}, up to {_MAX_TASKS} tasks)"
+        )
+    return state.batch_id << 20 | slots << 2 | _PHASE_CODES[state.phase]
+
+
+def txn_offset(txn: TaskTxn | None) -> int:
+    """A task group's offset: the producer id and epoch of its prepared transaction
+    (0: the task has none in this batch)."""
+    if txn is None:
+        return 0
+    if not 0 <= txn.producer_id < (1 << 47) - 1:
+        raise ConfigError(f"producer id {txn.producer_id} is beyond what the sink records")
+    return (txn.producer_id + 1) << 16 | txn.epoch
+
+
+def decode_state(offset: int, task_offsets: Sequence[int]) -> SinkState:
+    """The state from the main offset and, for R, the offsets of its task groups."""
+    phase = _PHASES.get(offset & 3)
+    if phase is None or offset < 0:
+        raise ConfigError(
+            f"the sink's state offset {offset} was not written by this sink version; is "
+            "another program committing offsets for its group?"
+        )
+    batch_id, slots = offset >> 20, (offset >> 2) & _MAX_TASKS
+    if phase == WRITING:
+        return SinkState(phase, batch_id, tasks=slots)
+    if phase == RECORDED:
+        txns = tuple(
+            TaskTxn(p, (value >> 16) - 1, value & 0xFFFF, 0)  # counts are not recorded
+            for p, value in enumerate(task_offsets)
+            if value > 0
+        )
+        return SinkState(phase, batch_id, txns=txns)
+    return SinkState(phase, batch_id)
 
 
 class StateStore(Protocol):
@@ -176,32 +201,73 @@ class TxnCompleter(Protocol):
         """Abort whatever the id has open and fence its producers."""
 
 
-class GroupOffsetsStore:
-    """The sink's state as the committed offset (batch id) and metadata (the record) of
-    its group for partition 0 of its topic."""
+class OffsetsBackend(Protocol):
+    def commit(self, group: str, offset: int, metadata: str) -> None: ...
 
-    def __init__(self, calls: CoordinatorCalls, sink_id: str, topic: str, timeout_ms: int) -> None:
+    def fetch(self, group: str) -> int | None: ...
+
+
+class CommittedOffsets:
+    """``OffsetsBackend`` over OffsetCommit/OffsetFetch of partition 0 of ``topic``."""
+
+    def __init__(self, calls: CoordinatorCalls, topic: str, timeout_ms: int) -> None:
         self._calls = calls
-        self._group = group_id(sink_id)
         self._topic = topic
         self._timeout_ms = timeout_ms
 
-    def load(self) -> SinkState | None:
-        found = fetch_offset_metadata(
-            self._calls, self._group, self._topic, 0, timeout_ms=self._timeout_ms
-        )
-        return None if found is None else SinkState.decode(found[1])
-
-    def save(self, state: SinkState) -> None:
+    def commit(self, group: str, offset: int, metadata: str) -> None:
         commit_offset_metadata(
             self._calls,
-            self._group,
+            group,
             self._topic,
             0,
-            offset=state.batch_id,
-            metadata=state.encode(),
+            offset=offset,
+            metadata=metadata,
             timeout_ms=self._timeout_ms,
         )
+
+    def fetch(self, group: str) -> int | None:
+        found = fetch_offset_metadata(
+            self._calls, group, self._topic, 0, timeout_ms=self._timeout_ms
+        )
+        return None if found is None else found[0]
+
+
+class GroupOffsetsStore:
+    """The sink's state in committed group offsets (see the module doc): the group
+    ``kclient-eos.<sink>`` holds batch id, phase and task count; for a recorded batch the
+    group ``kclient-eos.<sink>.task-<p>`` holds task p's producer id and epoch, written
+    before the main record, which is the atomic switch. The metadata repeats it for people;
+    it is not read back (tansu does not keep it)."""
+
+    def __init__(self, backend: OffsetsBackend, sink_id: str) -> None:
+        self._backend = backend
+        self._group = group_id(sink_id)
+
+    def _task_group(self, partition: int) -> str:
+        return f"{self._group}.task-{partition}"
+
+    def load(self) -> SinkState | None:
+        offset = self._backend.fetch(self._group)
+        if offset is None:
+            return None
+        slots = (offset >> 2) & _MAX_TASKS if offset & 3 == _PHASE_CODES[RECORDED] else 0
+        tasks = [self._backend.fetch(self._task_group(p)) or 0 for p in range(slots)]
+        return decode_state(offset, tasks)
+
+    def save(self, state: SinkState) -> None:
+        offset = state_offset(state)
+        if state.phase == RECORDED:
+            by_partition = {t.partition: t for t in state.txns}
+            for p in range(_slots(state.txns)):
+                txn = by_partition.get(p)
+                what = "none" if txn is None else f"{txn.producer_id}:{txn.epoch}:{txn.records}"
+                self._backend.commit(
+                    self._task_group(p),
+                    txn_offset(txn),
+                    f"{_FORMAT} batch {state.batch_id} task {p}: {what}",
+                )
+        self._backend.commit(self._group, offset, state.describe())
 
 
 class CoordinatorTxnCompleter:
@@ -245,7 +311,7 @@ def pause_point(point: str, batch_id: int) -> None:
     log.warning("pausing at %s of batch %d (%s)", point, batch_id, PAUSE_AT_ENV)
     if path:
         with open(path, "w") as f:
-            f.write(point)
+            f.write(str(os.getpid()))  # the test kills this process by its id too
     time.sleep(300)  # the test kills this process meanwhile
 
 
@@ -307,8 +373,9 @@ class ExactlyOnceDriver:
                 self.completer.commit(PreparedTxn(txn_id, txn.producer_id, txn.epoch))
             except TransactionNotCompletedError as exc:
                 raise ExactlyOnceRowsLostError(
-                    f"sink {self.sink_id}: batch {state.batch_id} lost {txn.records} rows: "
-                    f"{exc}. The transaction was aborted before the driver could commit it; "
+                    f"sink {self.sink_id}: batch {state.batch_id} lost "
+                    + (f"{txn.records} rows" if txn.records else "the rows of a task")
+                    + f": {exc}. The transaction was aborted before the driver could commit it; "
                     "raise 'transaction.timeout.ms' above the time a batch takes to write "
                     "and commit (and within the broker's transaction.max.timeout.ms)"
                 ) from exc

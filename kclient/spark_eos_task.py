@@ -33,6 +33,7 @@ from kclient.spark import (
     validate_schema,
 )
 from kclient.spark_eos import (
+    CommittedOffsets,
     CoordinatorTxnCompleter,
     ExactlyOnceDriver,
     GroupOffsetsStore,
@@ -176,7 +177,7 @@ class _DriverSession:
         timeout_ms = cfg.max_block_ms
         self.driver = ExactlyOnceDriver(
             sink_id,
-            GroupOffsetsStore(calls, sink_id, topic, timeout_ms),
+            GroupOffsetsStore(CommittedOffsets(calls, topic, timeout_ms), sink_id),
             CoordinatorTxnCompleter(calls, cfg.transaction_timeout_ms, timeout_ms),
         )
         self.sink_id = sink_id

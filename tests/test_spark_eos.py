@@ -19,6 +19,7 @@ from kclient.spark_eos import (
     WRITING,
     ExactlyOnceDriver,
     ExactlyOnceRowsLostError,
+    GroupOffsetsStore,
     SinkState,
     TaskTxn,
     check_sink_id,
@@ -185,17 +186,62 @@ def test_batch_jobs_take_the_batch_after_the_last_one_stored() -> None:
     assert driver(SinkState(WRITING, 4, tasks=1)).next_batch_id() == 5
 
 
-def test_the_state_record_round_trips_and_a_foreign_one_is_refused() -> None:
-    for state in (
+class MetadataDroppingOffsets:
+    """Committed offsets as a broker that keeps offsets but not their metadata (tansu)."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[str, int] = {}
+        self.metadata: dict[str, str] = {}
+        self.commits: list[str] = []
+
+    def commit(self, group: str, offset: int, metadata: str) -> None:
+        self.offsets[group] = offset
+        self.metadata[group] = metadata
+        self.commits.append(group)
+
+    def fetch(self, group: str) -> int | None:
+        return self.offsets.get(group)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
         SinkState(WRITING, 3, tasks=12),
-        SinkState(RECORDED, 3, txns=TXNS),
-        SinkState(RECORDED, 3),
-        SinkState(DONE, 3),
-    ):
-        assert SinkState.decode(state.encode()) == state
-    assert SinkState(RECORDED, 3, txns=TXNS[:1]).encode() == "kclient-eos/1 R 3 0:4000:0:10"
+        SinkState(RECORDED, 3, txns=(TaskTxn(0, 0, 0, 0), TaskTxn(2, 2**46, 32767, 0))),
+        SinkState(RECORDED, 2**43 - 1),
+        SinkState(DONE, 0),
+    ],
+)
+def test_the_state_survives_in_offsets_alone(state: SinkState) -> None:
+    backend = MetadataDroppingOffsets()
+    GroupOffsetsStore(backend, SINK).save(state)
+    assert GroupOffsetsStore(backend, SINK).load() == state  # a new driver reads it back
+
+
+def test_task_groups_are_written_before_the_record_that_makes_them_count() -> None:
+    backend = MetadataDroppingOffsets()
+    store = GroupOffsetsStore(backend, SINK)
+    assert store.load() is None
+    store.save(SinkState(RECORDED, 7, txns=(TXNS[0], TXNS[2])))
+    assert backend.commits == [
+        "kclient-eos.orders.task-0",
+        "kclient-eos.orders.task-1",
+        "kclient-eos.orders.task-2",
+        "kclient-eos.orders",
+    ]
+    assert backend.metadata["kclient-eos.orders"] == "kclient-eos/1 R 7 3"
+    assert backend.offsets["kclient-eos.orders.task-1"] == 0  # no transaction: task 1 had no rows
+    store.save(SinkState(DONE, 7))
+    assert store.load() == SinkState(DONE, 7)
+
+
+def test_a_foreign_offset_in_the_sinks_group_is_refused() -> None:
+    backend = MetadataDroppingOffsets()
+    backend.offsets["kclient-eos.orders"] = 1000  # phase bits 0: not ours
     with pytest.raises(ConfigError, match="not written by this sink"):
-        SinkState.decode("some consumer's metadata")
+        GroupOffsetsStore(backend, SINK).load()
+    with pytest.raises(ConfigError, match="up to 262143 tasks"):
+        GroupOffsetsStore(backend, SINK).save(SinkState(WRITING, 1, tasks=300_000))
 
 
 @pytest.mark.parametrize("bad", [None, "", "has space", "x" * 101, "a/b"])

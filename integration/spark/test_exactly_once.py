@@ -23,6 +23,7 @@ from kclient.spark import write_dataframe
 from kclient.spark_eos import (
     CRASH_TASK_ENV,
     WRITING,
+    CommittedOffsets,
     GroupOffsetsStore,
     SinkState,
     transactional_id,
@@ -152,7 +153,9 @@ def test_transactions_an_unfinished_attempt_left_open_are_aborted_before_the_nex
         client = NetworkClient.create(bootstrap, NetworkClientConfig(), clock=SYSTEM_CLOCK)
         try:
             calls = CoordinatorCalls(client, SYSTEM_CLOCK)
-            GroupOffsetsStore(calls, sink_id, topic, 30_000).save(SinkState(WRITING, 4, tasks=5))
+            GroupOffsetsStore(CommittedOffsets(calls, topic, 30_000), sink_id).save(
+                SinkState(WRITING, 4, tasks=5)
+            )
         finally:
             client.close()
         assert broker.last_stable_offset(topic, 0) == 0  # held by the open transactions
