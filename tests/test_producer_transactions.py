@@ -25,6 +25,7 @@ from kclient.clock import SYSTEM_CLOCK
 from kclient.errors import IllegalStateError, KafkaTimeoutError
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.protocol import ApiKey
+from kclient.sender.txn_completion import PreparedTxn
 from tests.sender.txn_helpers import TXN_ID, TxnBroker
 
 END = ApiKey.END_TXN
@@ -94,6 +95,22 @@ def test_commit_and_abort_through_the_producer(
     assert broker.violations == []
     with pytest.raises(IllegalStateError, match=r"send\(\) is not allowed in state READY"):
         producer.send("t", b"outside")
+
+
+def test_send_batch_rows_go_into_the_transaction_on_every_partition(
+    producer: KafkaProducer, broker: LiveTxnBroker
+) -> None:
+    producer.init_transactions(timeout=10)
+    producer.begin_transaction()
+    keys = [b"k%d" % (i % 13) for i in range(1000)]
+    result = producer.send_batch("t", [b"v%d" % i for i in range(1000)], keys)
+    producer.commit_transaction(timeout=10)
+    assert result.exceptions(0) == {}
+    assert broker.violations == []  # partitions added first, every batch transactional
+    assert sorted({tp for tp, _ in broker.produced}) == [("t", 0), ("t", 1)]
+    assert sum(batch.record_count for _, batch in broker.produced) == 1000
+    with pytest.raises(IllegalStateError, match=r"send\(\) is not allowed in state READY"):
+        producer.send_batch("t", [b"outside"])
 
 
 def test_a_timed_out_commit_is_resumed_by_calling_it_again(
@@ -211,6 +228,29 @@ def test_close_aborts_an_open_transaction(broker: LiveTxnBroker) -> None:
     p.send("t", b"a", partition=0).result(10)
     p.close(timeout=10)
     assert [b["committed"] for b in broker.bodies(END)] == [False]
+
+
+def test_a_prepared_transaction_is_left_open_by_close_with_its_id_and_epoch(
+    broker: LiveTxnBroker,
+) -> None:
+    config = {"bootstrap.servers": "h:1", "transactional.id": TXN_ID, "linger.ms": 50}
+    p = KafkaProducer(config, kafka_client=broker)
+    p.init_transactions(timeout=10)
+    p.begin_transaction()
+    future = p.send("t", b"a", partition=0)
+    prepared = p.prepare_transaction(timeout=10)
+    assert future.done()  # flushed before it answers
+    assert prepared == PreparedTxn(TXN_ID, broker.producer_id, broker.epoch)
+    with pytest.raises(IllegalStateError, match="prepared for completion elsewhere"):
+        p.send("t", b"b", partition=0)
+    p.close(timeout=10)
+    assert broker.bodies(END) == []  # neither committed nor aborted: another process will
+
+
+def test_prepare_transaction_outside_a_transaction_is_refused(producer: KafkaProducer) -> None:
+    producer.init_transactions(timeout=10)
+    with pytest.raises(IllegalStateError, match="prepare_transaction"):
+        producer.prepare_transaction(timeout=10)
 
 
 def test_transactional_calls_need_a_transactional_id() -> None:

@@ -78,6 +78,9 @@ class TransactionManager(idempotence.TransactionManager):
         self.transaction_timeout_ms = transaction_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.lock = threading.RLock()
+        self.prepared = False
+        """``prepare_transaction`` handed the open transaction to another process: no more
+        records, and closing leaves it open (KIP-939's prepared state, kept client-side)."""
         self.state = S.UNINITIALIZED
         self.last_error: KafkaError | None = None
         self.last_problem: str | None = None
@@ -152,15 +155,39 @@ class TransactionManager(idempotence.TransactionManager):
             self.enqueue(AddOffsetsToTxnHandler(self, result, dict(offsets), group))
             return result
 
+    def may_send(self) -> bool:
+        """Records may be appended now (``check_send`` would pass; lock-free)."""
+        return (
+            self.state is S.IN_TRANSACTION
+            and self._pending_transition is None
+            and not self.prepared
+        )
+
     def check_send(self) -> None:
         """A record may be sent only inside a transaction (lock-free when it may)."""
-        if self.state is S.IN_TRANSACTION and self._pending_transition is None:
+        if self.may_send():
             return
         with self.lock:
             self._throw_if_pending_state("send")
             self._maybe_fail("send")
             if self.state is not S.IN_TRANSACTION:
                 raise illegal_state("send", self.state, self.txn_id)
+            if self.prepared:
+                raise IllegalStateError(
+                    f"send() is not allowed: the transaction of {self.txn_id!r} was prepared "
+                    "for completion elsewhere (prepare_transaction)"
+                )
+
+    def prepare(self) -> idempotence.ProducerIdAndEpoch:
+        """After a flush: mark the open transaction prepared and return its producer id and
+        epoch (see ``KafkaProducer.prepare_transaction``)."""
+        with self.lock:
+            self._throw_if_pending_state("prepare_transaction")
+            self._maybe_fail("prepare_transaction")
+            if self.state is not S.IN_TRANSACTION:
+                raise illegal_state("prepare_transaction", self.state, self.txn_id)
+            self.prepared = True
+            return self.producer_id_and_epoch
 
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """A new batch for ``tp`` (called by the accumulator): add it to the transaction."""

@@ -129,6 +129,10 @@ class TransactionalRequestSender:
         trying for at most ``request.timeout.ms`` (the coordinator aborts it anyway after
         ``transaction.timeout.ms``)."""
         tm = self.tm
+        if tm.prepared:  # another process completes it (prepare_transaction)
+            log.info("%sleaving the prepared transaction open", self._prefix)
+            tm.close()
+            return
         deadline_ms = self._monotonic_ms() + self._request_timeout_ms
         while (
             not stop()
