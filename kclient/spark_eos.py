@@ -7,7 +7,8 @@ once every task succeeded), driven by Spark's batch ids. Per batch ``B`` of sink
 
 1. ``W B n``: the store records that batch B is being written by at most ``n`` tasks.
    Leftovers of an earlier attempt that this one will not overwrite are aborted first.
-2. Each task ``p`` writes its rows in a transaction under ``kclient-eos.S.B.p``:
+2. Each task ``p`` writes its rows in a transaction under ``kclient-eos.S.p`` (the same
+   id for task ``p`` of every batch, so the coordinator keeps one id per task slot):
    ``init_transactions`` (fences and aborts an earlier attempt of the same task), sends,
    flushes, checks every delivery, and *prepares* the transaction (``KafkaProducer.
    prepare_transaction``: closed without committing). It returns its producer id, epoch
@@ -21,10 +22,12 @@ once every task succeeded), driven by Spark's batch ids. Per batch ``B`` of sink
 Replaying batch B (Spark gives the same batch id again after a driver restart): ``D B``
 → skip; ``R B`` → commit the recorded transactions, mark done, no rewrite; ``W`` or an
 earlier batch → write B again. For a ``W B' n'`` record, the transactional ids it names
-that the new attempt does not reuse (all of them for another batch, partitions ``>= n``
-for the same batch) are fenced with InitProducerId, which aborts their open transactions
-so they do not hold the last stable offset until ``transaction.timeout.ms``; the ids the
-new attempt reuses are fenced by its tasks' own ``init_transactions``.
+that the new attempt does not reuse (partitions ``>= n``) are fenced with InitProducerId,
+which aborts their open transactions so they do not hold the last stable offset until
+``transaction.timeout.ms``; the ids the new attempt reuses are fenced by its tasks' own
+``init_transactions``. Reusing ids across batches is safe because batches are sequential:
+batch B+1's tasks initialise the ids only after B is recorded done (or, when B was left
+unfinished, to fence what B left).
 
 The store is committed group offsets for partition 0 of the sink's topic
 (``GroupOffsetsStore``): the offset of group ``kclient-eos.S`` packs batch id, phase and
@@ -99,9 +102,12 @@ def check_sink_id(sink_id: object) -> str:
     return sink_id
 
 
-def transactional_id(sink_id: str, batch_id: int, partition: int) -> str:
-    """The transactional id of task ``partition`` of batch ``batch_id`` (at most 143 chars)."""
-    return f"kclient-eos.{sink_id}.{batch_id}.{partition}"
+def transactional_id(sink_id: str, partition: int) -> str:
+    """The transactional id of task ``partition`` of every batch of the sink (at most 120
+    characters). One id per task slot, reused batch after batch: a transaction
+    coordinator keeps every transactional id for ``transactional.id.expiration.ms`` (7
+    days), so an id per batch would grow its memory with every micro-batch."""
+    return f"kclient-eos.{sink_id}.{partition}"
 
 
 def group_id(sink_id: str) -> str:
@@ -357,7 +363,7 @@ class ExactlyOnceDriver:
             log.info("sink %s: batch %d was committed before; skipping it", self.sink_id, batch_id)
             return BatchOutcome("skipped", 0, 0)
         elif state is not None and state.phase == WRITING:
-            self._abort_leftovers(state, batch_id, tasks)
+            self._abort_leftovers(state, tasks)
         self.store.save(SinkState(WRITING, batch_id, tasks=tasks))
         prepared = [t for t in write() if t.records > 0]
         recorded = SinkState(RECORDED, batch_id, txns=tuple(prepared))
@@ -368,7 +374,7 @@ class ExactlyOnceDriver:
 
     def _complete(self, state: SinkState) -> None:
         for i, txn in enumerate(state.txns):
-            txn_id = transactional_id(self.sink_id, state.batch_id, txn.partition)
+            txn_id = transactional_id(self.sink_id, txn.partition)
             try:
                 self.completer.commit(PreparedTxn(txn_id, txn.producer_id, txn.epoch))
             except TransactionNotCompletedError as exc:
@@ -391,10 +397,9 @@ class ExactlyOnceDriver:
         )
         pause_point("done", state.batch_id)
 
-    def _abort_leftovers(self, state: SinkState, batch_id: int, tasks: int) -> None:
-        first = tasks if state.batch_id == batch_id else 0
-        for partition in range(first, state.tasks):
-            txn_id = transactional_id(self.sink_id, state.batch_id, partition)
+    def _abort_leftovers(self, state: SinkState, tasks: int) -> None:
+        for partition in range(tasks, state.tasks):
+            txn_id = transactional_id(self.sink_id, partition)
             log.info("sink %s: aborting leftover transaction %s", self.sink_id, txn_id)
             self.completer.fence(txn_id)
 

@@ -65,7 +65,7 @@ class ExactlyOnceSink(KafkaSink):
     ) -> None:
         # the transactional id is the task's (set in _run); this one only makes the
         # settings check see a transactional producer's configuration
-        txn_id = transactional_id(sink_id, batch_id, 0)
+        txn_id = transactional_id(sink_id, 0)
         config = {**producer_config, "transactional.id": txn_id}
         super().__init__(topic, producer_idle_s=producer_idle_s, **config)
         self.sink_id = sink_id
@@ -78,7 +78,7 @@ class ExactlyOnceSink(KafkaSink):
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        txn_id = transactional_id(self.sink_id, self.batch_id, partition)
+        txn_id = transactional_id(self.sink_id, partition)
         producer = KafkaProducer({**self.producer_config, "transactional.id": txn_id})
         task = _TransactionalTask(self, producer)
         prepared: PreparedTxn | None = None

@@ -100,8 +100,8 @@ def test_a_batch_is_recorded_before_its_transactions_are_committed_then_marked_d
     assert store_of(d).saved[0].tasks == 3
     assert store_of(d).saved[1].txns == (TXNS[0], TXNS[2])  # the empty task has nothing to commit
     assert completer_of(d).committed == [
-        PreparedTxn("kclient-eos.orders.7.0", 4000, 0),
-        PreparedTxn("kclient-eos.orders.7.2", 4002, 1),
+        PreparedTxn("kclient-eos.orders.0", 4000, 0),
+        PreparedTxn("kclient-eos.orders.2", 4002, 1),
     ]
     assert (outcome.action, outcome.records, tasks.runs) == ("written", 15, 1)
 
@@ -119,8 +119,8 @@ def test_a_replayed_batch_that_was_recorded_is_committed_without_rewriting_it() 
     outcome = d.run_batch(7, 3, tasks)
     assert (outcome.action, outcome.records, tasks.runs) == ("completed", 15, 0)
     assert [t.transactional_id for t in completer_of(d).committed] == [
-        "kclient-eos.orders.7.0",
-        "kclient-eos.orders.7.2",
+        "kclient-eos.orders.0",
+        "kclient-eos.orders.2",
     ]
     assert store_of(d).saved == [SinkState(DONE, 7)]
 
@@ -129,7 +129,7 @@ def test_an_earlier_recorded_batch_is_committed_before_the_next_is_written() -> 
     d = driver(SinkState(RECORDED, 6, txns=(TXNS[0],)))
     tasks = Tasks()
     d.run_batch(7, 3, tasks)
-    assert [t.transactional_id for t in completer_of(d).committed][:1] == ["kclient-eos.orders.6.0"]
+    assert [t.transactional_id for t in completer_of(d).committed][:1] == ["kclient-eos.orders.0"]
     assert [(s.phase, s.batch_id) for s in store_of(d).saved][:2] == [(DONE, 6), (WRITING, 7)]
     assert tasks.runs == 1
 
@@ -139,14 +139,15 @@ def test_a_replay_with_fewer_tasks_aborts_the_leftover_ids_it_will_not_reuse() -
     tasks = Tasks()
     d.run_batch(7, 3, tasks)
     # tasks 0-2 fence their own ids when they start; 3 and 4 would hold the LSO
-    assert completer_of(d).fenced == ["kclient-eos.orders.7.3", "kclient-eos.orders.7.4"]
+    assert completer_of(d).fenced == ["kclient-eos.orders.3", "kclient-eos.orders.4"]
     assert tasks.runs == 1
 
 
-def test_leftovers_of_an_unfinished_other_batch_are_all_aborted() -> None:
-    d = driver(SinkState(WRITING, 6, tasks=2))
+def test_leftovers_of_an_unfinished_other_batch_beyond_the_new_tasks_are_aborted() -> None:
+    d = driver(SinkState(WRITING, 6, tasks=5))
     d.run_batch(7, 3, Tasks())
-    assert completer_of(d).fenced == ["kclient-eos.orders.6.0", "kclient-eos.orders.6.1"]
+    # the ids are the same for every batch: tasks 0-2 of batch 7 fence their own
+    assert completer_of(d).fenced == ["kclient-eos.orders.3", "kclient-eos.orders.4"]
 
 
 def test_a_batch_older_than_the_store_is_skipped() -> None:
@@ -157,7 +158,7 @@ def test_a_batch_older_than_the_store_is_skipped() -> None:
 
 
 def test_a_transaction_aborted_before_the_commit_fails_the_batch_saying_rows_were_lost() -> None:
-    d = driver(lost={"kclient-eos.orders.7.2"})
+    d = driver(lost={"kclient-eos.orders.2"})
     with pytest.raises(
         ExactlyOnceRowsLostError, match=r"batch 7 lost 5 rows.*transaction\.timeout\.ms"
     ):

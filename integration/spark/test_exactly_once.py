@@ -138,7 +138,7 @@ def test_transactions_an_unfinished_attempt_left_open_are_aborted_before_the_nex
         bootstrap = broker.bootstrap_servers
         leftovers = []
         for partition in (1, 3):
-            txn_id = transactional_id(sink_id, 4, partition)
+            txn_id = transactional_id(sink_id, partition)
             producer = KafkaProducer(
                 bootstrap_servers=bootstrap,
                 transactional_id=txn_id,
@@ -164,8 +164,34 @@ def test_transactions_an_unfinished_attempt_left_open_are_aborted_before_the_nex
             df, topic, exactly_once=True, sink_id=sink_id, bootstrap_servers=bootstrap
         )
         assert result.records_written == 100
-        # aborted, then the ids re-initialized (fenced) by the abort's InitProducerId
-        assert [broker.transactions()[t] for t in leftovers] == ["Empty", "Empty"]
+        # id 1 was reused (fenced by its task's init, then committed); id 3 was aborted
+        # and re-initialized by the driver's InitProducerId
+        assert [broker.transactions()[t] for t in leftovers] == ["CompleteCommit", "Empty"]
         assert broker.last_stable_offset(topic, 0) > 2  # past the two aborted records
         committed = values(bootstrap, topic, 100, COMMITTED)
         assert sorted(committed, key=int) == [str(i).encode() for i in range(100)]
+
+
+def test_successive_batches_reuse_one_transactional_id_per_task(spark: SparkSession) -> None:
+    """Three batch writes of one sink leave one transactional id per task in the
+    coordinator (not one per batch, which would grow its memory with every micro-batch),
+    and read_committed sees every row of every batch once."""
+    sink_id = "reused-ids"
+    with EmbeddedBroker() as broker:
+        topic = f"eos-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, PARTITIONS)
+        bootstrap = broker.bootstrap_servers
+        for batch in range(3):
+            df = spark.range(batch * 100, batch * 100 + 100, numPartitions=2).selectExpr(
+                "cast(id AS STRING) AS value"
+            )
+            result = write_dataframe(
+                df, topic, exactly_once=True, sink_id=sink_id, bootstrap_servers=bootstrap
+            )
+            assert result.records_written == 100
+        ids = sorted(t for t in broker.transactions() if t.startswith(f"kclient-eos.{sink_id}."))
+        # the tasks' two, and the one the driver's broker check initialises
+        check = f"kclient-eos.{sink_id}.check"
+        assert ids == sorted([transactional_id(sink_id, 0), transactional_id(sink_id, 1), check])
+        committed = values(bootstrap, topic, 300, COMMITTED)
+        assert sorted(committed, key=int) == [str(i).encode() for i in range(300)]
