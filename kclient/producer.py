@@ -26,6 +26,7 @@ import os
 import threading
 import time
 import weakref
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
-from kclient.sender import bulk, transaction_manager
+from kclient.sender import bulk, columns, transaction_manager
 from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
@@ -260,22 +261,24 @@ class KafkaProducer:
         when metadata or buffer memory is not available within ``max.block.ms``, the rows
         not yet queued are reported failed with that ``KafkaTimeoutError``. Raises
         ``IllegalStateError`` after close and, for the whole call, bad columns
-        (``TypeError``/``ValueError``).
+        (``TypeError``/``ValueError``, naming the argument). Arrow binary and string
+        columns (large variants, slices, chunked) are read in place from their buffers
+        when the C accelerator is built; Arrow integer and timestamp columns as int64 (an
+        Arrow ``partitions`` null: the partitioner's choice).
         """
-        values = bulk.column("values", values, None)
-        assert values is not None
+        values = columns.bytes_column("values", values, None)
         rows = len(values)
-        keys = bulk.column("keys", keys, rows)
+        keys = columns.bytes_column("keys", keys, rows)
         headers = bulk.column("headers", headers, rows)
-        partitions = bulk.column("partitions", partitions, rows)
-        timestamps = bulk.column("timestamps", timestamps, rows)
+        partitions = columns.int_column("partitions", partitions, rows, -1)
         if self._unusable is not None:
             self._raise_unusable()
         now_ms = self._time_ns() // 1_000_000
-        if timestamps is None:
-            times: list[Any] = [now_ms] * rows
-        else:
-            times = [now_ms if t is None else t for t in timestamps]
+        times: Any = columns.int_column("timestamps", timestamps, rows, now_ms)
+        if times is None:
+            times = array("q", (now_ms,)) * rows
+        elif times.__class__ is list:
+            times = [now_ms if t is None else t for t in times]
         result = SendBatchResult(topic, values, keys, times)
         fast = (
             headers is None
@@ -299,7 +302,7 @@ class KafkaProducer:
                         values[row],
                         None if keys is None else keys[row],
                         headers=None if headers is None else headers[row],
-                        partition=None if partitions is None else partitions[row],
+                        partition=_partition_of(partitions, row),
                         timestamp_ms=times[row],
                     ),
                 )
@@ -310,8 +313,7 @@ class KafkaProducer:
                     raise
                 if (
                     isinstance(exc, KafkaTimeoutError)
-                    and partitions is not None
-                    and partitions[row] is not None
+                    and _partition_of(partitions, row) is not None
                     and self._queues.get(topic) is not None
                 ):  # a partition the topic does not have: this row only
                     result.refused(row, exc)
@@ -349,27 +351,17 @@ class KafkaProducer:
                     result.refused(rest, exc)
                 return rows
         end = _first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
-        partitions: list[int] | None = None
-        count = queues.num_partitions
-        if keys is not None and not self._ignore_keys:
-            if start == 0 and end == rows:  # the usual case, as one comprehension
-                partitions = [-1 if k is None else keyed_partition(k, count) for k in keys]
-            else:
-                partitions = [-1] * rows
-                for row in range(start, end):
-                    key = keys[row]
-                    if key is not None:
-                        partitions[row] = keyed_partition(key, count)
-        if explicit is not None:
-            if partitions is None:
-                partitions = [-1] * rows
-            for row in range(start, end):
-                chosen = explicit[row]
-                if chosen is not None:
-                    if chosen.__class__ is not int or not 0 <= chosen < count:
-                        end = row  # send says what is wrong with it (or waits for metadata)
-                        break
-                    partitions[row] = chosen
+        partitions: array[int] | None = None
+        if explicit is not None or (keys is not None and not self._ignore_keys):
+            partitions = array("q", (-1,)) * rows  # -1: the topic's sticky partition
+            end = columns.keyed_partitions(
+                None if self._ignore_keys else keys,
+                explicit,
+                queues.num_partitions,
+                start,
+                end,
+                partitions,
+            )  # stops at a bad explicit partition: send says what is wrong with it
         error = self._accumulator.append_bulk(
             queues,
             partitions,
@@ -658,6 +650,15 @@ def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
     return NetworkClientConfig.from_config(cfg)
 
 
+def _partition_of(partitions: Sequence[Any] | None, row: int) -> Any:
+    """Row ``row``'s explicit partition for ``send`` (None: none; an ``array('q')`` from an
+    Arrow column holds -1 for a null)."""
+    if partitions is None:
+        return None
+    chosen = partitions[row]
+    return None if chosen == -1 and partitions.__class__ is array else chosen
+
+
 def _first_irregular_row(
     values: Sequence[Any],
     keys: Sequence[Any] | None,
@@ -686,16 +687,29 @@ def _first_irregular_row(
 _BYTES_OR_NONE = frozenset({bytes, type(None)})
 
 
+def _longest(column: Sequence[Any]) -> int | None:
+    """The longest item's length (a ``BinaryColumn`` knows it), or None when an item of a
+    list is not bytes or None."""
+    if column.__class__ is not list:
+        return int(column.max_size)  # type: ignore[attr-defined]
+    if not set(map(type, column)) <= _BYTES_OR_NONE:
+        return None
+    return max(map(len, filter(None, column)), default=0)
+
+
 def _all_regular(
     values: Sequence[Any], keys: Sequence[Any] | None, timestamps: Sequence[Any], max_payload: int
 ) -> bool:
     """Whether every row passes ``_first_irregular_row``'s checks (a bound on key + value
     sizes from the longest of each; False may still hold no irregular row)."""
-    if not set(map(type, values)) <= _BYTES_OR_NONE or set(map(type, timestamps)) != {int}:
+    if timestamps.__class__ is list and set(map(type, timestamps)) != {int}:
         return False
-    longest = max(map(len, filter(None, values)), default=0)
+    longest = _longest(values)
+    if longest is None:
+        return False
     if keys is not None:
-        if not set(map(type, keys)) <= _BYTES_OR_NONE:
+        longest_key = _longest(keys)
+        if longest_key is None:
             return False
-        longest += max(map(len, filter(None, keys)), default=0)
+        longest += longest_key
     return longest <= max_payload

@@ -169,10 +169,10 @@ class RecordBatchBuilder:
 
     def append_rows(  # noqa: PLR0917 (the C method's positional signature)
         self,
-        timestamps: list[int],
-        keys: list[bytes | None] | None,
-        values: list[bytes | None],
-        rows: list[int] | None,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        rows: Sequence[int] | None,
         start: int,
         stop: int,
         results: list[Any],

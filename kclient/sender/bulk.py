@@ -6,10 +6,10 @@ No Java counterpart (Java sends record by record); the rows go through the same 
 ``SendBatchResult`` gathers their outcomes: ``result(timeout)`` returns every row's
 ``RecordMetadata`` in row order or raises ``SendBatchError`` naming each failed row.
 
-Columns are Python sequences (lists, tuples) or Arrow arrays (anything with
-``to_pylist()``: ``pyarrow.Array``/``ChunkedArray`` of binary or string, large variants
-included); Arrow columns are turned into Python lists here, and Arrow strings into their
-UTF-8 bytes. The result is filled on the
+Columns are Python sequences (lists, tuples) or Arrow arrays (``pyarrow.Array`` or
+``ChunkedArray``); ``kclient.sender.columns`` reads Arrow binary and string arrays in place
+(strings as their UTF-8 bytes) and Arrow integer columns as ``array('q')``. The result is
+filled on the
 caller's thread and read on any thread; its records complete on the Sender thread.
 """
 
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kclient.errors import KafkaTimeoutError, SendBatchError
+from kclient.sender import columns
 from kclient.sender.future import (
     FutureRecordMetadata,
     ProduceResult,
@@ -193,31 +194,11 @@ class SendBatchResult:
         return metadata, dict(sorted(errors.items()))
 
 
-_ARROW_TEXT = frozenset({"string", "large_string", "utf8", "large_utf8", "string_view"})
-
-
 def column(name: str, values: object, rows: int | None) -> list[Any] | None:
-    """A ``send_batch`` column as a list (Arrow arrays and other sequences become one),
-    checked to have ``rows`` items (any number when ``rows`` is None)."""
+    """A ``send_batch`` column read per row (``headers``) as a list (an Arrow array's
+    ``to_pylist()``), checked to have ``rows`` items (any number when ``rows`` is None)."""
     if values is None:
         return None
-    to_pylist = getattr(values, "to_pylist", None)
-    if to_pylist is not None:
-        text = str(getattr(values, "type", "")) in _ARROW_TEXT
-        items: list[Any] = to_pylist()
-        if text:  # Arrow strings are UTF-8 bytes: send them as such
-            items = [None if v is None else v.encode() for v in items]
-        values = items
-    if isinstance(values, (str, bytes, bytearray, memoryview)) or not isinstance(values, Sequence):
-        raise TypeError(
-            f"send_batch: {name!r} must be a sequence (list, tuple) or an Arrow array with one "
-            f"item per record, got {type(values).__name__}"
-        )
-    if values.__class__ is not list:
-        values = list(values)  # the bulk path (C) reads lists
-    if rows is not None and len(values) != rows:
-        raise ValueError(
-            f"send_batch: {name!r} has {len(values)} items but 'values' has {rows}; give one "
-            "per record"
-        )
-    return values
+    if columns.is_arrow(values):
+        values = values.to_pylist()  # type: ignore[attr-defined]
+    return columns.sequence(name, values, rows)
