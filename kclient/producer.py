@@ -167,6 +167,9 @@ class KafkaProducer:
             time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
         )
         self._serializers = self._key_serializer is not None or self._value_serializer is not None
+        self._checked_send = self._serializers or self._txn is not None
+        """Whether ``send`` must check more than its arguments' types (serializers, a
+        transaction, closed, forked or failed): one test on the common path."""
         self._append = self._accumulator.append
         self._queues: dict[str, TopicQueues] = {}
         self._close_lock = threading.Lock()
@@ -200,12 +203,8 @@ class KafkaProducer:
         metadata or buffer memory unavailable for ``max.block.ms``) or
         ``IllegalStateError`` (after close).
         """
-        if self._unusable is not None:
-            self._raise_unusable()
-        if self._txn is not None:
-            self._txn.check_send()
-        if self._serializers:
-            key, value = self._serialize(topic, key, value)
+        if self._checked_send:
+            key, value = self._check_send(topic, key, value)
         else:
             if value is not None and value.__class__ is not bytes:
                 value = serialization.to_bytes("value", value)
@@ -380,6 +379,21 @@ class KafkaProducer:
                     result.refused(row, error)
             return rows
         return end
+
+    def _check_send(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+        """``send``'s checks beyond the common case: closed/forked/failed, the transaction
+        state, serializers; the key and value as bytes."""
+        if self._unusable is not None:
+            self._raise_unusable()
+        if self._txn is not None:
+            self._txn.check_send()
+        if self._serializers:
+            return self._serialize(topic, key, value)
+        if value is not None and value.__class__ is not bytes:
+            value = serialization.to_bytes("value", value)
+        if key is not None and key.__class__ is not bytes:
+            key = serialization.to_bytes("key", key)
+        return key, value
 
     def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         if self._key_serializer is not None:
@@ -576,6 +590,7 @@ class KafkaProducer:
             if self._unusable == _FORKED:
                 return  # the I/O thread and sockets belong to the parent process
             self._unusable = _CLOSED
+            self._checked_send = True
             if threading.current_thread() is self._thread:
                 log.warning(
                     "%sclose() called from a send callback: closing without waiting", self._prefix
@@ -597,10 +612,12 @@ class KafkaProducer:
 
     def _mark_forked(self) -> None:
         self._unusable = _FORKED
+        self._checked_send = True
 
     def _set_fatal_error(self, error: KafkaError) -> None:
         if self._unusable is None:
             self._unusable = error
+            self._checked_send = True
 
     def __del__(self) -> None:
         # Dropped without close(): let the I/O thread deliver what it has, then stop.

@@ -235,7 +235,9 @@ class RecordAccumulator:
         """
         if headers is None:
             headers = _NO_HEADERS
-        with queues.lock:
+        lock = queues.lock
+        lock.acquire()  # not ``with``: acquire, try/finally, release costs half as much
+        try:
             if self.closed:
                 raise IllegalStateError("cannot send after the producer is closed")
             sticky = queues.sticky if partition < 0 else None
@@ -262,6 +264,8 @@ class RecordAccumulator:
                         if produced >= sticky.sticky_bytes:
                             sticky.maybe_switch(batch)
                     return future
+        finally:
+            lock.release()
         return self._append_new_batch(
             queues,
             -1 if sticky is not None else partition,
