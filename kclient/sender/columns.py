@@ -74,10 +74,12 @@ def bytes_column(name: str, values: object, rows: int | None) -> Any:
         validity, offsets, data = array_.buffers()[:3]
         if not array_.null_count:
             validity = None  # a bitmap may be there with every bit set, or absent
+        if offsets is None and not len(array_):
+            return []
         try:
             return BinaryColumn(validity, offsets, data, array_.offset, len(array_), wide)
-        except ValueError as exc:
-            raise ValueError(f"send_batch: {name!r}: {exc}") from None
+        except (ValueError, TypeError) as exc:  # buffers that do not hold the rows
+            raise type(exc)(f"send_batch: {name!r}: {exc}") from None
     items: list[Any] = array_.to_pylist()
     if type_name in ("string", "large_string", "string_view"):  # as UTF-8 bytes
         items = [None if v is None else v.encode() for v in items]
