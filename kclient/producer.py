@@ -261,8 +261,9 @@ class KafkaProducer:
         not yet queued are reported failed with that ``KafkaTimeoutError``. Raises
         ``IllegalStateError`` after close and, for the whole call, bad columns
         (``TypeError``/``ValueError``, naming the argument). Arrow binary and string
-        columns (large variants, slices, chunked) are read in place from their buffers
-        when the C accelerator is built; Arrow integer and timestamp columns as int64 (an
+        columns (large variants, slices, chunked; pyarrow's or any exporting the Arrow C
+        data interface) are read in place from their buffers when the C accelerator is
+        built; Arrow integer and timestamp columns as int64 (an
         Arrow ``partitions`` null: the partitioner's choice).
         """
         values = columns.bytes_column("values", values, None)

@@ -171,3 +171,21 @@ def test_bad_arrow_columns_are_refused_naming_the_argument(
         pytest.raises(error, match=match),
     ):
         p.send_batch("t", **args)
+
+
+class ForeignArray:
+    """An array of another Arrow library: it only exports the Arrow C data interface."""
+
+    def __init__(self, array: Any, stream: bool) -> None:
+        self._array = pa.chunked_array([array]) if stream else array
+        name = "__arrow_c_stream__" if stream else "__arrow_c_array__"
+        setattr(self, name, getattr(self._array, name))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_arrays_of_other_arrow_libraries_go_as_pyarrow_ones(reader: str, stream: bool) -> None:
+    values = ForeignArray(pa.array(VALUES, pa.binary()), stream)
+    keys = ForeignArray(pa.array(KEYS, pa.string()), stream)
+    stamps = ForeignArray(pa.array(STAMPS, pa.int64()), stream)
+    bulk = wire_of(lambda p: p.send_batch("t", values, keys, timestamps=stamps), "none", 4)
+    assert bulk == wire_of(one_by_one(VALUES, KEYS, STAMPS), "none", 4)

@@ -2,11 +2,13 @@
 
 No Java counterpart (Java sends record by record). ``bytes_column`` turns a ``values`` or
 ``keys`` argument into what the bulk path reads: a list of bytes/None, or — for an Arrow
-binary or string array (large variants, slices, chunked arrays) when the C accelerator is
-built — a ``BinaryColumn`` that reads the array's validity bitmap, offsets and data buffers
-in place (no Python object per row). ``int_column`` turns an Arrow integer or timestamp
+binary or string array (large variants, slices, chunked arrays; pyarrow's, or any
+library's through the Arrow C data interface) when the C accelerator is built — a
+``BinaryColumn`` that reads the array's validity bitmap, offsets and data buffers in place
+(no Python object per row). ``int_column`` turns an Arrow integer or timestamp
 column (``partitions``, ``timestamps``) into an ``array('q')``, nulls filled. pyarrow is
-never imported here: Arrow arrays are recognised by their methods, so it stays optional.
+imported only for an Arrow array (pyarrow's own are recognised by their methods), so it
+stays optional.
 
 ``keyed_partitions`` and ``group_rows`` partition and group a call's rows: in C
 (``kclient.sender._murmur2``) when the accelerator is built, else in Python with the same
@@ -49,8 +51,34 @@ def _arrow_array(name: str, values: Any) -> Any:
 
 
 def is_arrow(values: object) -> bool:
-    """Whether ``values`` is an Arrow ``Array`` or ``ChunkedArray`` (by its methods)."""
+    """Whether ``values`` is a pyarrow ``Array`` or ``ChunkedArray`` (by its methods)."""
     return hasattr(values, "to_pylist") and hasattr(values, "type")
+
+
+def from_arrow_interface(name: str, values: object) -> object:
+    """An object of another Arrow library exporting the Arrow C data interface
+    (``__arrow_c_array__``, or ``__arrow_c_stream__`` for a chunked one: polars, DuckDB,
+    nanoarrow, ...) as a pyarrow array, its buffers shared, not copied; anything else
+    as it is."""
+    if is_arrow(values):
+        return values
+    kind = (
+        "array"
+        if hasattr(values, "__arrow_c_array__")
+        else "stream"
+        if hasattr(values, "__arrow_c_stream__")
+        else None
+    )
+    if kind is None:
+        return values
+    try:
+        import pyarrow
+    except ImportError:
+        raise TypeError(
+            f"send_batch: {name!r} is an Arrow array of {type(values).__name__}: reading it "
+            "needs pyarrow (pip install pyarrow)"
+        ) from None
+    return pyarrow.array(values) if kind == "array" else pyarrow.chunked_array(values)
 
 
 def bytes_column(name: str, values: object, rows: int | None) -> Any:
@@ -59,6 +87,7 @@ def bytes_column(name: str, values: object, rows: int | None) -> Any:
     ``TypeError`` for an Arrow array of another type, ``ValueError`` for a wrong length."""
     if values is None:
         return None
+    values = from_arrow_interface(name, values)
     if not is_arrow(values):
         return sequence(name, values, rows)
     array_ = _arrow_array(name, values)
@@ -94,6 +123,7 @@ def int_column(name: str, values: object, rows: int, fill: int) -> Any:
     refused rather than taken as null."""
     if values is None:
         return None
+    values = from_arrow_interface(name, values)
     if not is_arrow(values):
         return sequence(name, values, rows)
     array_ = _arrow_array(name, values)
