@@ -302,7 +302,7 @@ class KafkaProducer:
                         values[row],
                         None if keys is None else keys[row],
                         headers=None if headers is None else headers[row],
-                        partition=_partition_of(partitions, row),
+                        partition=bulk.partition_of(partitions, row),
                         timestamp_ms=times[row],
                     ),
                 )
@@ -313,7 +313,7 @@ class KafkaProducer:
                     raise
                 if (
                     isinstance(exc, KafkaTimeoutError)
-                    and _partition_of(partitions, row) is not None
+                    and bulk.partition_of(partitions, row) is not None
                     and self._queues.get(topic) is not None
                 ):  # a partition the topic does not have: this row only
                     result.refused(row, exc)
@@ -350,7 +350,7 @@ class KafkaProducer:
                 for rest in range(start, rows):
                     result.refused(rest, exc)
                 return rows
-        end = _first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
+        end = bulk.first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
         partitions: array[int] | None = None
         if explicit is not None or (keys is not None and not self._ignore_keys):
             partitions = array("q", (-1,)) * rows  # -1: the topic's sticky partition
@@ -666,68 +666,3 @@ def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError
 
 def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
     return NetworkClientConfig.from_config(cfg)
-
-
-def _partition_of(partitions: Sequence[Any] | None, row: int) -> Any:
-    """Row ``row``'s explicit partition for ``send`` (None: none; an ``array('q')`` from an
-    Arrow column holds -1 for a null)."""
-    if partitions is None:
-        return None
-    chosen = partitions[row]
-    return None if chosen == -1 and partitions.__class__ is array else chosen
-
-
-def _first_irregular_row(
-    values: Sequence[Any],
-    keys: Sequence[Any] | None,
-    timestamps: Sequence[Any],
-    start: int,
-    max_payload: int,
-) -> int:
-    """The first row from ``start`` that ``send_batch``'s bulk path cannot take as it is
-    (not bytes, key and value over ``max_payload`` bytes, a timestamp not an int)."""
-    rows = len(values)
-    if start == 0 and _all_regular(values, keys, timestamps, max_payload):
-        return rows  # checked column by column at C speed
-    for row in range(start, rows):
-        value = values[row]
-        key = None if keys is None else keys[row]
-        if (
-            (value is not None and value.__class__ is not bytes)
-            or (key is not None and key.__class__ is not bytes)
-            or timestamps[row].__class__ is not int
-            or (0 if value is None else len(value)) + (0 if key is None else len(key)) > max_payload
-        ):
-            return row
-    return rows
-
-
-_BYTES_OR_NONE = frozenset({bytes, type(None)})
-
-
-def _longest(column: Sequence[Any]) -> int | None:
-    """The longest item's length (a ``BinaryColumn`` knows it), or None when an item of a
-    list is not bytes or None."""
-    if column.__class__ is not list:
-        return int(column.max_size)  # type: ignore[attr-defined]
-    if not set(map(type, column)) <= _BYTES_OR_NONE:
-        return None
-    return max(map(len, filter(None, column)), default=0)
-
-
-def _all_regular(
-    values: Sequence[Any], keys: Sequence[Any] | None, timestamps: Sequence[Any], max_payload: int
-) -> bool:
-    """Whether every row passes ``_first_irregular_row``'s checks (a bound on key + value
-    sizes from the longest of each; False may still hold no irregular row)."""
-    if timestamps.__class__ is list and set(map(type, timestamps)) != {int}:
-        return False
-    longest = _longest(values)
-    if longest is None:
-        return False
-    if keys is not None:
-        longest_key = _longest(keys)
-        if longest_key is None:
-            return False
-        longest += longest_key
-    return longest <= max_payload

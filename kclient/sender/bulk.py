@@ -8,9 +8,10 @@ No Java counterpart (Java sends record by record); the rows go through the same 
 
 Columns are Python sequences (lists, tuples) or Arrow arrays (``pyarrow.Array`` or
 ``ChunkedArray``); ``kclient.sender.columns`` reads Arrow binary and string arrays in place
-(strings as their UTF-8 bytes) and Arrow integer columns as ``array('q')``. The result is
-filled on the
-caller's thread and read on any thread; its records complete on the Sender thread.
+(strings as their UTF-8 bytes) and Arrow integer columns as ``array('q')``;
+``first_irregular_row`` finds where the bulk path must hand a row to ``send``. The result
+is filled on the caller's thread and read on any thread; its records complete on the
+Sender thread.
 """
 
 from __future__ import annotations
@@ -202,3 +203,68 @@ def column(name: str, values: object, rows: int | None) -> list[Any] | None:
     if columns.is_arrow(values):
         values = values.to_pylist()  # type: ignore[attr-defined]
     return columns.sequence(name, values, rows)
+
+
+def partition_of(partitions: Sequence[Any] | None, row: int) -> Any:
+    """Row ``row``'s explicit partition for ``send`` (None: none; an ``array('q')`` from an
+    Arrow column holds -1 for a null)."""
+    if partitions is None:
+        return None
+    chosen = partitions[row]
+    return None if chosen == -1 and partitions.__class__ is array else chosen
+
+
+def first_irregular_row(
+    values: Sequence[Any],
+    keys: Sequence[Any] | None,
+    timestamps: Sequence[Any],
+    start: int,
+    max_payload: int,
+) -> int:
+    """The first row from ``start`` that ``send_batch``'s bulk path cannot take as it is
+    (not bytes, key and value over ``max_payload`` bytes, a timestamp not an int)."""
+    rows = len(values)
+    if start == 0 and _all_regular(values, keys, timestamps, max_payload):
+        return rows  # checked column by column at C speed
+    for row in range(start, rows):
+        value = values[row]
+        key = None if keys is None else keys[row]
+        if (
+            (value is not None and value.__class__ is not bytes)
+            or (key is not None and key.__class__ is not bytes)
+            or timestamps[row].__class__ is not int
+            or (0 if value is None else len(value)) + (0 if key is None else len(key)) > max_payload
+        ):
+            return row
+    return rows
+
+
+_BYTES_OR_NONE = frozenset({bytes, type(None)})
+
+
+def _longest(column: Sequence[Any]) -> int | None:
+    """The longest item's length (a ``BinaryColumn`` knows it), or None when an item of a
+    list is not bytes or None."""
+    if column.__class__ is not list:
+        return int(column.max_size)  # type: ignore[attr-defined]
+    if not set(map(type, column)) <= _BYTES_OR_NONE:
+        return None
+    return max(map(len, filter(None, column)), default=0)
+
+
+def _all_regular(
+    values: Sequence[Any], keys: Sequence[Any] | None, timestamps: Sequence[Any], max_payload: int
+) -> bool:
+    """Whether every row passes ``first_irregular_row``'s checks (a bound on key + value
+    sizes from the longest of each; False may still hold no irregular row)."""
+    if timestamps.__class__ is list and set(map(type, timestamps)) != {int}:
+        return False
+    longest = _longest(values)
+    if longest is None:
+        return False
+    if keys is not None:
+        longest_key = _longest(keys)
+        if longest_key is None:
+            return False
+        longest += longest_key
+    return longest <= max_payload
