@@ -137,8 +137,8 @@ def int_column(name: str, values: object, rows: int, fill: int) -> Any:
         array_ = array_.cast(_pyarrow().int64())
     elif type_name != "int64":
         raise TypeError(
-            f"send_batch: {name!r} is an Arrow array of {type_name}; give integers"
-            + (" or timestamps" if name == "timestamps" else "")
+            f"send_batch: {name!r} is an Arrow array of {type_name}; give int64 (or int8 to "
+            "int32, uint8 to uint32" + (", or timestamps)" if name == "timestamps" else ")")
         )
     if fill < 0 and len(array_) > array_.null_count:
         lowest = _pyarrow().compute.min(array_).as_py()
