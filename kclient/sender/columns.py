@@ -57,9 +57,8 @@ def is_arrow(values: object) -> bool:
 
 def from_arrow_interface(name: str, values: object) -> object:
     """An object of another Arrow library exporting the Arrow C data interface
-    (``__arrow_c_array__``, or ``__arrow_c_stream__`` for a chunked one: polars, DuckDB,
-    nanoarrow, ...) as a pyarrow array, its buffers shared, not copied; anything else
-    as it is."""
+    (``__arrow_c_array__``, or ``__arrow_c_stream__`` for a chunked one) as a pyarrow
+    array, its buffers shared, not copied; anything else as it is."""
     if is_arrow(values):
         return values
     kind = (
