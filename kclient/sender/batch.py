@@ -44,10 +44,10 @@ class BatchBuilder(Protocol):
     ) -> int: ...
     def append_rows(  # noqa: PLR0917
         self,
-        timestamps: list[int],
-        keys: list[bytes | None] | None,
-        values: list[bytes | None],
-        rows: list[int] | None,
+        timestamps: Sequence[int],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        rows: Sequence[int] | None,
         start: int,
         stop: int,
         results: list[Any],

@@ -6,11 +6,12 @@ No Java counterpart (Java sends record by record); the rows go through the same 
 ``SendBatchResult`` gathers their outcomes: ``result(timeout)`` returns every row's
 ``RecordMetadata`` in row order or raises ``SendBatchError`` naming each failed row.
 
-Columns are Python sequences (lists, tuples) or Arrow arrays (anything with
-``to_pylist()``: ``pyarrow.Array``/``ChunkedArray`` of binary or string, large variants
-included); Arrow columns are turned into Python lists here, and Arrow strings into their
-UTF-8 bytes. The result is filled on the
-caller's thread and read on any thread; its records complete on the Sender thread.
+Columns are Python sequences (lists, tuples) or Arrow arrays (``pyarrow.Array`` or
+``ChunkedArray``); ``kclient.sender.columns`` reads Arrow binary and string arrays in place
+(strings as their UTF-8 bytes) and Arrow integer columns as ``array('q')``;
+``first_irregular_row`` finds where the bulk path must hand a row to ``send``. The result
+is filled on the caller's thread and read on any thread; its records complete on the
+Sender thread.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kclient.errors import KafkaTimeoutError, SendBatchError
+from kclient.sender import columns
 from kclient.sender.future import (
     FutureRecordMetadata,
     ProduceResult,
@@ -193,31 +195,76 @@ class SendBatchResult:
         return metadata, dict(sorted(errors.items()))
 
 
-_ARROW_TEXT = frozenset({"string", "large_string", "utf8", "large_utf8", "string_view"})
-
-
 def column(name: str, values: object, rows: int | None) -> list[Any] | None:
-    """A ``send_batch`` column as a list (Arrow arrays and other sequences become one),
-    checked to have ``rows`` items (any number when ``rows`` is None)."""
+    """A ``send_batch`` column read per row (``headers``) as a list (an Arrow array's
+    ``to_pylist()``), checked to have ``rows`` items (any number when ``rows`` is None)."""
     if values is None:
         return None
-    to_pylist = getattr(values, "to_pylist", None)
-    if to_pylist is not None:
-        text = str(getattr(values, "type", "")) in _ARROW_TEXT
-        items: list[Any] = to_pylist()
-        if text:  # Arrow strings are UTF-8 bytes: send them as such
-            items = [None if v is None else v.encode() for v in items]
-        values = items
-    if isinstance(values, (str, bytes, bytearray, memoryview)) or not isinstance(values, Sequence):
-        raise TypeError(
-            f"send_batch: {name!r} must be a sequence (list, tuple) or an Arrow array with one "
-            f"item per record, got {type(values).__name__}"
-        )
-    if values.__class__ is not list:
-        values = list(values)  # the bulk path (C) reads lists
-    if rows is not None and len(values) != rows:
-        raise ValueError(
-            f"send_batch: {name!r} has {len(values)} items but 'values' has {rows}; give one "
-            "per record"
-        )
-    return values
+    if columns.is_arrow(values):
+        values = values.to_pylist()  # type: ignore[attr-defined]
+    return columns.sequence(name, values, rows)
+
+
+def partition_of(partitions: Sequence[Any] | None, row: int) -> Any:
+    """Row ``row``'s explicit partition for ``send`` (None: none; an ``array('q')`` from an
+    Arrow column holds -1 for a null)."""
+    if partitions is None:
+        return None
+    chosen = partitions[row]
+    return None if chosen == -1 and partitions.__class__ is array else chosen
+
+
+def first_irregular_row(
+    values: Sequence[Any],
+    keys: Sequence[Any] | None,
+    timestamps: Sequence[Any],
+    start: int,
+    max_payload: int,
+) -> int:
+    """The first row from ``start`` that ``send_batch``'s bulk path cannot take as it is
+    (not bytes, key and value over ``max_payload`` bytes, a timestamp not an int)."""
+    rows = len(values)
+    if start == 0 and _all_regular(values, keys, timestamps, max_payload):
+        return rows  # checked column by column at C speed
+    for row in range(start, rows):
+        value = values[row]
+        key = None if keys is None else keys[row]
+        if (
+            (value is not None and value.__class__ is not bytes)
+            or (key is not None and key.__class__ is not bytes)
+            or timestamps[row].__class__ is not int
+            or (0 if value is None else len(value)) + (0 if key is None else len(key)) > max_payload
+        ):
+            return row
+    return rows
+
+
+_BYTES_OR_NONE = frozenset({bytes, type(None)})
+
+
+def _longest(column: Sequence[Any]) -> int | None:
+    """The longest item's length (a ``BinaryColumn`` knows it), or None when an item of a
+    list is not bytes or None."""
+    if column.__class__ is not list:
+        return int(column.max_size)  # type: ignore[attr-defined]
+    if not set(map(type, column)) <= _BYTES_OR_NONE:
+        return None
+    return max(map(len, filter(None, column)), default=0)
+
+
+def _all_regular(
+    values: Sequence[Any], keys: Sequence[Any] | None, timestamps: Sequence[Any], max_payload: int
+) -> bool:
+    """Whether every row passes ``first_irregular_row``'s checks (a bound on key + value
+    sizes from the longest of each; False may still hold no irregular row)."""
+    if timestamps.__class__ is list and set(map(type, timestamps)) != {int}:
+        return False
+    longest = _longest(values)
+    if longest is None:
+        return False
+    if keys is not None:
+        longest_key = _longest(keys)
+        if longest_key is None:
+            return False
+        longest += longest_key
+    return longest <= max_payload

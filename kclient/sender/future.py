@@ -208,6 +208,8 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         value_size: int = -1,
     ) -> None:
         # Deliberately not calling Future.__init__: it allocates a Condition per future.
+        # RecordAccumulator.append (the per-record path) sets these five slots itself
+        # without calling __init__: keep the two in step.
         self._produce_result = produce_result
         self._offset_delta = offset_delta
         self._timestamp_ms = timestamp_ms

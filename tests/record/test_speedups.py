@@ -71,6 +71,23 @@ def test_kclient_pure_python_turns_the_extension_off(setting: str, accelerated: 
     assert out == [str(accelerated), str(accelerated)]
 
 
+def test_an_extension_built_from_older_sources_is_not_used() -> None:
+    script = (
+        "import sys, types; "
+        "sys.modules['kclient.record._speedups'] = types.ModuleType('kclient.record._speedups'); "
+        "import kclient.record as r; print(r.ACCELERATED)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "KCLIENT_PURE_PYTHON": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.split() == ["False"]
+    assert "built from older sources" in run.stderr
+
+
 # ---- builders -----------------------------------------------------------------------------
 
 payload = st.one_of(

@@ -3,6 +3,8 @@ rows appended a run at a time are sent, split and completed like ``append``'s.""
 
 from __future__ import annotations
 
+from array import array
+
 from kclient import errors
 from kclient.sender.bulk import SendBatchResult
 from tests.sender.sender_helpers import Harness, batches_in, make, ok
@@ -19,7 +21,7 @@ def append_rows(h: Harness, values: list[bytes | None], partition: int) -> SendB
     result = SendBatchResult("t", values, None, timestamps)
     error = h.acc.append_bulk(
         queues,
-        [partition] * len(values),
+        array("q", [partition]) * len(values),
         timestamps,
         None,
         values,
