@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kclient.broker.client_quotas import ClientQuotas, QuotaKey
@@ -110,7 +111,7 @@ class SampledRate:
                 s.reset(now_ms)
 
 
-class _Sensor:
+class Sensor:
     """One QuotaKey's usage and throttle times."""
 
     __slots__ = ("last_record_ms", "quota", "rate", "throttle_count", "throttle_time_ms_total")
@@ -143,6 +144,24 @@ class ClientQuotaMetrics:
         return self.throttle_time_ms_total / self.throttle_count if self.throttle_count else 0.0
 
 
+def sensor_metrics(
+    quota_type: str, sensors: Mapping[QuotaKey, Sensor], now_ms: int
+) -> list[ClientQuotaMetrics]:
+    """One ``ClientQuotaMetrics`` per sensor (the caller holds the sensors' lock)."""
+    return [
+        ClientQuotaMetrics(
+            quota_type,
+            k.user,
+            k.client_id,
+            s.quota,
+            s.rate.measure(now_ms),
+            s.throttle_count,
+            s.throttle_time_ms_total,
+        )
+        for k, s in sensors.items()
+    ]
+
+
 class ClientQuotaManager:
     """Kafka's ``ClientQuotaManager`` for one quota key (``producer_byte_rate`` ...)."""
 
@@ -165,7 +184,7 @@ class ClientQuotaManager:
         self.max_throttle_time_ms = max_throttle_time_ms
         self._max_sensors = max_sensors
         self._lock = threading.Lock()
-        self._sensors: collections.OrderedDict[QuotaKey, _Sensor] = collections.OrderedDict()
+        self._sensors: collections.OrderedDict[QuotaKey, Sensor] = collections.OrderedDict()
         self._lookups: dict[tuple[str, str], tuple[QuotaKey, float] | None] = {}
         self._lookups_version = -1
 
@@ -247,18 +266,7 @@ class ClientQuotaManager:
     def metrics(self, now_ms: int) -> list[ClientQuotaMetrics]:
         with self._lock:
             self._expire(now_ms)
-            return [
-                ClientQuotaMetrics(
-                    self.quota_type,
-                    k.user,
-                    k.client_id,
-                    s.quota,
-                    s.rate.measure(now_ms),
-                    s.throttle_count,
-                    s.throttle_time_ms_total,
-                )
-                for k, s in self._sensors.items()
-            ]
+            return sensor_metrics(self.quota_type, self._sensors, now_ms)
 
     def _lookup(self, user: str, client_id: str) -> tuple[QuotaKey, float] | None:
         quotas = self.quotas
@@ -271,11 +279,11 @@ class ClientQuotaManager:
             found = self._lookups[(user, client_id)] = quotas.lookup(self.key, user, client_id)
             return found
 
-    def _sensor(self, quota_key: QuotaKey, now_ms: int) -> _Sensor:
+    def _sensor(self, quota_key: QuotaKey, now_ms: int) -> Sensor:
         sensor = self._sensors.get(quota_key)
         if sensor is None:
             self._expire(now_ms)
-            sensor = self._sensors[quota_key] = _Sensor(self.num_samples, self.window_ms, now_ms)
+            sensor = self._sensors[quota_key] = Sensor(self.num_samples, self.window_ms, now_ms)
             while len(self._sensors) > self._max_sensors:
                 self._sensors.popitem(last=False)
         else:

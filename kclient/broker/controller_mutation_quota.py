@@ -27,7 +27,8 @@ from kclient import errors
 from kclient.broker.client_quota_manager import (
     INACTIVE_SENSOR_EXPIRATION_MS,
     ClientQuotaMetrics,
-    SampledRate,
+    Sensor,
+    sensor_metrics,
 )
 from kclient.broker.client_quotas import CONTROLLER_MUTATION_RATE, ClientQuotas, QuotaKey
 
@@ -55,23 +56,14 @@ class TokenBucket:
         self.last_update_ms = now_ms
 
 
-class _Sensor:
-    __slots__ = (
-        "bucket",
-        "last_record_ms",
-        "quota",
-        "rate",
-        "throttle_count",
-        "throttle_time_ms_total",
-    )
+class _Sensor(Sensor):
+    """A client's sensor with its token bucket."""
+
+    __slots__ = ("bucket",)
 
     def __init__(self, burst: float, num_samples: int, window_ms: int, now_ms: int) -> None:
+        super().__init__(num_samples, window_ms, now_ms)
         self.bucket = TokenBucket(burst, now_ms)
-        self.rate = SampledRate(num_samples, window_ms)
-        self.quota = 0.0
-        self.last_record_ms = now_ms
-        self.throttle_count = 0
-        self.throttle_time_ms_total = 0
 
 
 class ControllerMutationQuota:
@@ -172,18 +164,7 @@ class ControllerMutationQuotaManager:
     def metrics(self, now_ms: int) -> list[ClientQuotaMetrics]:
         with self._lock:
             self._expire(now_ms)
-            return [
-                ClientQuotaMetrics(
-                    self.quota_type,
-                    k.user,
-                    k.client_id,
-                    s.quota,
-                    s.rate.measure(now_ms),
-                    s.throttle_count,
-                    s.throttle_time_ms_total,
-                )
-                for k, s in self._sensors.items()
-            ]
+            return sensor_metrics(self.quota_type, self._sensors, now_ms)
 
     def _sensor(self, key: QuotaKey, burst: float, now_ms: int) -> _Sensor:
         sensor = self._sensors.get(key)
