@@ -653,6 +653,7 @@ def write_dataframe(
     producer_idle_s: float = DEFAULT_PRODUCER_IDLE_S,
     exactly_once: bool = False,
     sink_id: str | None = None,
+    batch_id: int | None = None,
     **producer_config: Any,
 ) -> SinkResult:
     """Write a batch DataFrame to Kafka; returns how many records and tasks there were.
@@ -661,11 +662,22 @@ def write_dataframe(
     fails the job with the Kafka error in the message. At least once: see the module doc.
     With ``exactly_once=True`` and a ``sink_id`` (and the ``topic`` argument), all rows
     become visible to read_committed consumers once, or none do (``kclient.spark_eos``).
+    ``batch_id`` (exactly once only) names the load, e.g. a date as 20261125, so that
+    running the job again after a crash is safe: a load already committed is skipped
+    (``records_written`` 0), one the crash left recorded is finished without rewriting,
+    one left unfinished is written again; ids must grow from load to load. Without it
+    every call is a new load.
     """
     if exactly_once:
         from kclient.spark_eos_task import write_exactly_once
 
-        return write_exactly_once(df, topic, sink_id, producer_idle_s, producer_config)
+        return write_exactly_once(
+            df, topic, sink_id, producer_idle_s, producer_config, batch_id=batch_id
+        )
+    if batch_id is not None:
+        raise ConfigError(
+            "batch_id applies to exactly_once=True only (it names an exactly-once load)"
+        )
     return _write(KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config), df)
 
 

@@ -224,6 +224,7 @@ def _write_batch(
     producer_idle_s: float,
     producer_config: dict[str, Any],
     checked: list[bool],
+    refuse_older: bool = False,
 ) -> SinkResult:
     cfg = check_exactly_once_config(topic, producer_config)
     columns = validate_schema(df.schema, topic)
@@ -232,7 +233,14 @@ def _write_batch(
         if not checked:
             session.preflight()
             checked.append(True)
-        batch = session.driver.next_batch_id() if batch_id is None else batch_id
+        following = session.driver.next_batch_id()
+        batch = following if batch_id is None else batch_id
+        if refuse_older and batch < following - 1:
+            raise ConfigError(
+                f"batch_id {batch} is below sink {sink_id!r}'s last load ({following - 1}): "
+                "the sink keeps only its last load, so it cannot tell whether this one was "
+                "written; batch ids must grow (load into another sink_id to backfill)"
+            )
         data = df.select(*columns)
         tasks = data.rdd.getNumPartitions()
         sink = ExactlyOnceSink(
@@ -266,16 +274,26 @@ def _write_batch(
     return SinkResult(outcome.records, outcome.tasks)
 
 
-def write_exactly_once(
+def write_exactly_once(  # noqa: PLR0917 (write_dataframe's arguments, passed on)
     df: Any,
     topic: str | None,
     sink_id: str | None,
     producer_idle_s: float,
     producer_config: dict[str, Any],
+    batch_id: int | None = None,
 ) -> SinkResult:
-    """``write_dataframe(df, topic, exactly_once=True, sink_id=...)``: all rows or none."""
+    """``write_dataframe(df, topic, exactly_once=True, sink_id=...)``: all rows or none.
+    ``batch_id`` names this load so that running it again is a no-op (see
+    ``write_dataframe``); None: the batch after the sink's last one."""
     sink_id = check_sink_id(sink_id)
     topic = check_topic(topic)
+    if batch_id is not None and (
+        not isinstance(batch_id, int) or isinstance(batch_id, bool) or batch_id < 0
+    ):
+        raise ConfigError(
+            f"batch_id must be a non-negative integer naming this load (e.g. 20261125), "
+            f"got {batch_id!r}"
+        )
     if df.isStreaming:
         raise errors.IllegalStateError(
             "write_dataframe takes a batch DataFrame; write a streaming one with "
@@ -285,10 +303,11 @@ def write_exactly_once(
         df,
         topic,
         sink_id,
-        batch_id=None,
+        batch_id=batch_id,
         producer_idle_s=producer_idle_s,
         producer_config=producer_config,
         checked=[],
+        refuse_older=True,
     )
 
 

@@ -4,6 +4,7 @@ confluent-kafka consumers, read_committed and read_uncommitted."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import uuid
 from collections.abc import Iterator
@@ -195,3 +196,25 @@ def test_successive_batches_reuse_one_transactional_id_per_task(spark: SparkSess
         assert ids == sorted([transactional_id(sink_id, 0), transactional_id(sink_id, 1), check])
         committed = values(bootstrap, topic, 300, COMMITTED)
         assert sorted(committed, key=int) == [str(i).encode() for i in range(300)]
+
+
+def test_a_load_named_by_batch_id_runs_once_however_often_the_job_is_run(
+    spark: SparkSession,
+) -> None:
+    """A daily load written with ``batch_id`` is a no-op when the job runs again (after a
+    crash, or by mistake), and an older id is refused rather than skipped unseen."""
+    sink_id = "daily-load"
+    with EmbeddedBroker() as broker:
+        topic = f"eos-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, PARTITIONS)
+        bootstrap = broker.bootstrap_servers
+        df = spark.range(100, numPartitions=2).selectExpr("cast(id AS STRING) AS value")
+        write = functools.partial(write_dataframe, df, topic, exactly_once=True, sink_id=sink_id)
+        assert write(batch_id=20261125, bootstrap_servers=bootstrap).records_written == 100
+        assert write(batch_id=20261125, bootstrap_servers=bootstrap).records_written == 0
+        with pytest.raises(ConfigError, match="batch_id 20261124 is below"):
+            write(batch_id=20261124, bootstrap_servers=bootstrap)
+        with pytest.raises(ConfigError, match="exactly_once=True only"):
+            write_dataframe(df, topic, batch_id=1, bootstrap_servers=bootstrap)
+        committed = values(bootstrap, topic, 100, COMMITTED)
+        assert sorted(committed, key=int) == [str(i).encode() for i in range(100)]
