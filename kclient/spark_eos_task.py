@@ -215,6 +215,17 @@ def check_broker(
         ) from exc
 
 
+def check_no_speculation(speculation: str | None) -> None:
+    """Refuse ``spark.speculation=true``: a speculative copy of a task would fence the
+    first (same transactional id) and fail the batch."""
+    if (speculation or "false").strip().lower() == "true":
+        raise ConfigError(
+            "exactly_once=True cannot run with spark.speculation=true: a speculative copy of "
+            "a task takes over its transactional id and fences the first, failing the batch; "
+            "set spark.speculation=false for this application"
+        )
+
+
 def _write_batch(
     df: Any,
     topic: str,
@@ -228,6 +239,7 @@ def _write_batch(
 ) -> SinkResult:
     cfg = check_exactly_once_config(topic, producer_config)
     columns = validate_schema(df.schema, topic)
+    check_no_speculation(df.sparkSession.sparkContext.getConf().get("spark.speculation"))
     session = _DriverSession(sink_id, topic, cfg)
     try:
         if not checked:

@@ -24,7 +24,7 @@ from kclient.spark_eos import (
     TaskTxn,
     check_sink_id,
 )
-from kclient.spark_eos_task import check_broker, check_exactly_once_config
+from kclient.spark_eos_task import check_broker, check_exactly_once_config, check_no_speculation
 from kclient.testing import MockClock
 from kclient.testing.client import MockClient, metadata_update_with
 
@@ -264,6 +264,17 @@ def test_settings_the_exactly_once_sink_owns_or_needs_are_refused() -> None:
         check_exactly_once_config("t", {"bootstrap.servers": "h:1", "enable_idempotence": False})
     cfg = check_exactly_once_config("t", {"bootstrap.servers": "h:1"})
     assert cfg.enable_idempotence and cfg.acks == -1
+
+
+@pytest.mark.parametrize("value", ["true", "TRUE", " true "])
+def test_speculative_execution_is_refused_naming_the_setting(value: str) -> None:
+    with pytest.raises(ConfigError, match="spark.speculation=false"):
+        check_no_speculation(value)
+
+
+@pytest.mark.parametrize("value", [None, "false", "False"])
+def test_without_speculative_execution_the_sink_runs(value: str | None) -> None:
+    check_no_speculation(value)
 
 
 def broker_answering_init_producer_id(
