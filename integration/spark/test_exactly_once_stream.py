@@ -4,8 +4,8 @@ process (``eos_stream_driver``, its own session) is killed with its whole proces
 transaction while others still write, the batch is recorded, the commits are half done —
 in a seeded random order, and restarted from its checkpoint each time. A read_committed
 consumer then sees every source row exactly once, in order per key. (Not on tansu: its
-read_committed consumers stall after a query's first micro-batch even without kills; see
-the README's limits.)"""
+last stable offset is wrong when transactions on a partition commit in another order than
+they started, which confluent-kafka's producers alone show too; see the README's limits.)"""
 
 from __future__ import annotations
 
