@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Callable
 from typing import Any
 
 from kclient.sender.future import (
@@ -37,7 +38,10 @@ class BatchCompletions:
     """The asyncio futures of records still in flight, grouped by batch."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._create_future = loop.create_future
+        self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
+        if type(loop).create_future is asyncio.BaseEventLoop.create_future:
+            # what it does, without its Python frame
+            self._create_future = functools.partial(asyncio.Future, loop=loop)
         self._groups: dict[ProduceResult, list[Any]] = {}
         """Per batch: (future, offset delta, timestamp ms, key size, value size) per record,
         flat."""
