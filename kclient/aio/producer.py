@@ -199,7 +199,7 @@ class AIOKafkaProducer:
             await self._send_when_possible(
                 exc, topic, value, key, partition, timestamp_ms, headers, callback
             )
-        self._pending.add(future)  # flush() waits for these (on the loop it asks the accumulator)
+        self._pending.add(future)  # flush() waits for these (on the loop: the accumulator)
         future.add_done_callback(self._pending.discard)
         return future
 
