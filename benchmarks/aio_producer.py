@@ -11,7 +11,10 @@ latency. Columns:
 
 - **await send()**: ``--records`` records, each ``await producer.send(...)`` (queued, its
   future kept), then every future awaited: records per second from the first send to the
-  last acknowledgement, and process CPU seconds per million records;
+  last acknowledgement, and process CPU microseconds per record (``asyncio.gather`` over
+  the futures included: it is how they are awaited here, and costs every client alike);
+- **await send(), flush()**: the same records with their futures dropped (fire and
+  forget), then one ``await producer.flush()``: records per second and CPU µs/record;
 - **send_batch()**: the same records through ``create_batch()`` builders (default
   ``max_batch_size``, 16 KiB) and ``send_batch(batch, topic, partition=0)``, every
   returned future awaited at the end: records per second;
@@ -86,6 +89,23 @@ async def throughput(
     return n / elapsed, cpu / n * 1e6
 
 
+async def fire_and_forget(
+    make: Callable[[str], Any], bootstrap: str, topic: str, n: int
+) -> tuple[float, float]:
+    producer = make(bootstrap)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, VALUE)
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            await producer.send(topic, VALUE)
+        await producer.flush()
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    finally:
+        await producer.stop()
+    return n / elapsed, cpu / n * 1e6
+
+
 async def batch_throughput(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> float:
     producer = make(bootstrap)
     await producer.start()
@@ -154,6 +174,7 @@ def main() -> int:
         "aiokafka": aiokafka_producer,
     }
     rates: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
+    dropped: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
     batch_rates: dict[str, list[float]] = {name: [] for name in makers}
     lat: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
     lat["confluent-kafka (produce + flush)"] = []
@@ -164,6 +185,9 @@ def main() -> int:
                 topic = f"aio-{name.replace(',', '').replace(' ', '-')}-{r}"
                 tansu.create_topic(topic, 1)
                 rates[name].append(asyncio.run(throughput(make, bootstrap, topic, args.records)))
+                dropped[name].append(
+                    asyncio.run(fire_and_forget(make, bootstrap, topic, args.records))
+                )
                 batch_rates[name].append(
                     asyncio.run(batch_throughput(make, bootstrap, topic, args.records))
                 )
@@ -174,19 +198,24 @@ def main() -> int:
             waits = confluent_latencies(bootstrap, topic, args.waits)
             lat["confluent-kafka (produce + flush)"].append((pct(waits, 0.5), pct(waits, 0.99)))
     print(
-        "| client | await send(): records/s | CPU µs/record | send_batch(): records/s "
-        "| send_and_wait p50 µs | p99 µs |"
+        "| client | await send(): records/s | CPU µs/record | await send(), flush(): "
+        "records/s | CPU µs/record | send_batch(): records/s | send_and_wait p50 µs | p99 µs |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, waits_by_round in lat.items():
-        rate = rates.get(name)
+        rate, forgot = rates.get(name), dropped.get(name)
         r_text = f"{statistics.median(x for x, _ in rate):,.0f}" if rate else "-"
         c_text = f"{statistics.median(c for _, c in rate):.1f}" if rate else "-"
+        f_text = f"{statistics.median(x for x, _ in forgot):,.0f}" if forgot else "-"
+        fc_text = f"{statistics.median(c for _, c in forgot):.1f}" if forgot else "-"
         batched = batch_rates.get(name)
         b_text = f"{statistics.median(batched):,.0f}" if batched else "-"
         p50 = statistics.median(p for p, _ in waits_by_round)
         p99 = statistics.median(p for _, p in waits_by_round)
-        print(f"| {name} | {r_text} | {c_text} | {b_text} | {p50:.0f} | {p99:.0f} |")
+        print(
+            f"| {name} | {r_text} | {c_text} | {f_text} | {fc_text} | {b_text} "
+            f"| {p50:.0f} | {p99:.0f} |"
+        )
     return 0
 
 

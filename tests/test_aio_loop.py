@@ -123,3 +123,99 @@ def test_stop_delivers_what_was_sent_then_refuses_sends() -> None:
 
     futures = run(main())
     assert [f.result().offset for f in futures] == list(range(100))
+
+
+class ScriptedErrorsClient(LoopMockClient):
+    """Answers the next Produce requests with the error codes in ``errors`` (each an error
+    code and the per-record errors, by index in the batch), then like a broker."""
+
+    def __init__(self, partitions: int = 1) -> None:
+        super().__init__(partitions)
+        self.errors: list[tuple[int, dict[int, str]]] = []
+
+    def answer(self, request: ClientRequest) -> dict[str, Any]:
+        if not self.errors:
+            return super().answer(request)
+        code, by_index = self.errors.pop(0)
+        record_errors = [
+            {"batch_index": i, "batch_index_error_message": m} for i, m in by_index.items()
+        ]
+        responses = [
+            {
+                "name": topic["name"],
+                "partition_responses": [
+                    {"index": part["index"], "error_code": code, "record_errors": record_errors}
+                    for part in topic["partition_data"]
+                ],
+            }
+            for topic in request.body_for(12)["topic_data"]
+        ]
+        return {"responses": responses}
+
+
+async def outcomes(futures: list[asyncio.Future[Any]]) -> list[Any]:
+    """Each future's offset, or its error's type name and message."""
+    done = await asyncio.gather(*futures, return_exceptions=True)
+    return [
+        (type(r).__name__, str(r)) if isinstance(r, BaseException) else (r.partition, r.offset)
+        for r in done
+    ]
+
+
+def test_each_record_of_a_batch_gets_its_own_error_or_the_batch_error() -> None:
+    client = ScriptedErrorsClient()
+    client.errors = [(87, {1: "bad timestamp"}), (29, {})]  # INVALID_RECORD, then not allowed
+
+    async def main() -> None:
+        async with producer(client) as p:
+            first = [await p.send("t", b"%d" % i) for i in range(3)]  # one batch
+            got = await outcomes(first)
+            assert got[1] == (
+                "InvalidRecordError",
+                "[Error 87] INVALID_RECORD: t-0 record 1: bad timestamp",
+            )
+            assert got[0] == got[2] == ("InvalidRecordError", "[Error 87] INVALID_RECORD: t-0")
+            second = [await p.send("t", b"%d" % i) for i in range(2)]
+            assert [name for name, _ in await outcomes(second)] == [
+                "TopicAuthorizationFailedError"
+            ] * 2
+            third = [await p.send("t", b"%d" % i) for i in range(2)]
+            assert await outcomes(third) == [(0, 0), (0, 1)]
+
+    run(main())
+
+
+def test_records_of_a_split_batch_each_get_the_offset_of_where_they_landed() -> None:
+    client = ScriptedErrorsClient()
+    client.errors = [(10, {})]  # MESSAGE_TOO_LARGE: the batch is split and goes again
+
+    async def main() -> None:
+        async with producer(client) as p:
+            futures = [await p.send("t", b"%d" % i) for i in range(6)]
+            assert await outcomes(futures) == [(0, i) for i in range(6)]
+            assert client.produce_requests > 2  # the first, then the halves
+
+    run(main())
+    assert [r.value for r in client.records[("t", 0)]] == [b"%d" % i for i in range(6)]
+
+
+def test_a_cancelled_future_leaves_the_others_of_its_batch_to_complete() -> None:
+    client = LoopMockClient(partitions=2)
+    errors: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
+        async with producer(client) as p:
+            client.hold = True
+            futures = [await p.send("t", b"%d" % i, partition=i % 2) for i in range(6)]
+            futures[2].cancel()  # the caller stopped caring about one record
+            await turns(20)
+            client.hold = False
+            client.release()
+            got = await outcomes(futures[:2] + futures[3:])
+            assert got == [(0, 0), (1, 0), (1, 1), (0, 2), (1, 2)]  # partition, offset
+
+    run(main())
+    assert errors == []
+    # a cancelled future does not take back its record: it was queued, and it went
+    assert [r.value for r in client.records[("t", 0)]] == [b"0", b"2", b"4"]

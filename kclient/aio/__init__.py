@@ -6,11 +6,11 @@
         metadata = await producer.send_and_wait("events", b"hello", key=b"k")
 
 Modules: ``producer`` (``AIOKafkaProducer``), ``config`` (aiokafka's keywords →
-kclient settings), ``batch`` (``create_batch``/``send_batch``), ``transactions``
-(``transaction()`` and awaiting the ``TransactionManager``), ``loop_sender`` (the
-producer's Sender driven by the event loop) and ``loop_selector`` (socket readiness
-from the event loop, for ``KSelector``). Everything runs on the event loop that called
-``start()``.
+kclient settings), ``completions`` (``send``'s futures, settled once per batch),
+``batch`` (``create_batch``/``send_batch``), ``transactions`` (``transaction()`` and
+awaiting the ``TransactionManager``), ``loop_sender`` (the producer's Sender driven by
+the event loop) and ``loop_selector`` (socket readiness from the event loop, for
+``KSelector``). Everything runs on the event loop that called ``start()``.
 """
 
 from kclient.aio.batch import BatchBuilder

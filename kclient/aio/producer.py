@@ -2,7 +2,8 @@
 
 Design: the producer's Sender runs on the event loop (``LoopProducer``,
 ``kclient/aio/loop_sender.py``): no I/O thread; records complete inside the Sender's step,
-on the loop, and their futures are settled there directly. ``send`` never blocks the
+on the loop, and their futures are settled there, one pass per produced batch
+(``BatchCompletions``, ``kclient/aio/completions.py``). ``send`` never blocks the
 loop: the inner producer runs with ``max.block.ms=0``, so where the synchronous ``send``
 would block (topic metadata not there yet, ``buffer.memory`` full) it fails at once, and
 ``send`` here awaits (short sleeps, 1 ms doubling to 50 ms, waking the Sender for
@@ -22,12 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
+from kclient.aio.completions import BatchCompletions
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
@@ -41,7 +42,7 @@ from kclient.errors import (
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
-from kclient.sender.future import RecordMetadata
+from kclient.sender.future import FutureRecordMetadata, RecordMetadata
 from kclient.sender.offsets import group_metadata_of, offsets_of
 from kclient.sender.txn_state import TransactionalRequestResult
 
@@ -71,6 +72,8 @@ class AIOKafkaProducer:
         self._pending: set[asyncio.Future[RecordMetadata]] = set()
         self._on_loop = False
         """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
+        self._completions: BatchCompletions | None = None
+        """The futures of ``send``, settled once per batch (the Sender on the loop)."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -86,6 +89,7 @@ class AIOKafkaProducer:
         if client is None or hasattr(client, "on_ready"):
             producer = LoopProducer(settings, self._loop, client)
             self._on_loop = True
+            self._completions = BatchCompletions(self._loop)
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
@@ -161,6 +165,22 @@ class AIOKafkaProducer:
         producer = self._producer
         if producer is None or self._stopped:
             producer = self._started()  # raises
+        completions = self._completions
+        if completions is not None:  # the Sender on the loop: settled once per batch
+            try:
+                record = producer.send(
+                    topic,
+                    value,
+                    key,
+                    headers=headers,
+                    partition=partition,
+                    timestamp_ms=timestamp_ms,
+                )
+            except KafkaTimeoutError as exc:
+                record = await self._send_when_possible(
+                    exc, topic, value, key, partition, timestamp_ms, headers, None
+                )
+            return completions.track(record)
         loop = self._loop
         assert loop is not None
         future: asyncio.Future[RecordMetadata] = loop.create_future()
@@ -176,31 +196,24 @@ class AIOKafkaProducer:
                 callback=callback,
             )
         except KafkaTimeoutError as exc:
-
-            def attempt() -> None:
-                self._started().send(
-                    topic,
-                    value,
-                    key,
-                    headers=headers,
-                    partition=partition,
-                    timestamp_ms=timestamp_ms,
-                    callback=callback,
-                )
-
-            await self._send_when_possible(exc, attempt, topic, partition)
-        if not self._on_loop:  # flush() waits for these (on the loop it asks the accumulator)
-            self._pending.add(future)
-            future.add_done_callback(self._pending.discard)
+            await self._send_when_possible(
+                exc, topic, value, key, partition, timestamp_ms, headers, callback
+            )
+        self._pending.add(future)  # flush() waits for these (on the loop: the accumulator)
+        future.add_done_callback(self._pending.discard)
         return future
 
-    async def _send_when_possible(
+    async def _send_when_possible(  # noqa: PLR0917
         self,
         error: KafkaTimeoutError,
-        attempt: Callable[[], None],
         topic: str,
+        value: Any,
+        key: Any,
         partition: int | None,
-    ) -> None:
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+        callback: Callable[[RecordMetadata | None, BaseException | None], None] | None,
+    ) -> FutureRecordMetadata:
         """Try again after short sleeps until the record is queued or ``max_block_ms``
         ran out; the record is queued at most once (by the attempt that returns)."""
         loop = self._loop
@@ -218,8 +231,15 @@ class AIOKafkaProducer:
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
             try:
-                attempt()
-                return
+                return self._started().send(
+                    topic,
+                    value,
+                    key,
+                    headers=headers,
+                    partition=partition,
+                    timestamp_ms=timestamp_ms,
+                    callback=callback,
+                )
             except KafkaTimeoutError as exc:
                 error = exc
 
@@ -440,8 +460,6 @@ class AIOKafkaProducer:
     def _callback(
         self, future: asyncio.Future[RecordMetadata]
     ) -> Callable[[RecordMetadata | None, BaseException | None], None]:
-        if self._on_loop:
-            return functools.partial(_settle, future)
         done = self._done
 
         def completed(metadata: RecordMetadata | None, error: BaseException | None) -> None:
@@ -477,17 +495,3 @@ class AIOKafkaProducer:
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("started" if self._producer else "new")
         return f"<kclient.aio.AIOKafkaProducer {state}>"
-
-
-def _settle(
-    future: asyncio.Future[RecordMetadata],
-    metadata: RecordMetadata | None,
-    error: BaseException | None,
-) -> None:
-    """A record's callback when the Sender runs on the loop: settle its future now."""
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(metadata)  # type: ignore[arg-type]
