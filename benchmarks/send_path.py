@@ -135,7 +135,7 @@ def report(runs: list[Events]) -> None:
 # ---- --python-only: kclient's own Python, no broker ---------------------------------
 
 
-def python_only(sends: int, size: int) -> None:
+def python_only(sends: int, size: int, partitions: int = 1) -> None:
     """µs of Python per round trip over a MockSelector that answers Produce at once."""
     import random
     import struct
@@ -179,7 +179,10 @@ def python_only(sends: int, size: int) -> None:
     metadata.add("t", clock.monotonic_ms())
     wanted = metadata.new_metadata_request(clock.monotonic_ms())
     metadata.update(
-        wanted.request_version, metadata_update_with(1, {"t": 1}), False, clock.monotonic_ms()
+        wanted.request_version,
+        metadata_update_with(1, {"t": partitions}),
+        False,
+        clock.monotonic_ms(),
     )
     client = NetworkClient(
         selector,
@@ -213,6 +216,8 @@ def python_only(sends: int, size: int) -> None:
     )
     queues = accumulator.topic_queues("t")
     accumulator.update_topic(queues, metadata.fetch())
+    for partition in range(partitions):  # as after records went to every partition
+        queues.deques[partition]
     value = b"x" * size
 
     def round_trip() -> Any:
@@ -279,9 +284,12 @@ def main() -> None:
     parser.add_argument("--sends", type=int, default=3000)
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--python-only", action="store_true")
+    parser.add_argument(
+        "--partitions", type=int, default=1, help="--python-only: the topic's partition count"
+    )
     args = parser.parse_args()
     if args.python_only:
-        python_only(args.sends, args.size)
+        python_only(args.sends, args.size, args.partitions)
         return
     with run_tansu() as tansu:
         runs = measure(tansu.bootstrap_servers, args.sends, args.size)
