@@ -20,11 +20,12 @@ import random
 import threading
 import time
 from array import array
-from collections.abc import Callable, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
+from operator import itemgetter
 from typing import NamedTuple
 
 from kclient.errors import IllegalStateError, KafkaTimeoutError
-from kclient.network.cluster import Cluster, Node, TopicPartition
+from kclient.network.cluster import Cluster, Node, PartitionInfo, TopicPartition
 from kclient.network.connection_states import ExponentialBackoff
 from kclient.record import RecordBatch
 from kclient.record.layout import HEADER_SIZE
@@ -48,6 +49,11 @@ RECORD_OVERHEAD_MAX = 21  # varints of a record: length 5 + attrs 1 + ts 10 (bou
 _NO_HEADERS: tuple[Header, ...] = ()
 _ZERO = (0,)
 _new_object = object.__new__
+_FEW_PENDING = 8
+_MANY_PARTITIONS = 8
+"""At most ``_FEW_PENDING`` batches queued, over more than ``_MANY_PARTITIONS`` partitions
+of a node: drain visits only the partitions holding them."""
+_first = itemgetter(0)
 
 
 def estimate_size_upper_bound(
@@ -177,6 +183,10 @@ class RecordAccumulator:
         self._flushes_in_progress = 0
         self._flush_lock = threading.Lock()
         self._drain_index: dict[int, int] = {}
+        # node id → (topic, partition) → index in cluster.partitions_for_node, for the cluster
+        # last drained with (drain's few-pending-batches path)
+        self._positions_cluster: Cluster | None = None
+        self._positions: dict[int, dict[tuple[str, int], int]] = {}
         self._next_expiry_ms = 0  # by ready(): when the oldest queued batch expires
         self._muted: set[TopicPartition] = set()
         self.closed = False
@@ -536,8 +546,22 @@ class RecordAccumulator:
         tm = self._tm
         muted = self._muted
         topics = self._topics
-        for step in range(count):
-            info = parts[(start + step) % count]
+        # Batches queued anywhere when the walk starts: once each is drained, every partition
+        # left would be skipped, so the walk stops early.
+        pending = 0
+        for topic_queues in topics.values():
+            pending += topic_queues.queued
+        if not pending:
+            self._drain_index[node.id] = (start + 1) % count
+            return []
+        walk: Iterable[tuple[int, PartitionInfo]]
+        if pending <= _FEW_PENDING and count > _MANY_PARTITIONS:
+            # One pending batch among hundreds of partitions is the common case at linger 0:
+            # visit only the partitions holding batches, in the order of the full walk.
+            walk = self._pending_steps(cluster, node.id, parts, start)
+        else:
+            walk = enumerate(parts[start:] + parts[:start] if start else parts)
+        for step, info in walk:
             queues = topics.get(info.topic)
             if queues is None or not queues.queued:
                 continue
@@ -566,8 +590,38 @@ class RecordAccumulator:
             size += batch.estimated_size_bytes
             batch.drained_ms = max(batch.drained_ms, now_ms)
             ready.append(batch)
+            pending -= 1
+            if pending <= 0:
+                break
         self._drain_index[node.id] = (start + 1) % count
         return self._close_all(ready)
+
+    def _pending_steps(
+        self, cluster: Cluster, node_id: int, parts: Sequence[PartitionInfo], start: int
+    ) -> list[tuple[int, PartitionInfo]]:
+        """(step of the full walk from ``start``, partition) for the node's partitions whose
+        deques hold batches, in walk order: the only steps of that walk that drain anything."""
+        if cluster is not self._positions_cluster:
+            self._positions_cluster = cluster
+            self._positions = {}
+        positions = self._positions.get(node_id)
+        if positions is None:
+            positions = self._positions[node_id] = {
+                (info.topic, info.partition): i for i, info in enumerate(parts)
+            }
+        count = len(parts)
+        steps: list[tuple[int, PartitionInfo]] = []
+        for topic, queues in self._topics.items():
+            if not queues.queued:
+                continue
+            with queues.lock:
+                held = [partition for partition, dq in queues.deques.items() if dq]
+            for partition in held:
+                position = positions.get((topic, partition))
+                if position is not None:
+                    steps.append(((position - start) % count, parts[position]))
+        steps.sort(key=_first)
+        return steps
 
     @staticmethod
     def _close_all(batches: list[ProducerBatch]) -> list[ProducerBatch]:

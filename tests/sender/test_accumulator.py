@@ -308,3 +308,68 @@ def test_a_retried_batch_takes_no_more_records() -> None:
     again.complete(0, -1)
     newer.complete(1, -1)
     assert (first.result(0).offset, second.result(0).offset) == (0, 1)
+
+
+def test_drain_of_a_few_batches_among_many_partitions_keeps_the_rotation_order() -> None:
+    clock = MockClock()
+    leaders = {"t": [NODE0] * 20}
+    acc, q = _setup(clock, leaders, linger_ms=0)
+    for partition in (17, 3, 9):  # queued in another order than the partitions'
+        _send(acc, q["t"], partition)
+    order = []
+    for _ in range(3):  # one batch per request (max_request_size 1)
+        (batch,) = acc.drain(cluster(leaders), [NODE0], 1, 0)[0]
+        order.append(batch.tp.partition)
+    assert order == [3, 9, 17]
+    assert not acc.has_undrained()
+
+
+def _drain_script(monkeypatch: pytest.MonkeyPatch, *, visit_only_pending: bool) -> list[object]:
+    """Sends and drains over two topics led by two nodes (muted partitions, a retry in
+    backoff, size limits); what each drain returned."""
+    import kclient.sender.accumulator as module
+
+    monkeypatch.setattr(module, "_FEW_PENDING", 1 << 30 if visit_only_pending else -1)
+    monkeypatch.setattr(module, "_MANY_PARTITIONS", 0)
+    clock = MockClock()
+    leaders = {"a": [NODE0, NODE1] * 8, "b": [NODE1, NODE0, NODE0] * 4}
+    acc, q = _setup(clock, leaders, linger_ms=0, retry_backoff_ms=50, retry_backoff_max_ms=50)
+    outcomes: list[object] = []
+
+    def drain(max_request_size: int) -> None:
+        drained = acc.drain(
+            cluster(leaders), [NODE0, NODE1], max_request_size, clock.monotonic_ms()
+        )
+        outcomes.append(
+            ({node: [b.tp for b in batches] for node, batches in drained.items()}, acc.more_ready)
+        )
+        for batches in drained.values():
+            for batch in batches:
+                if batch.tp == TopicPartition("a", 4) and batch.attempts == 0:
+                    acc.reenqueue(batch, clock.monotonic_ms())  # a retry 50 ms later
+
+    for step, (topic, partition) in enumerate(
+        [("a", 4), ("b", 7), ("a", 15), ("b", 2), ("a", 0), ("b", 11), ("a", 9), ("b", 0)]
+    ):
+        _send(acc, q[topic], partition, n=1 + step % 3)
+        if step == 3:
+            acc.mute(TopicPartition("b", 7))
+        drain(1 if step % 2 else 1 << 20)
+    acc.unmute(TopicPartition("b", 7))
+    for partition in range(16):
+        _send(acc, q["a"], partition)
+    for _ in range(40):
+        if not acc.has_undrained():
+            break
+        drain(300)
+        clock.advance(20)
+    assert not acc.has_undrained()
+    return outcomes
+
+
+def test_drain_of_a_few_batches_returns_what_the_full_walk_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fast = _drain_script(monkeypatch, visit_only_pending=True)
+    assert fast == _drain_script(monkeypatch, visit_only_pending=False)
+    assert len(fast) > 10
