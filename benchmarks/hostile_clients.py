@@ -57,7 +57,7 @@ from kclient.protocol import ApiKey  # noqa: E402
 from kclient.protocol.frame import encode_request  # noqa: E402
 from kclient.testing import hostile  # noqa: E402
 from kclient.testing.broker_process import broker_process  # noqa: E402
-from kclient.testing.hostile import produce_request  # noqa: E402
+from kclient.testing.hostile import produce_request, read_frame  # noqa: E402
 
 
 def status_mb(pid: int, field: str) -> float:
@@ -112,22 +112,6 @@ QUOTA_FLAGS = (
     "--quota-consumer-byte-rate",
     "5000000",
 )
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    """One size-prefixed response, without its size."""
-
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return data
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
 
 
 def flood_loop(

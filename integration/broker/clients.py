@@ -10,8 +10,6 @@ import asyncio
 import itertools
 import logging
 import selectors
-import socket
-import struct
 import subprocess
 import sys
 import time
@@ -291,22 +289,6 @@ def kcat_consume(bootstrap: str, topic: str, n: int, new_librdkafka: bool) -> li
 
 
 # ---- raw frames ------------------------------------------------------------------------
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    """One size-prefixed response from ``sock``, without its size."""
-
-    def exactly(n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            data += chunk
-        return data
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
 
 
 # ---- the kclient-broker command line ------------------------------------------------

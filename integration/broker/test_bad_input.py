@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import confluent_kafka
 import pytest
 
-from integration.broker.clients import read_frame
 from kclient import errors
 from kclient.broker import EmbeddedBroker
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
+from kclient.testing.hostile import read_frame
 
 MAX_REQUEST = 1024 * 1024
 

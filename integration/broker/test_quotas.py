@@ -16,8 +16,7 @@ from kclient.broker import EmbeddedBroker
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
 from kclient.record import RecordBatchBuilder
-
-from .clients import read_frame
+from kclient.testing.hostile import read_frame
 
 TOPIC = "quota-topic"
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import confluent_kafka
 import pytest
 
-from integration.broker.clients import read_frame
 from kclient import errors
 from kclient.broker import EmbeddedBroker
 from kclient.protocol import ApiKey
@@ -19,6 +18,7 @@ from kclient.testing.hostile import (
     bad_gzip_batch,
     count_mismatch_batch,
     produce_request,
+    read_frame,
     trailing_bytes_batch,
     zstd_bomb_batch,
 )

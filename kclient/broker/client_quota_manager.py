@@ -26,8 +26,9 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from kclient.broker.client_quotas import ClientQuotas, QuotaKey
 
@@ -144,22 +145,53 @@ class ClientQuotaMetrics:
         return self.throttle_time_ms_total / self.throttle_count if self.throttle_count else 0.0
 
 
-def sensor_metrics(
-    quota_type: str, sensors: Mapping[QuotaKey, Sensor], now_ms: int
-) -> list[ClientQuotaMetrics]:
-    """One ``ClientQuotaMetrics`` per sensor (the caller holds the sensors' lock)."""
-    return [
-        ClientQuotaMetrics(
-            quota_type,
-            k.user,
-            k.client_id,
-            s.quota,
-            s.rate.measure(now_ms),
-            s.throttle_count,
-            s.throttle_time_ms_total,
-        )
-        for k, s in sensors.items()
-    ]
+S = TypeVar("S", bound=Sensor)
+
+
+class SensorTable(Generic[S]):
+    """The sensors of one quota type by ``QuotaKey``, least recently used first: a sensor
+    idle for ``INACTIVE_SENSOR_EXPIRATION_MS`` goes, and at most ``max_sensors`` are kept.
+    Used under its manager's lock."""
+
+    def __init__(self, max_sensors: int) -> None:
+        self.max_sensors = max_sensors
+        self._by_key: collections.OrderedDict[QuotaKey, S] = collections.OrderedDict()
+
+    def get(self, key: QuotaKey, now_ms: int, make: Callable[[], S]) -> S:
+        """``key``'s sensor (``make()`` makes a missing one), marked used at ``now_ms``."""
+        sensor = self._by_key.get(key)
+        if sensor is None:
+            self.expire(now_ms)
+            sensor = self._by_key[key] = make()
+            while len(self._by_key) > self.max_sensors:
+                self._by_key.popitem(last=False)
+        else:
+            self._by_key.move_to_end(key)
+        sensor.last_record_ms = now_ms
+        return sensor
+
+    def expire(self, now_ms: int) -> None:
+        while self._by_key:
+            oldest = next(iter(self._by_key.values()))
+            if now_ms - oldest.last_record_ms < INACTIVE_SENSOR_EXPIRATION_MS:
+                return
+            self._by_key.popitem(last=False)
+
+    def metrics(self, quota_type: str, now_ms: int) -> list[ClientQuotaMetrics]:
+        """One ``ClientQuotaMetrics`` per live sensor."""
+        self.expire(now_ms)
+        return [
+            ClientQuotaMetrics(
+                quota_type,
+                k.user,
+                k.client_id,
+                s.quota,
+                s.rate.measure(now_ms),
+                s.throttle_count,
+                s.throttle_time_ms_total,
+            )
+            for k, s in self._by_key.items()
+        ]
 
 
 class ClientQuotaManager:
@@ -184,7 +216,7 @@ class ClientQuotaManager:
         self.max_throttle_time_ms = max_throttle_time_ms
         self._max_sensors = max_sensors
         self._lock = threading.Lock()
-        self._sensors: collections.OrderedDict[QuotaKey, Sensor] = collections.OrderedDict()
+        self._sensors: SensorTable[Sensor] = SensorTable(max_sensors)
         self._lookups: dict[tuple[str, str], tuple[QuotaKey, float] | None] = {}
         self._lookups_version = -1
 
@@ -265,8 +297,7 @@ class ClientQuotaManager:
 
     def metrics(self, now_ms: int) -> list[ClientQuotaMetrics]:
         with self._lock:
-            self._expire(now_ms)
-            return sensor_metrics(self.quota_type, self._sensors, now_ms)
+            return self._sensors.metrics(self.quota_type, now_ms)
 
     def _lookup(self, user: str, client_id: str) -> tuple[QuotaKey, float] | None:
         quotas = self.quotas
@@ -280,20 +311,6 @@ class ClientQuotaManager:
             return found
 
     def _sensor(self, quota_key: QuotaKey, now_ms: int) -> Sensor:
-        sensor = self._sensors.get(quota_key)
-        if sensor is None:
-            self._expire(now_ms)
-            sensor = self._sensors[quota_key] = Sensor(self.num_samples, self.window_ms, now_ms)
-            while len(self._sensors) > self._max_sensors:
-                self._sensors.popitem(last=False)
-        else:
-            self._sensors.move_to_end(quota_key)
-        sensor.last_record_ms = now_ms
-        return sensor
-
-    def _expire(self, now_ms: int) -> None:
-        while self._sensors:
-            oldest = next(iter(self._sensors.values()))
-            if now_ms - oldest.last_record_ms < INACTIVE_SENSOR_EXPIRATION_MS:
-                return
-            self._sensors.popitem(last=False)
+        return self._sensors.get(
+            quota_key, now_ms, lambda: Sensor(self.num_samples, self.window_ms, now_ms)
+        )

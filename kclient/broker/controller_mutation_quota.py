@@ -20,15 +20,13 @@ Called on request handler threads; one lock per manager; time comes in as ``now_
 
 from __future__ import annotations
 
-import collections
 import threading
 
 from kclient import errors
 from kclient.broker.client_quota_manager import (
-    INACTIVE_SENSOR_EXPIRATION_MS,
     ClientQuotaMetrics,
     Sensor,
-    sensor_metrics,
+    SensorTable,
 )
 from kclient.broker.client_quotas import CONTROLLER_MUTATION_RATE, ClientQuotas, QuotaKey
 
@@ -120,9 +118,8 @@ class ControllerMutationQuotaManager:
         self.quotas = quotas
         self.num_samples = num_samples
         self.window_ms = window_size_seconds * 1000
-        self._max_sensors = max_sensors
         self._lock = threading.Lock()
-        self._sensors: collections.OrderedDict[QuotaKey, _Sensor] = collections.OrderedDict()
+        self._sensors: SensorTable[_Sensor] = SensorTable(max_sensors)
 
     def new_quota_for(self, user: str, client_id: str, strict: bool) -> ControllerMutationQuota:
         """The quota a request counts its mutations against (unbounded without one)."""
@@ -163,24 +160,9 @@ class ControllerMutationQuotaManager:
 
     def metrics(self, now_ms: int) -> list[ClientQuotaMetrics]:
         with self._lock:
-            self._expire(now_ms)
-            return sensor_metrics(self.quota_type, self._sensors, now_ms)
+            return self._sensors.metrics(self.quota_type, now_ms)
 
     def _sensor(self, key: QuotaKey, burst: float, now_ms: int) -> _Sensor:
-        sensor = self._sensors.get(key)
-        if sensor is None:
-            self._expire(now_ms)
-            sensor = self._sensors[key] = _Sensor(burst, self.num_samples, self.window_ms, now_ms)
-            while len(self._sensors) > self._max_sensors:
-                self._sensors.popitem(last=False)
-        else:
-            self._sensors.move_to_end(key)
-        sensor.last_record_ms = now_ms
-        return sensor
-
-    def _expire(self, now_ms: int) -> None:
-        while self._sensors:
-            oldest = next(iter(self._sensors.values()))
-            if now_ms - oldest.last_record_ms < INACTIVE_SENSOR_EXPIRATION_MS:
-                return
-            self._sensors.popitem(last=False)
+        return self._sensors.get(
+            key, now_ms, lambda: _Sensor(burst, self.num_samples, self.window_ms, now_ms)
+        )

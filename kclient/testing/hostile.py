@@ -5,11 +5,15 @@ refuses: a count that does not match the records, bytes after the last record, a
 batch whose payload is not gzip, a zstd "bomb" (a small frame that expands past any
 ``max.message.bytes``). :func:`raw_batch` and :func:`record` build others, and
 :func:`produce_request` puts one in a Produce request (or many empty partition entries:
-a request larger in Python objects than on the wire). Pure functions: any thread.
+a request larger in Python objects than on the wire); :func:`read_frame` reads the answer
+off a raw socket. Pure functions but ``read_frame``: any thread.
 ``zstandard`` is needed only by :func:`zstd_bomb`.
 """
 
 from __future__ import annotations
+
+import socket
+import struct
 
 from crc32c import crc32c
 
@@ -32,6 +36,7 @@ __all__ = [
     "count_mismatch_batch",
     "produce_request",
     "raw_batch",
+    "read_frame",
     "record",
     "trailing_bytes_batch",
     "zstd_bomb",
@@ -145,3 +150,20 @@ def produce_request(
         ],
     }
     return b"".join(encode_request(ApiKey.PRODUCE, 9, correlation_id, "hostile", body))
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    """One size-prefixed response from ``sock``, without its size; ConnectionError if the
+    broker closes the connection first."""
+
+    def exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            data += chunk
+        return data
+
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
