@@ -35,28 +35,43 @@ retried task sends its whole partition again.
 
 from __future__ import annotations
 
-import atexit
-import datetime as _dt
 import logging
-import os
-import threading
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, repeat
 from typing import Any
 
 from kclient.config import ProducerConfig
 from kclient.errors import ConfigError, IllegalStateError, KafkaError
-from kclient.producer import KafkaProducer
-from kclient.sender.batch import Header
+from kclient.spark_columns import (
+    COLUMNS,
+    HEADERS_TYPE,
+    SinkSchemaError,
+    arrow_columns,
+    epoch_ms,
+    to_bytes,
+    validate_schema,
+)
+from kclient.spark_producers import PRODUCER_CACHE, ProducerCache, ProducerLease
+
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_PRODUCER_IDLE_S",
+    "HEADERS_TYPE",
+    "SINK_BATCH_SIZE",
+    "KafkaSink",
+    "ProducerCache",
+    "SinkDeliveryError",
+    "SinkResult",
+    "SinkSchemaError",
+    "foreach_batch",
+    "validate_schema",
+    "write_dataframe",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PRODUCER_IDLE_S = 60.0
-COLUMNS = ("topic", "key", "value", "partition", "headers", "timestamp")
-"""The columns the sink reads; any other column is ignored."""
-HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 #: The sink's ``batch.size`` unless one is given (librdkafka's default): a sink writes in
 #: bulk, and 16 KiB batches (Java's default) cost the producer's thread a request's work
 #: per ~140 records of 100 B.
@@ -65,10 +80,6 @@ _BATCH_SIZE_NAMES = frozenset({"batch.size", "batch_size"})
 _SERIALIZERS = frozenset(
     {"key.serializer", "value.serializer", "key_serializer", "value_serializer"}
 )
-
-
-class SinkSchemaError(KafkaError, ValueError):
-    """A DataFrame column is missing or has a type the Kafka sink cannot write."""
 
 
 class SinkDeliveryError(KafkaError):
@@ -84,183 +95,6 @@ class SinkResult:
     tasks: int
 
 
-# ---- schema (driver) ----------------------------------------------------------------------
-
-
-def validate_schema(schema: Any, topic: str | None) -> list[str]:
-    """Check a ``pyspark.sql.types.StructType`` against the sink's column rules.
-
-    Returns the columns the sink will read (``topic`` is left out when the ``topic``
-    argument is given). Raises ``SinkSchemaError`` naming the column and the type it needs.
-    """
-    from pyspark.sql import types as T
-
-    fields = {f.name: f.dataType for f in schema.fields}
-    have = ", ".join(fields) or "none"
-    text_or_bytes = (T.StringType, T.BinaryType)
-
-    def require(name: str, ok: bool, wanted: str, hint: str = "") -> None:
-        if not ok:
-            got = fields[name].simpleString()
-            raise SinkSchemaError(f"column '{name}' must be {wanted}, but it is {got}{hint}")
-
-    if "value" not in fields:
-        raise SinkSchemaError(
-            f"column 'value' (string or binary) is required; the DataFrame has columns: {have}"
-        )
-    convert = " (convert it first, e.g. to_json(struct(...)) or .cast('string'))"
-    require("value", isinstance(fields["value"], text_or_bytes), "string or binary", convert)
-    if "key" in fields:
-        require("key", isinstance(fields["key"], text_or_bytes), "string or binary", convert)
-    if topic is None:
-        if "topic" not in fields:
-            raise SinkSchemaError(
-                "column 'topic' (string) is required when no topic argument is given; "
-                f"the DataFrame has columns: {have}"
-            )
-        require("topic", isinstance(fields["topic"], T.StringType), "string")
-    if "partition" in fields:
-        ints = (T.ByteType, T.ShortType, T.IntegerType, T.LongType)
-        require("partition", isinstance(fields["partition"], ints), "int")
-    if "timestamp" in fields:
-        require("timestamp", isinstance(fields["timestamp"], T.TimestampType), "timestamp")
-    if "headers" in fields:
-        h = fields["headers"]
-        element = h.elementType if isinstance(h, T.ArrayType) else None
-        ok = (
-            isinstance(element, T.StructType)
-            and [f.name for f in element.fields] == ["key", "value"]
-            and isinstance(element.fields[0].dataType, T.StringType)
-            and isinstance(element.fields[1].dataType, T.BinaryType)
-        )
-        require("headers", ok, HEADERS_TYPE)
-    return [c for c in COLUMNS if c in fields and not (c == "topic" and topic is not None)]
-
-
-# ---- one producer per worker process per configuration -------------------------------------
-
-
-class _Entry:
-    __slots__ = ("idle_s", "key", "last_used_s", "producer", "retired", "users")
-
-    def __init__(self, key: tuple[tuple[str, str], ...], producer: Any, idle_s: float) -> None:
-        self.key = key
-        self.producer = producer
-        self.idle_s = idle_s
-        self.users = 0
-        self.last_used_s = 0.0
-        self.retired = False
-
-
-class ProducerCache:
-    """Producers shared by the successive tasks of one process (Spark's producer pool).
-
-    ``acquire`` leases the producer for a configuration, creating it on first use;
-    ``release`` returns it. A producer is closed once unused for its ``idle_s`` (by a
-    daemon reaper thread, or by ``close_idle(now_s)``), and at once when released with
-    ``retire=True`` by its last user: a task that failed does not hand its producer on.
-    ``monotonic`` (seconds) is the clock; ``reaper=False`` leaves closing to the caller.
-    """
-
-    def __init__(
-        self,
-        factory: Callable[[dict[str, Any]], Any],
-        monotonic: Callable[[], float] = time.monotonic,
-        reaper: bool = True,
-    ) -> None:
-        self._factory = factory
-        self._monotonic = monotonic
-        self._use_reaper = reaper
-        self.forget()
-
-    def forget(self) -> None:
-        """Drop every entry without closing (after ``fork``: they belong to the parent)."""
-        self._lock = threading.Lock()
-        self._wakeup = threading.Event()
-        self._entries: dict[tuple[tuple[str, str], ...], _Entry] = {}
-        self._reaper: threading.Thread | None = None
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def acquire(self, config: Mapping[str, Any], idle_s: float) -> _Entry:
-        key = tuple(sorted((k, repr(v)) for k, v in config.items()))
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
-                entry = self._entries[key] = _Entry(key, self._factory(dict(config)), idle_s)
-                if self._use_reaper and self._reaper is None:
-                    self._reaper = threading.Thread(
-                        target=self._reap, name="kclient-spark-producer-reaper", daemon=True
-                    )
-                    self._reaper.start()
-                self._wakeup.set()  # a new, possibly shorter, idle time
-            entry.users += 1
-            entry.idle_s = idle_s
-            return entry
-
-    def release(self, entry: _Entry, retire: bool = False) -> None:
-        closing = None
-        with self._lock:
-            entry.users -= 1
-            entry.last_used_s = self._monotonic()
-            if retire and self._entries.get(entry.key) is entry:
-                del self._entries[entry.key]
-                entry.retired = True
-            if entry.retired and entry.users == 0:
-                closing = entry.producer
-        if closing is not None:
-            closing.close(0)  # fail what is left now: the task's retry sends it again
-
-    def _expire(self, now_s: float) -> tuple[list[Any], float | None]:
-        """Under the lock: remove idle entries; also the wait until the next may expire."""
-        closing: list[Any] = []
-        wait_s: float | None = None
-        for key, entry in list(self._entries.items()):
-            left_s = entry.idle_s if entry.users else entry.last_used_s + entry.idle_s - now_s
-            if left_s <= 0:
-                del self._entries[key]
-                closing.append(entry.producer)
-            elif wait_s is None or left_s < wait_s:
-                wait_s = left_s
-        return closing, wait_s
-
-    def close_idle(self, now_s: float) -> int:
-        """Close the producers unused for their idle time; returns how many were closed."""
-        with self._lock:
-            closing, _ = self._expire(now_s)
-        for producer in closing:
-            producer.close()
-        return len(closing)
-
-    def _reap(self) -> None:
-        while True:
-            now_s = self._monotonic()
-            with self._lock:
-                closing, wait_s = self._expire(now_s)
-                if wait_s is None:
-                    self._reaper = None  # under the lock: the next acquire starts another
-                self._wakeup.clear()
-            for producer in closing:
-                producer.close()
-            if wait_s is None:
-                return
-            self._wakeup.wait(wait_s)
-
-    def close_all(self) -> None:
-        with self._lock:
-            producers = [e.producer for e in self._entries.values()]
-            self._entries.clear()
-            self._wakeup.set()
-        for producer in producers:
-            producer.close()
-
-
-_CACHE = ProducerCache(KafkaProducer)
-os.register_at_fork(after_in_child=_CACHE.forget)
-atexit.register(_CACHE.close_all)
-
-
 # ---- one task ------------------------------------------------------------------------------
 
 
@@ -270,7 +104,7 @@ class _Task:
 
     def __init__(self, sink: KafkaSink) -> None:
         self._sink = sink
-        self._entry: _Entry | None = None
+        self._entry: ProducerLease | None = None
         self.sent = 0
         self.failed = 0
         self.first_error: BaseException | None = None
@@ -279,7 +113,9 @@ class _Task:
 
     def producer(self) -> Any:
         if self._entry is None:
-            self._entry = _CACHE.acquire(self._sink.producer_config, self._sink.producer_idle_s)
+            self._entry = PRODUCER_CACHE.acquire(
+                self._sink.producer_config, self._sink.producer_idle_s
+            )
         return self._entry.producer
 
     def send_fn(self) -> Callable[..., Any]:
@@ -311,7 +147,7 @@ class _Task:
     def release(self, failed: bool) -> None:
         if self._entry is not None:
             entry, self._entry = self._entry, None
-            _CACHE.release(entry, retire=failed)
+            PRODUCER_CACHE.release(entry, retire=failed)
 
 
 class _BatchingSend:
@@ -364,95 +200,6 @@ class _BatchingSend:
                 )
             )
             self._columns = ([], [], [], [], [])
-
-
-# ---- column conversion (executors) -------------------------------------------------------
-
-
-def _bytes_column(col: Any) -> list[bytes | None]:
-    """A string or binary Arrow array as bytes (strings as UTF-8, cast without copying)."""
-    import pyarrow as pa
-
-    if col.null_count == len(col):
-        return [None] * len(col)
-    if pa.types.is_string(col.type):
-        col = col.cast(pa.binary())
-    elif pa.types.is_large_string(col.type):
-        col = col.cast(pa.large_binary())
-    values: list[bytes | None] = col.to_pylist()
-    return values
-
-
-def _epoch_ms_column(col: Any) -> Iterable[int | None]:
-    import pyarrow as pa
-
-    if col.null_count == len(col):
-        return repeat(None)
-    millis = col.cast(pa.timestamp("ms", col.type.tz), safe=False).cast(pa.int64())
-    values: list[int | None] = millis.to_pylist()
-    return values
-
-
-def _headers_column(col: Any) -> Iterable[list[Header] | None]:
-    """``array<struct<key, value>>`` as one list of ``(key, value)`` tuples per row."""
-    import pyarrow.compute as pc
-
-    flat = col.flatten()  # the headers of every row, in order (null rows contribute none)
-    if len(flat) == 0:
-        return repeat(None)
-    keys, values = flat.flatten()  # nulls where a header itself is null
-    if keys.null_count:
-        raise SinkSchemaError("column 'headers' holds a header with a null key or a null header")
-    pairs: list[Header] = list(zip(keys.to_pylist(), values.to_pylist(), strict=True))
-    out: list[list[Header] | None] = []
-    append = out.append
-    start = 0
-    for count in pc.list_value_length(col).to_pylist():
-        if count:
-            end = start + count
-            append(pairs[start:end])
-            start = end
-        else:
-            append(None)
-    return out
-
-
-def _arrow_columns(batch: Any, lists: bool) -> tuple[Any, Any, Any, Any, Any]:
-    """A ``pyarrow.RecordBatch``'s value, key, partition, headers and timestamp columns
-    (None for a column that is absent or all null): as Python lists when ``lists``, else
-    as the Arrow arrays ``send_batch`` reads in place (headers as lists either way)."""
-    cols = dict(zip(batch.schema.names, batch.columns, strict=True))
-    values = cols["value"]
-    keys, partitions, stamps = (
-        None if col is None or col.null_count == len(col) else col
-        for col in (cols.get("key"), cols.get("partition"), cols.get("timestamp"))
-    )
-    col = cols.get("headers")
-    headers = None if col is None else _headers_column(col)
-    if lists:
-        values = _bytes_column(values)
-        keys = None if keys is None else _bytes_column(keys)
-        partitions = None if partitions is None else partitions.to_pylist()
-        stamps = None if stamps is None else _epoch_ms_column(stamps)
-    return (
-        values,
-        keys,
-        partitions,
-        headers if isinstance(headers, list) else None,
-        stamps,
-    )
-
-
-def _to_bytes(value: Any) -> Any:
-    return value.encode() if value.__class__ is str else value
-
-
-def _epoch_ms(value: _dt.datetime | None) -> int | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.astimezone()  # PySpark gives naive local times
-    return int(value.timestamp() * 1000)
 
 
 # ---- the sink ------------------------------------------------------------------------------
@@ -559,13 +306,13 @@ class KafkaSink:
             hdrs = None if i_headers is None else row[i_headers]
             return send(
                 topic,
-                _to_bytes(row[i_value]),
-                None if i_key is None else _to_bytes(row[i_key]),
+                to_bytes(row[i_value]),
+                None if i_key is None else to_bytes(row[i_key]),
                 headers=[(h[0], None if h[1] is None else bytes(h[1])) for h in hdrs]
                 if hdrs
                 else None,
                 partition=None if i_part is None else row[i_part],
-                timestamp_ms=None if i_ts is None else _epoch_ms(row[i_ts]),
+                timestamp_ms=None if i_ts is None else epoch_ms(row[i_ts]),
                 callback=callback,
             )
 
@@ -595,7 +342,7 @@ class KafkaSink:
         returns its ``SendBatchResult``. The Arrow columns go as they are (``send_batch``
         reads their buffers); headers become Python lists."""
         assert self.topic is not None
-        values, keys, partitions, headers, stamps = _arrow_columns(batch, lists=False)
+        values, keys, partitions, headers, stamps = arrow_columns(batch, lists=False)
         return producer.send_batch(self.topic, values, keys, headers, partitions, stamps)
 
     def send_batch(
@@ -603,7 +350,7 @@ class KafkaSink:
     ) -> int:
         """Call ``send`` (``KafkaProducer.send``) for each row of a ``pyarrow.RecordBatch``;
         returns the count. Each column becomes a Python list once, then one call per row."""
-        values, key_list, part_list, header_list, stamp_list = _arrow_columns(batch, lists=True)
+        values, key_list, part_list, header_list, stamp_list = arrow_columns(batch, lists=True)
         keys: Iterable[Any] = repeat(None) if key_list is None else key_list
         partitions: Iterable[Any] = repeat(None) if part_list is None else part_list
         headers: Iterable[Any] = repeat(None) if header_list is None else header_list
