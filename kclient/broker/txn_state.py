@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from kclient import errors
@@ -63,6 +64,11 @@ class TransactionStateManager:
         if log_dir is not None:
             self._records = DurableRecords(Path(log_dir) / DIRECTORY, _MAGIC)
             self._load(self._records)
+
+    def locked(self, transactional_id: str) -> AbstractContextManager[object]:
+        """Hold ``transactional_id``'s lock: every change of its metadata (and the
+        markers written for it) happens under it."""
+        return self.lock
 
     def validate_timeout(self, timeout_ms: int) -> bool:
         """Kafka's ``validateTransactionTimeoutMs``."""
