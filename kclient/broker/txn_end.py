@@ -12,7 +12,10 @@ for both transaction versions:
   one below the current one (or, after the epoch ran out and the id rotated, the
   previous producer id at the last epoch): a retry of a completed transaction succeeds,
   one whose markers are still being written gets CONCURRENT_TRANSACTIONS, as does the
-  next transaction's EndTxn then (KAFKA-18464: the client must not fence itself). An
+  next transaction's EndTxn then (KAFKA-18464: the client must not fence itself). Unlike
+  Kafka, a retry must also match the epoch the bump recorded as the last one, so the
+  EndTxn of a producer whose transaction the coordinator aborted (timeout, or a new
+  producer) is PRODUCER_FENCED, as in version 1, rather than taken for a retry. An
   EndTxn v5 abort of a transaction the coordinator holds nothing of (its records never
   arrived) is an "empty abort": the epoch is bumped all the same.
 
@@ -65,7 +68,11 @@ def decide_end_txn(
         and epoch == MAX_EPOCH
         and current.producer_epoch == 0
     )
-    retry_on_bump = v2 and current.producer_epoch == epoch + 1
+    # the EndTxn that bumped to the current epoch, sent again (a fence leaves no last
+    # epoch: its producer's EndTxn is fenced, as in version 1)
+    retry_on_bump = (
+        v2 and current.producer_epoch == epoch + 1 and current.last_producer_epoch == epoch
+    )
     state = current.state
     if current.producer_id != producer_id and not retry_on_overflow:
         if state in _PREPARED and current.next_producer_id == producer_id:

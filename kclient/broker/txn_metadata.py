@@ -218,15 +218,14 @@ class TransactionMetadata:
         version 2 an exhausted epoch gives way to the next producer id, at epoch 0."""
         state = _S.COMPLETE_COMMIT if self.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
         changes: dict[str, Any] = {}
-        if self.is_v2:
-            changes["last_producer_epoch"] = self.producer_epoch
-            if self.next_producer_id != NO_PRODUCER_ID:
-                changes |= {
-                    "previous_producer_id": self.producer_id,
-                    "producer_id": self.next_producer_id,
-                    "producer_epoch": 0,
-                    "next_producer_id": NO_PRODUCER_ID,
-                }
+        if self.is_v2 and self.next_producer_id != NO_PRODUCER_ID:
+            changes |= {
+                "last_producer_epoch": self.producer_epoch,
+                "previous_producer_id": self.producer_id,
+                "producer_id": self.next_producer_id,
+                "producer_epoch": 0,
+                "next_producer_id": NO_PRODUCER_ID,
+            }
         return self._to(state, partitions=frozenset(), txn_last_update_ms=now_ms, **changes)
 
     @property

@@ -164,6 +164,19 @@ def test_a_new_producer_fences_a_version_2_transaction(harness: Any) -> None:
     assert values(fetch(harness, "t", read_committed=True)) == []
 
 
+def test_a_version_2_transaction_past_its_timeout_fences_its_producer(harness: Any) -> None:
+    harness.controller.create_topic("t", 1)
+    client = TxnClient(harness, "tx")
+    client.init(timeout_ms=10_000)
+    client.produce("t", [b"a"], version=12)
+    coordinator = harness.apis[0].txn_coordinator
+    assert coordinator.abort_timed_out_transactions(harness.now_ms + 10_001) == 1
+    assert _markers(harness, "t") == [(client.producer_id, 1)]
+    assert client.end_v2(commit=True) == FENCED  # not taken for a retry of an EndTxn
+    assert client.end_v2(commit=False) == FENCED
+    assert client.produce("t", [b"late"], version=12)["error_code"] == INVALID_EPOCH
+
+
 def test_an_abort_of_a_transaction_the_coordinator_never_saw_bumps_the_epoch(
     harness: Any,
 ) -> None:
@@ -201,6 +214,7 @@ def test_an_exhausted_epoch_rotates_the_producer_id_at_the_end_of_a_transaction(
 
 def test_end_txn_decisions_for_retries_and_the_next_transaction() -> None:
     def meta(state: TransactionState, epoch: int, **kw: Any) -> TransactionMetadata:
+        kw.setdefault("last_producer_epoch", epoch - 1)  # what an EndTxn v5's bump records
         return TransactionMetadata("tx", 7, epoch, 60_000, state, client_txn_version=TV_2, **kw)
 
     answer, end, empty = EndTxnAction.ANSWER, EndTxnAction.END, EndTxnAction.EMPTY_ABORT
@@ -216,6 +230,8 @@ def test_end_txn_decisions_for_retries_and_the_next_transaction() -> None:
         CONCURRENT,
     )
     assert decide_end_txn(meta(_S.COMPLETE_ABORT, 3), 7, 1, False, TV_2) == (answer, FENCED)
+    fenced = meta(_S.COMPLETE_ABORT, 3, last_producer_epoch=-1)  # aborted by a fence
+    assert decide_end_txn(fenced, 7, 2, False, TV_2) == (answer, FENCED)
     assert decide_end_txn(meta(_S.ONGOING, 3), 7, 2, True, TV_2) == (answer, FENCED)
     assert decide_end_txn(meta(_S.ONGOING, 3), 7, 3, True, TV_2) == (end, NONE)
     assert decide_end_txn(meta(_S.EMPTY, 3), 7, 3, False, TV_2) == (empty, NONE)
