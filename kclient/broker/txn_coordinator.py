@@ -1,7 +1,8 @@
 """TransactionCoordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn.
 
-Kafka's ``TransactionCoordinator`` (transaction version 1, the protocol every released
-client speaks), for the transactional ids broker ``node_id`` coordinates. Each request
+Kafka's ``TransactionCoordinator`` (transaction versions 1 and 2, KIP-890; EndTxn's checks
+are in ``txn_end``, the timers in ``txn_tasks``), for the transactional ids broker
+``node_id`` coordinates. Each request
 is checked the way Kafka checks it and answered with Kafka's error codes; the state
 machine is ``TransactionMetadata``'s; every transition is written to the cluster's
 ``TransactionStateManager`` before it is taken. Ending a transaction writes PrepareCommit
@@ -25,8 +26,15 @@ CONCURRENT_TRANSACTIONS) until the timer writes it.
   written, and its next InitProducerId starts over with a new producer id. Without it
   every id ever used would stay in memory and in the state log for ever.
 
-Thread-safety: every method holds the state manager's lock (request handler threads,
-and the purgatory's reaper thread for the timer).
+* Transaction version 2: EndTxn v5 bumps the epoch (a new producer id when it runs out)
+  and answers the next producer id and epoch; Produce v12+ and TxnOffsetCommit v5 add
+  their partition (``add_partition_for_produce``, as the partition leader's
+  AddPartitionsToTxn in Kafka).
+
+Thread-safety: each request holds its transactional id's lock
+(``TransactionStateManager.locked``) from its checks to its last write, markers included,
+so requests of different ids run at once (request handler threads, and the purgatory's
+reaper thread for the timer).
 """
 
 from __future__ import annotations
