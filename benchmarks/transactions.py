@@ -206,12 +206,17 @@ class EmbeddedBrokerProcess:
 
 
 @contextlib.contextmanager
-def run_embedded(log_dir: bool = False) -> Iterator[EmbeddedBrokerProcess]:
+def run_embedded(
+    log_dir: bool = False, broker_log: str | None = None
+) -> Iterator[EmbeddedBrokerProcess]:
     command = [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0"]
+    if broker_log:
+        command += ["--log-level", "INFO"]
     temporary = tempfile.TemporaryDirectory(prefix="kclient-bench-") if log_dir else None
     if temporary is not None:
         command += ["--log-dir", temporary.name]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    stderr = open(broker_log, "w") if broker_log else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -229,6 +234,8 @@ def run_embedded(log_dir: bool = False) -> Iterator[EmbeddedBrokerProcess]:
             proc.stdout.close()
         if temporary is not None:
             temporary.cleanup()
+        if not isinstance(stderr, int):
+            stderr.close()
 
 
 def run_workers(
@@ -284,6 +291,7 @@ def main() -> None:
     parser.add_argument("--clients", nargs="+", default=CLIENTS, choices=CLIENTS)
     parser.add_argument("--broker", default="tansu", choices=["tansu", "embedded"])
     parser.add_argument("--log-dir", action="store_true", help="embedded broker on disk")
+    parser.add_argument("--broker-log", metavar="PATH", help="embedded broker's INFO log here")
     parser.add_argument("--producers", type=int, default=1, help="parallel producers per client")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
@@ -309,7 +317,11 @@ def main() -> None:
     rates: dict[tuple[int, str], list[float]] = {}
     cpus: dict[tuple[int, str], list[float]] = {}
     checks: dict[tuple[int, str], set[str]] = {}
-    with run_tansu() if args.broker == "tansu" else run_embedded(args.log_dir) as tansu:
+    with (
+        run_tansu()
+        if args.broker == "tansu"
+        else run_embedded(args.log_dir, args.broker_log) as tansu
+    ):
         for round_number in range(args.rounds):
             for per_txn, total in workloads:
                 total -= total % per_txn

@@ -34,7 +34,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from kclient import errors
 from kclient.errors import IllegalStateError, KafkaError
@@ -255,16 +255,19 @@ class TransactionManager(TransactionStateMachine):
             )
 
     def next_request(
-        self, has_incomplete_batches: bool, now_ms: int
+        self, has_incomplete_batches: Callable[[], bool], now_ms: int
     ) -> tuple[TxnRequestHandler | None, int | None]:
         """The next request to send, or None and how long until one may go (None: until
-        something changes). EndTxn waits until every batch has completed."""
+        something changes). EndTxn waits until every batch has completed: asked under the
+        lock, once EndTxn is next, so a transaction's records sent just before its commit
+        are seen (a stale answer would end a version 2 transaction before its first
+        Produce added a partition)."""
         with self.lock:
             if self._new_partitions and self.state is not S.FATAL_ERROR:
                 self.enqueue(self.add_partitions_handler())
             while self._queue:
                 handler = self._queue[0][2]
-                if handler.is_end_txn and has_incomplete_batches:
+                if handler.is_end_txn and has_incomplete_batches():
                     return None, None
                 if handler.retry_at_ms > now_ms:
                     return None, handler.retry_at_ms - now_ms

@@ -63,7 +63,7 @@ class TransactionalRequestSender:
             self._abort_undrained(error)
         if tm.in_flight is not None:
             return NO_TIMEOUT_MS
-        handler, delay_ms = tm.next_request(self._accumulator.has_incomplete(), now_ms)
+        handler, delay_ms = tm.next_request(self._accumulator.has_incomplete, now_ms)
         if handler is None:
             return NO_TIMEOUT_MS if delay_ms is None else delay_ms
         return self._send(handler, now_ms)

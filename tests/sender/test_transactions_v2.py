@@ -138,3 +138,28 @@ def test_fencing_on_end_txn_v5_is_fatal(code: int) -> None:
     h.run_until(result)
     assert isinstance(result.error, errors.ProducerFencedError)
     assert h.tm.state is S.FATAL_ERROR
+
+
+def test_records_sent_just_before_commit_go_out_before_end_txn() -> None:
+    """The caller sends and commits between the Sender's look at the accumulator and its
+    choice of the next request: EndTxn must still wait for those records (sent first, it
+    would end a version 2 transaction the coordinator has not seen yet)."""
+    h = _in_transaction()
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    h.tm.begin_transaction()
+    next_request = h.tm.next_request
+    results = []
+
+    def caller_acts_first(*args: object, **kwargs: object) -> object:
+        if not results:  # the caller's thread runs here, once
+            h.send("t", 0)
+            results.append(h.tm.begin_commit())
+        return next_request(*args, **kwargs)  # type: ignore[arg-type]
+
+    h.tm.next_request = caller_acts_first  # type: ignore[method-assign]
+    h.run()
+    h.run_until(results[0])
+    assert results[0].is_successful
+    assert h.broker.sent_apis()[-2:] == [PRODUCE, END]
+    assert h.broker.violations == []

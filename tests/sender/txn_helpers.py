@@ -137,15 +137,19 @@ class TxnBroker(MockClient):
             code = self._next_error(key)
             out: dict[str, Any] = {"throttle_time_ms": 0, "error_code": code}
             if key == ApiKey.END_TXN and code == 0:
-                self.added.clear()
                 if version >= 5:  # transaction version 2: a new epoch per transaction
                     if body["producer_epoch"] != self.epoch:
                         self.violations.append(f"EndTxn v5 at epoch {body['producer_epoch']}")
+                    if not self.added and body["committed"]:
+                        self.violations.append("EndTxn v5 commit before any Produce")
                     self.epoch += 1
                     out |= {"producer_id": self.producer_id, "producer_epoch": self.epoch}
+                self.added.clear()
             return out
         if key == ApiKey.TXN_OFFSET_COMMIT:
             code = self._next_error(key)
+            if version >= 5 and code == 0:  # transaction version 2: adds the offsets
+                self.added.add(("__consumer_offsets", 0))
             topics = [
                 {
                     "name": t["name"],
