@@ -55,6 +55,7 @@ def test_a_committed_transaction_is_visible_on_every_partition_it_wrote(tansu: T
     with _producer(tansu.bootstrap_servers, f"commit-{uuid.uuid4()}") as producer:
         producer.init_transactions(timeout=30)
         producer.begin_transaction()
+        assert producer._txn is not None and not producer._txn.is_transaction_v2  # version 1
         for i in range(30):
             producer.send(first, b"a%d" % i, partition=i % 2)
             producer.send(second, b"b%d" % i, partition=0)

@@ -266,6 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="length of each sample (quota.window.size.seconds; default: 1)",
     )
     p.add_argument(
+        "--transaction-version",
+        type=int,
+        choices=(1, 2),
+        default=None,
+        help="the finalized transaction.version feature: 2 (default) serves KIP-890's "
+        "transaction version 2 (EndTxn v5, implicit partition adds); 1 serves version 1 only",
+    )
+    p.add_argument(
         "--transactional-id-expiration-ms",
         type=int,
         default=None,
@@ -357,6 +365,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "fetch_max_bytes",
             "group_initial_rebalance_delay_ms",
             "transactional_id_expiration_ms",
+            "transaction_version",
             "producer_id_expiration_ms",
             "quota_producer_byte_rate",
             "quota_consumer_byte_rate",

@@ -58,8 +58,7 @@ from kclient.broker.request_channel import (
 )
 from kclient.broker.request_helper import RequestHandlerHelper
 from kclient.broker.topic_apis import TopicApis
-from kclient.broker.txn_apis import MAX_VERSIONS as _TXN_MAX_VERSIONS
-from kclient.broker.txn_apis import TxnApis
+from kclient.broker.txn_apis import TxnApis, finalized_features, max_versions
 from kclient.broker.txn_coordinator import TransactionCoordinator
 from kclient.broker.txn_markers import TransactionMarkerWriter
 from kclient.broker.txn_offsets import PendingTxnOffsets
@@ -84,10 +83,12 @@ _SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE
 
 
 def advertised_versions(
-    sasl: bool = False, served: Collection[int] | None = None
+    sasl: bool = False, served: Collection[int] | None = None, transaction_version: int = 2
 ) -> list[dict[str, int]]:
     """The ``api_keys`` of an ApiVersions response: the declared APIs this broker serves
-    (every declared one unless ``served`` says), the SASL APIs on a SASL listener only."""
+    (every declared one unless ``served`` says), the SASL APIs on a SASL listener only,
+    the transaction APIs as far as ``transaction_version`` allows."""
+    capped = max_versions(transaction_version)
     versions = {
         int(key): v
         for key, v in SUPPORTED_VERSIONS.items()
@@ -97,7 +98,7 @@ def advertised_versions(
         {
             "api_key": key,
             "min_version": _ADVERTISED_MIN.get(key, low),
-            "max_version": _TXN_MAX_VERSIONS.get(key, high),
+            "max_version": capped.get(key, high),
         }
         for key, (low, high) in sorted(versions.items())
     ]
@@ -173,13 +174,12 @@ class Apis:
             controller.allocate_producer_id,
             is_coordinator=lambda txn_id: coordinator_node(controller, txn_id) == node_id,
             time_ms=time_ms,
-        )
-        self.replica_manager.txn_verifier = lambda p, pid, epoch: (
-            self.txn_coordinator.verify_partition(p.topic.name, p.index, pid, epoch)
+            transaction_version=config.transaction_version,
         )
         self._txn_apis = TxnApis(
             self.txn_coordinator, group_coordinator, pending_txn_offsets, controller, self._send
         )
+        self.replica_manager.txn_verifier = self._txn_apis.verify_transaction
         self._handlers: dict[int, Callable[[Request], None]] = {
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self._fetch.handle,
@@ -200,7 +200,10 @@ class Apis:
                 monotonic_ns=monotonic_ns,
             ).handlers(),
         }
-        self._api_keys = advertised_versions(sasl=config.sasl, served=self._handlers)
+        self._api_keys = advertised_versions(
+            sasl=config.sasl, served=self._handlers, transaction_version=config.transaction_version
+        )
+        self._features = finalized_features(config.transaction_version)
 
     def handle(self, request: Request) -> None:
         """Dispatch by api key; an unexpected error escapes to the handler thread."""
@@ -240,7 +243,7 @@ class Apis:
             }
             self._send(request, body, version=0)
             return
-        self._send(request, {"error_code": 0, "api_keys": self._api_keys})
+        self._send(request, {"error_code": 0, "api_keys": self._api_keys, **self._features})
 
     # ---- SaslHandshake / SaslAuthenticate (no authentication to do) -------------------
 
@@ -418,7 +421,12 @@ class Apis:
                     failed += 1
                     continue
                 result = self.replica_manager.append(
-                    topic, index, pd["records"], produce_version=version, now_ms=now_ms
+                    topic,
+                    index,
+                    pd["records"],
+                    produce_version=version,
+                    now_ms=now_ms,
+                    transactional_id=body.get("transactional_id"),
                 )
                 out: dict[str, Any] = {
                     "index": index,

@@ -149,6 +149,12 @@ class BrokerConfig:
     transactional_id_expiration_ms: int = 604_800_000
     #: ``transaction.remove.expired.transaction.cleanup.interval.ms`` (Kafka's: 1 hour).
     transaction_remove_expired_transaction_cleanup_interval_ms: int = 3_600_000
+    #: The finalized ``transaction.version`` feature advertised in ApiVersions (v3+), as
+    #: ``kafka-features.sh`` sets it on Kafka 4.x. 2 (the default): KIP-890 part 2 for
+    #: clients that use it (EndTxn v5 bumps the epoch per transaction, Produce v12 and
+    #: TxnOffsetCommit v5 add partitions implicitly); 1: EndTxn and TxnOffsetCommit are
+    #: served up to v4 and Produce v12+ only verifies, as with transaction version 1.
+    transaction_version: int = 2
     #: ``producer.id.expiration.ms``: a partition forgets a producer that has not written
     #: to it for this long (no transaction open); Kafka's default, 1 day.
     producer_id_expiration_ms: int = 86_400_000
@@ -208,6 +214,10 @@ class BrokerConfig:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"'{name}' must be a positive integer, got {value!r}")
+        if self.transaction_version not in (1, 2) or isinstance(self.transaction_version, bool):
+            raise ConfigError(
+                f"'transaction.version' must be 1 or 2, got {self.transaction_version!r}"
+            )
         queued = self.queued_max_request_bytes
         if (
             not isinstance(queued, int)

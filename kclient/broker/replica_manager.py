@@ -13,6 +13,9 @@ A transactional batch is first verified (Kafka's KIP-890 part 1 verification, he
 in-process call, ``txn_verifier``, outside the partition lock): the transaction
 coordinator registers the partition for the producer's epoch if its transaction holds
 it, and the locked append refuses a transactional batch without that (INVALID_TXN_STATE).
+From Produce v12, with transaction version 2 on (KIP-890 part 2), the coordinator adds
+the partition to the transaction instead (the implicit AddPartitionsToTxn), and its error
+(NOT_ENOUGH_REPLICAS to retry, INVALID_PRODUCER_EPOCH, ...) is the partition's answer.
 
 Read and ListOffsets honour the isolation level: read_committed stops at the last stable
 offset and lists the aborted transactions of what it returns.
@@ -69,9 +72,12 @@ class FetchResult:
     aborted_transactions: list[AbortedTxn] | None = None
 
 
-#: (partition, producer id, epoch) -> registers the partition in the producer's
-#: transaction if the coordinator has it there (no answer: the append then refuses)
-TxnVerifier = Callable[[Partition, int, int], None]
+#: (partition, transactional id, producer id, epoch, add) -> error code: registers the
+#: partition in the producer's transaction if the coordinator has it there, or (add,
+#: transaction version 2) adds it; a verification always answers 0 (the append refuses)
+TxnVerifier = Callable[[Partition, str, int, int, bool], int]
+#: the first Produce version whose transactional batches add their partition (KIP-890)
+PRODUCE_IMPLICIT_ADD_VERSION = 12
 
 
 def _error(exc: errors.BrokerResponseError) -> tuple[int, str | None]:
@@ -86,6 +92,9 @@ class ReplicaManager:
         self.controller = controller
         self.config = config
         self.txn_verifier: TxnVerifier | None = None
+        #: Produce v12+ adds partitions to transactions (the finalized transaction.version
+        #: is 2); otherwise every version only verifies
+        self.implicit_add = config.transaction_version >= 2
 
     # ---- lookups -----------------------------------------------------------------------
 
@@ -134,6 +143,7 @@ class ReplicaManager:
         *,
         produce_version: int,
         now_ms: int,
+        transactional_id: str | None = None,
     ) -> AppendResult:
         """Append one partition's records of a Produce request."""
         partition: Partition | None = None
@@ -146,7 +156,8 @@ class ReplicaManager:
                 produce_version=produce_version,
             )
             if any(b.transactional for b in batches):
-                self._verify_transaction(partition, batches)
+                add = self.implicit_add and produce_version >= PRODUCE_IMPLICIT_ADD_VERSION
+                self._verify_transaction(partition, batches, transactional_id, add)
             with partition.lock:
                 self._led_partition(topic, index)
                 result = self._append_locked(partition, buf, batches, now_ms, topic)
@@ -171,9 +182,16 @@ class ReplicaManager:
             self.controller.notify_append(partition)
         return result
 
-    def _verify_transaction(self, partition: Partition, batches: list[ValidBatch]) -> None:
-        """Ask the transaction coordinator to confirm the partition is in the producer's
-        transaction, unless it already did or a transaction of that epoch is open."""
+    def _verify_transaction(
+        self,
+        partition: Partition,
+        batches: list[ValidBatch],
+        transactional_id: str | None,
+        add: bool,
+    ) -> None:
+        """Ask the transaction coordinator to confirm (or, ``add``, to make) the partition
+        part of the producer's transaction, unless it already did or a transaction of that
+        epoch is open here. Raises the coordinator's error of an add."""
         for b in batches:
             if not b.transactional:
                 continue
@@ -190,8 +208,15 @@ class ReplicaManager:
                     and entry.current_txn_first_offset >= 0
                 ):
                     continue
-            if self.txn_verifier is not None:
-                self.txn_verifier(partition, b.producer_id, b.producer_epoch)
+            if self.txn_verifier is not None and transactional_id:
+                code = self.txn_verifier(
+                    partition, transactional_id, b.producer_id, b.producer_epoch, add
+                )
+                if code:
+                    raise errors.for_code(code)(
+                        f"{partition.name}: the transaction coordinator did not add the "
+                        f"partition to the transaction of {transactional_id!r}"
+                    )
 
     def _append_locked(
         self,

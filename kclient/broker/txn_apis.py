@@ -2,7 +2,7 @@
 
 InitProducerId (v0-v5; without a transactional id too), AddPartitionsToTxn (v0-v3 from
 producers; v4-v5 batched, with ``verify_only``, as brokers send it), AddOffsetsToTxn
-(v0-v4), EndTxn (v0-v4), TxnOffsetCommit (v0-v4), and for admin tools ListTransactions
+(v0-v4), EndTxn (v0-v5), TxnOffsetCommit (v0-v5), and for admin tools ListTransactions
 (v0-v1: the ids this broker coordinates), DescribeTransactions (v0), DescribeProducers
 (v0: the producer state of the partitions this broker leads) and WriteTxnMarkers (v0-v1:
 what ``kafka-transactions.sh abort`` sends to end a hanging transaction). Each handler
@@ -10,10 +10,13 @@ turns the request body into a call of the broker's ``TransactionCoordinator`` (o
 TxnOffsetCommit, of its ``GroupCoordinator`` and ``PendingTxnOffsets``) and its result
 into the response of the request's version; no transaction logic lives here.
 
-Transaction version 2 (KIP-890 part 2: an epoch bump per transaction, EndTxn v5 and
-TxnOffsetCommit v5, partitions added implicitly by Produce) is not implemented, so
-EndTxn and TxnOffsetCommit are advertised up to v4 and a v5 request is answered
-UNSUPPORTED_VERSION. Called on request handler threads.
+Transaction version 2 (KIP-890 part 2), decided per request version as Kafka 4.x does:
+EndTxn v5 bumps the epoch and answers the producer id and epoch of the next transaction,
+TxnOffsetCommit v5 adds the group's offsets partition itself (no AddOffsetsToTxn). The
+broker advertises the finalized feature ``transaction.version`` (``finalized_features``);
+at level 1 (``BrokerConfig.transaction_version``) EndTxn and TxnOffsetCommit are
+advertised up to v4 and a v5 request is answered UNSUPPORTED_VERSION. Called on request
+handler threads.
 """
 
 from __future__ import annotations
@@ -27,13 +30,45 @@ from kclient.broker.controller import Controller, Partition
 from kclient.broker.group_coordinator import GroupCoordinator
 from kclient.broker.offset_metadata_manager import offsets_to_commit, partition_errors
 from kclient.broker.request_channel import Request
-from kclient.broker.txn_coordinator import TransactionCoordinator
-from kclient.broker.txn_metadata import TransactionState
+from kclient.broker.txn_coordinator import EndTxnResult, TransactionCoordinator
+from kclient.broker.txn_markers import GROUP_OFFSETS_TOPIC
+from kclient.broker.txn_metadata import TV_0, TV_2, TransactionState
 from kclient.broker.txn_offsets import PendingTxnOffsets
+from kclient.broker.txn_state import txn_partition_for
 from kclient.protocol import ApiKey
 
-#: Highest versions served where they are below the declared ones (no transaction v2).
-MAX_VERSIONS = {int(ApiKey.END_TXN): 4, int(ApiKey.TXN_OFFSET_COMMIT): 4}
+#: Highest versions served with transaction version 1 (below the declared ones).
+_TV1_MAX_VERSIONS = {int(ApiKey.END_TXN): 4, int(ApiKey.TXN_OFFSET_COMMIT): 4}
+#: The first version of EndTxn / TxnOffsetCommit in transaction version 2.
+_TV2_VERSION = 5
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+#: Kafka's highest ``transaction.version`` level (TransactionVersion.TV_2)
+MAX_TRANSACTION_VERSION = 2
+#: The finalized features' epoch (Kafka: the metadata offset they were last set at; a
+#: client keeps the features of the highest epoch it has seen).
+FINALIZED_FEATURES_EPOCH = 1
+
+
+def max_versions(transaction_version: int) -> dict[int, int]:
+    """Highest versions served where they are below the declared ones."""
+    return {} if transaction_version >= 2 else dict(_TV1_MAX_VERSIONS)
+
+
+def finalized_features(transaction_version: int) -> dict[str, Any]:
+    """The feature fields of an ApiVersions v3+ response: ``transaction.version`` is
+    supported up to 2 and finalized at ``transaction_version``."""
+    return {
+        "supported_features": [
+            {"name": TRANSACTION_VERSION_FEATURE, "min_version": 0,
+             "max_version": MAX_TRANSACTION_VERSION},
+        ],
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        "finalized_features": [
+            {"name": TRANSACTION_VERSION_FEATURE, "max_version_level": transaction_version,
+             "min_version_level": transaction_version},
+        ],
+    }  # fmt: skip
+
 
 _UNKNOWN_TOPIC = errors.UnknownTopicOrPartitionError.code
 _NOT_ATTEMPTED = errors.OperationNotAttemptedError.code
@@ -57,6 +92,7 @@ class TxnApis:
         self.pending_offsets = pending_offsets
         self.controller = controller
         self._send = send
+        self._max_versions = max_versions(coordinator.transaction_version)
 
     def handlers(self) -> dict[int, Callable[[Request], None]]:
         return {
@@ -169,6 +205,20 @@ class TxnApis:
         error = self.coordinator.handle_add_partitions(transactional_id, producer_id, epoch, wanted)
         return dict.fromkeys(wanted, error)
 
+    def verify_transaction(
+        self, partition: Partition, transactional_id: str, producer_id: int, epoch: int, add: bool
+    ) -> int:
+        """The produce path's call to the transaction coordinator (in-process): add the
+        partition to the transaction (Produce v12+, transaction version 2) or verify it is
+        in (older versions); an error code for the append."""
+        tp = (partition.topic.name, partition.index)
+        if add:
+            return self.coordinator.add_partition_for_produce(
+                transactional_id, producer_id, epoch, tp
+            )
+        self.coordinator.verify_partition(transactional_id, *tp, producer_id, epoch)
+        return 0
+
     # ---- AddOffsetsToTxn / EndTxn ------------------------------------------------------
 
     def handle_add_offsets_to_txn(self, request: Request) -> None:
@@ -180,16 +230,26 @@ class TxnApis:
 
     def handle_end_txn(self, request: Request) -> None:
         body = self._body(request)
-        if request.header.api_version > MAX_VERSIONS[ApiKey.END_TXN]:
-            error = _UNSUPPORTED  # transaction version 2 only
+        version = request.header.api_version
+        if version > self._max_versions.get(ApiKey.END_TXN, version):
+            result = EndTxnResult(_UNSUPPORTED)  # transaction version 2 is off
         else:
-            error = self.coordinator.handle_end_txn(
+            result = self.coordinator.handle_end_txn(
                 body["transactional_id"],
                 body["producer_id"],
                 body["producer_epoch"],
                 body["committed"],
+                TV_2 if version >= _TV2_VERSION else TV_0,
             )
-        self._reply(request, {"error_code": error}, 1 if error else 0)
+        self._reply(
+            request,
+            {
+                "error_code": result.error,
+                "producer_id": result.producer_id,
+                "producer_epoch": result.producer_epoch,
+            },
+            1 if result.error else 0,
+        )
 
     # ---- TxnOffsetCommit ---------------------------------------------------------------
 
@@ -217,9 +277,10 @@ class TxnApis:
         group_id: str,
         offsets: dict[TopicPartition, OffsetAndMetadata],
     ) -> int:
-        if version > MAX_VERSIONS[ApiKey.TXN_OFFSET_COMMIT]:
-            return _UNSUPPORTED
+        if version > self._max_versions.get(ApiKey.TXN_OFFSET_COMMIT, version):
+            return _UNSUPPORTED  # transaction version 2 is off
         producer_id, epoch = body["producer_id"], body["producer_epoch"]
+        transactional_id = body["transactional_id"]
         error = self.group_coordinator.offset_manager.validate_txn_commit(
             group_id,
             body.get("generation_id", -1),
@@ -228,10 +289,21 @@ class TxnApis:
         )
         if error:
             return error
-        with self.coordinator.state.lock:  # no marker between the check and the add
-            error = self.coordinator.check_offsets_in_transaction(
-                body["transactional_id"], producer_id, epoch, group_id
-            )
+        # no marker between the check (or the implicit add) and the offsets' add
+        with self.coordinator.state.locked(transactional_id):
+            if version >= _TV2_VERSION:  # the implicit AddOffsetsToTxn of version 2
+                error = self.coordinator.add_partition_for_produce(
+                    transactional_id,
+                    producer_id,
+                    epoch,
+                    (GROUP_OFFSETS_TOPIC, txn_partition_for(group_id)),
+                )
+                if error == errors.NotEnoughReplicasError.code:
+                    error = errors.CoordinatorNotAvailableError.code  # Kafka's answer here
+            else:
+                error = self.coordinator.check_offsets_in_transaction(
+                    transactional_id, producer_id, epoch, group_id
+                )
             if error:
                 return error
             try:

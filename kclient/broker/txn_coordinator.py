@@ -1,7 +1,8 @@
 """TransactionCoordinator: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn and EndTxn.
 
-Kafka's ``TransactionCoordinator`` (transaction version 1, the protocol every released
-client speaks), for the transactional ids broker ``node_id`` coordinates. Each request
+Kafka's ``TransactionCoordinator`` (transaction versions 1 and 2, KIP-890; EndTxn's checks
+are in ``txn_end``, the timers in ``txn_tasks``), for the transactional ids broker
+``node_id`` coordinates. Each request
 is checked the way Kafka checks it and answered with Kafka's error codes; the state
 machine is ``TransactionMetadata``'s; every transition is written to the cluster's
 ``TransactionStateManager`` before it is taken. Ending a transaction writes PrepareCommit
@@ -25,8 +26,15 @@ CONCURRENT_TRANSACTIONS) until the timer writes it.
   written, and its next InitProducerId starts over with a new producer id. Without it
   every id ever used would stay in memory and in the state log for ever.
 
-Thread-safety: every method holds the state manager's lock (request handler threads,
-and the purgatory's reaper thread for the timer).
+* Transaction version 2: EndTxn v5 bumps the epoch (a new producer id when it runs out)
+  and answers the next producer id and epoch; Produce v12+ and TxnOffsetCommit v5 add
+  their partition (``add_partition_for_produce``, as the partition leader's
+  AddPartitionsToTxn in Kafka).
+
+Thread-safety: each request holds its transactional id's lock
+(``TransactionStateManager.locked``) from its checks to its last write, markers included,
+so requests of different ids run at once (request handler threads, and the purgatory's
+reaper thread for the timer).
 """
 
 from __future__ import annotations
@@ -37,17 +45,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kclient import errors
-from kclient.broker.coordinator_timer import CoordinatorTimer
-from kclient.broker.purgatory import DelayedOperationPurgatory
+from kclient.broker.txn_end import EndTxnAction, decide_end_txn
 from kclient.broker.txn_markers import GROUP_OFFSETS_TOPIC, TransactionMarkerWriter
 from kclient.broker.txn_metadata import (
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TV_0,
+    TV_2,
     TopicPartition,
     TransactionMetadata,
     TransactionState,
     is_epoch_exhausted,
 )
 from kclient.broker.txn_state import TransactionStateManager, txn_partition_for
+from kclient.broker.txn_tasks import CoordinatorTasks
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +69,6 @@ _MAPPING = errors.InvalidProducerIdMappingError.code
 _FENCED = errors.ProducerFencedError.code
 _CONCURRENT = errors.ConcurrentTransactionsError.code
 _INVALID_STATE = errors.InvalidTxnStateError.code
-_TIMER_KEY = "abort-timed-out-transactions"
-_EXPIRE_KEY = "remove-expired-transactional-ids"
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,29 @@ class InitProducerIdResult:
     producer_epoch: int = -1
 
 
-class TransactionCoordinator:
+@dataclass(frozen=True)
+class EndTxnResult:
+    """EndTxn's answer: the error, and (v5) the producer id and epoch of the producer's
+    next transaction (-1 with an error)."""
+
+    error: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+#: Errors of an implicit add (Produce v12+) that a producer retries as they are not
+#: retriable from the produce path: Kafka answers NOT_ENOUGH_REPLICAS for them.
+_RETRY_PRODUCE = frozenset(
+    {
+        _CONCURRENT,
+        errors.NotCoordinatorError.code,
+        errors.CoordinatorNotAvailableError.code,
+        errors.CoordinatorLoadInProgressError.code,
+    }
+)
+
+
+class TransactionCoordinator(CoordinatorTasks):
     """The transaction coordinator of broker ``node_id``."""
 
     def __init__(
@@ -81,6 +112,7 @@ class TransactionCoordinator:
         *,
         is_coordinator: Callable[[str], bool] = lambda transactional_id: True,
         time_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        transaction_version: int = TV_2,
     ) -> None:
         self.node_id = node_id
         self.state = state
@@ -88,48 +120,10 @@ class TransactionCoordinator:
         self._allocate = allocate_producer_id
         self.is_coordinator = is_coordinator
         self.time_ms = time_ms
+        #: the finalized ``transaction.version`` (1: version 2 requests are refused)
+        self.transaction_version = transaction_version
         self.active = True
-        self._timer: CoordinatorTimer | None = None
-
-    # ---- lifecycle ---------------------------------------------------------------------
-
-    def startup(
-        self,
-        purgatory: DelayedOperationPurgatory,
-        interval_ms: int,
-        monotonic_ns: Callable[[], int],
-        *,
-        expiration_ms: int = 604_800_000,
-        expiration_interval_ms: int = 3_600_000,
-    ) -> None:
-        """Write the markers of transactions left prepared, then check for timed-out
-        transactions every ``interval_ms`` and for expired transactional ids (unused for
-        ``expiration_ms``) every ``expiration_interval_ms``."""
-        self.complete_prepared()
-        timer = self._timer = CoordinatorTimer(purgatory, self.state.lock, monotonic_ns)
-
-        def tick() -> None:
-            if not self.active:
-                return
-            self.complete_prepared()
-            self.abort_timed_out_transactions(self.time_ms())
-            timer.schedule(_TIMER_KEY, interval_ms, tick)
-
-        def expire() -> None:
-            if not self.active:
-                return
-            self.expire_transactional_ids(self.time_ms(), expiration_ms)
-            timer.schedule(_EXPIRE_KEY, expiration_interval_ms, expire)
-
-        with self.state.lock:
-            timer.schedule(_TIMER_KEY, interval_ms, tick)
-            timer.schedule(_EXPIRE_KEY, expiration_interval_ms, expire)
-
-    def shutdown(self) -> None:
-        with self.state.lock:
-            self.active = False
-            if self._timer is not None:
-                self._timer.cancel_all()
+        super().__init__()
 
     def _check_coordinator(self, transactional_id: str) -> int:
         if not self.active:
@@ -152,6 +146,26 @@ class TransactionCoordinator:
         except errors.BrokerResponseError as exc:
             return exc
 
+    def _next_producer_id(self, epoch: int, v2: bool) -> int | errors.BrokerResponseError:
+        """Version 2: a new producer id to rotate to on completion when ``epoch`` is
+        exhausted (the bump takes it to the last epoch, which only fences); else
+        NO_PRODUCER_ID."""
+        if v2 and is_epoch_exhausted(epoch):
+            return self._new_producer_id()
+        return NO_PRODUCER_ID
+
+    def _fence_and_abort(self, current: TransactionMetadata, now_ms: int) -> int:
+        """Abort an Ongoing transaction with a bumped epoch (its producer is fenced). The
+        transaction keeps its own version: a version 1 client's is ended as before."""
+        next_pid = self._next_producer_id(current.producer_epoch + 1, current.is_v2)
+        if isinstance(next_pid, errors.BrokerResponseError):
+            return next_pid.code
+        return self._end(
+            current.prepare_fence_and_abort(
+                now_ms, server_txn_version=current.client_txn_version, next_producer_id=next_pid
+            )
+        )
+
     # ---- InitProducerId ----------------------------------------------------------------
 
     def handle_init_producer_id(
@@ -169,7 +183,7 @@ class TransactionCoordinator:
                 self.state.max_timeout_ms,
             )
             return InitProducerIdResult(errors.InvalidTransactionTimeoutError.code)
-        with self.state.lock:
+        with self.state.locked(transactional_id):
             error = self._check_coordinator(transactional_id)
             if error:
                 return InitProducerIdResult(error)
@@ -196,7 +210,7 @@ class TransactionCoordinator:
                     current.producer_id,
                     current.producer_epoch,
                 )
-                error = self._end(current.prepare_fence_and_abort(now_ms))
+                error = self._fence_and_abort(current, now_ms)
                 return InitProducerIdResult(error or _CONCURRENT)
             if current.state is _S.DEAD or current.state is _S.PREPARE_EPOCH_FENCE:
                 raise AssertionError(f"{transactional_id!r} is {current.state.value}")
@@ -230,16 +244,27 @@ class TransactionCoordinator:
     # ---- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------
 
     def _current(
-        self, transactional_id: str, producer_id: int, epoch: int
+        self, transactional_id: str, producer_id: int, epoch: int, *, check_owner: bool = True
     ) -> TransactionMetadata | int:
-        """The metadata of a request from ``producer_id`` at ``epoch``, or an error."""
+        """The metadata of a request from ``producer_id`` at ``epoch``, or an error.
+        ``check_owner`` False: the request comes from a partition leader of this cluster
+        (the implicit add of version 2), which shares the coordinators' state."""
         if not transactional_id:
             return _INVALID_REQUEST
-        error = self._check_coordinator(transactional_id)
+        error = self._check_coordinator(transactional_id) if check_owner else 0
+        if not self.active:
+            error = errors.CoordinatorNotAvailableError.code
         if error:
             return error
         current = self.state.get(transactional_id)
-        if current is None or current.producer_id != producer_id:
+        if current is None:
+            return _MAPPING
+        if current.producer_id != producer_id:
+            if (
+                current.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
+                and current.next_producer_id == producer_id
+            ):
+                return _CONCURRENT  # the rotated id's next transaction: wait for the markers
             return _MAPPING
         if current.producer_epoch != epoch:
             return _FENCED
@@ -251,18 +276,24 @@ class TransactionCoordinator:
         producer_id: int,
         epoch: int,
         partitions: Iterable[TopicPartition],
+        *,
+        txn_version: int = TV_0,
+        check_owner: bool = True,
     ) -> int:
         """Add partitions (and ``__consumer_offsets`` ones: AddOffsetsToTxn) to the
-        transaction; an error code for all of them."""
+        transaction; an error code for all of them. ``txn_version`` 2: the implicit add
+        of Produce v12+ / TxnOffsetCommit v5 (from the partition's leader)."""
         wanted = frozenset(partitions)
-        with self.state.lock:
-            current = self._current(transactional_id, producer_id, epoch)
+        with self.state.locked(transactional_id):
+            current = self._current(transactional_id, producer_id, epoch, check_owner=check_owner)
             if isinstance(current, int):
                 return current
             if current.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
                 return _CONCURRENT
             if current.state is not _S.ONGOING or not wanted <= current.partitions:
-                error = self._put(current.prepare_add_partitions(wanted, self.time_ms()))
+                error = self._put(
+                    current.prepare_add_partitions(wanted, self.time_ms(), txn_version)
+                )
                 if error:
                     return error
             self.markers.register(
@@ -282,6 +313,22 @@ class TransactionCoordinator:
             [(GROUP_OFFSETS_TOPIC, txn_partition_for(group_id))],
         )
 
+    def add_partition_for_produce(
+        self, transactional_id: str, producer_id: int, epoch: int, tp: TopicPartition
+    ) -> int:
+        """Version 2's implicit AddPartitionsToTxn of a Produce v12+ (or, for the group's
+        offsets partition, a TxnOffsetCommit v5), as the partition leader sends it; the
+        errors a producer must retry become NOT_ENOUGH_REPLICAS and PRODUCER_FENCED
+        INVALID_PRODUCER_EPOCH, as Kafka's ``AddPartitionsToTxnManager`` answers them."""
+        error = self.handle_add_partitions(
+            transactional_id, producer_id, epoch, [tp], txn_version=TV_2, check_owner=False
+        )
+        if error in _RETRY_PRODUCE:
+            return errors.NotEnoughReplicasError.code
+        if error == _FENCED:
+            return errors.InvalidProducerEpochError.code
+        return error
+
     def handle_verify_partitions(
         self,
         transactional_id: str,
@@ -292,7 +339,7 @@ class TransactionCoordinator:
         """AddPartitionsToTxn v4+ ``verify_only``: per partition, NONE when it is in the
         transaction, else TRANSACTION_ABORTABLE (Kafka's)."""
         wanted = list(partitions)
-        with self.state.lock:
+        with self.state.locked(transactional_id):
             current = self._current(transactional_id, producer_id, epoch)
             if isinstance(current, int):
                 return dict.fromkeys(wanted, current)
@@ -307,7 +354,7 @@ class TransactionCoordinator:
         """For TxnOffsetCommit: the producer's Ongoing transaction holds the group's
         offsets partition (AddOffsetsToTxn came first)."""
         tp = (GROUP_OFFSETS_TOPIC, txn_partition_for(group_id))
-        with self.state.lock:
+        with self.state.locked(transactional_id):
             current = self.state.get(transactional_id)
             if current is None or current.producer_id != producer_id:
                 return _MAPPING
@@ -317,47 +364,72 @@ class TransactionCoordinator:
                 return _INVALID_STATE
             return _NONE
 
-    def verify_partition(self, topic: str, index: int, producer_id: int, epoch: int) -> None:
-        """The produce path's verification: register the partition if the producer's
-        Ongoing transaction at ``epoch`` holds it."""
-        with self.state.lock:
-            for current in self.state.transactions():
-                if (
-                    current.producer_id == producer_id
-                    and current.producer_epoch == epoch
-                    and current.state is _S.ONGOING
-                    and (topic, index) in current.partitions
-                ):
-                    self.markers.register([(topic, index)], producer_id, epoch)
-                    return
+    def verify_partition(
+        self, transactional_id: str, topic: str, index: int, producer_id: int, epoch: int
+    ) -> None:
+        """The produce path's verification (Produce up to v11): register the partition
+        if the producer's Ongoing transaction at ``epoch`` holds it."""
+        with self.state.locked(transactional_id):
+            current = self.state.get(transactional_id)
+            if (
+                current is not None
+                and current.producer_id == producer_id
+                and current.producer_epoch == epoch
+                and current.state is _S.ONGOING
+                and (topic, index) in current.partitions
+            ):
+                self.markers.register([(topic, index)], producer_id, epoch)
 
     # ---- EndTxn ------------------------------------------------------------------------
 
     def handle_end_txn(
-        self, transactional_id: str, producer_id: int, epoch: int, commit: bool
-    ) -> int:
-        with self.state.lock:
-            current = self._current(transactional_id, producer_id, epoch)
-            if isinstance(current, int):
-                return current
-            state = current.state
-            if state is _S.ONGOING:
-                return self._end(current.prepare_abort_or_commit(commit, self.time_ms()))
-            if state is _S.COMPLETE_COMMIT:
-                return _NONE if commit else _INVALID_STATE
-            if state is _S.COMPLETE_ABORT:
-                return _INVALID_STATE if commit else _NONE
-            if state is _S.PREPARE_COMMIT:
-                return _CONCURRENT if commit else _INVALID_STATE
-            if state is _S.PREPARE_ABORT:
-                return _INVALID_STATE if commit else _CONCURRENT
-            log.info(
-                "transactional id %r: EndTxn(%s) in state %s",
-                transactional_id,
-                "commit" if commit else "abort",
-                state.value,
-            )
-            return _INVALID_STATE
+        self,
+        transactional_id: str,
+        producer_id: int,
+        epoch: int,
+        commit: bool,
+        txn_version: int = TV_0,
+    ) -> EndTxnResult:
+        """EndTxn (``txn_version`` 2: v5, an epoch bump per transaction): the error, and
+        the producer id and epoch of the producer's next transaction."""
+        if not transactional_id:
+            return EndTxnResult(_INVALID_REQUEST)
+        with self.state.locked(transactional_id):
+            error = self._check_coordinator(transactional_id)
+            if error:
+                return EndTxnResult(error)
+            current = self.state.get(transactional_id)
+            if current is None:
+                return EndTxnResult(_MAPPING)
+            if current.state is _S.DEAD or current.state is _S.PREPARE_EPOCH_FENCE:
+                raise AssertionError(f"{transactional_id!r} is {current.state.value}")
+            action, error = decide_end_txn(current, producer_id, epoch, commit, txn_version)
+            now_ms = self.time_ms()
+            if action is EndTxnAction.ANSWER:
+                if error == _INVALID_STATE:
+                    log.info(
+                        "transactional id %r: EndTxn(%s) in state %s",
+                        transactional_id,
+                        "commit" if commit else "abort",
+                        current.state.value,
+                    )
+                if error:
+                    return EndTxnResult(error)
+                return EndTxnResult(_NONE, *current.next_producer_id_and_epoch)
+            v2 = txn_version >= TV_2
+            next_pid = self._next_producer_id(current.producer_epoch, v2)
+            if isinstance(next_pid, errors.BrokerResponseError):
+                return EndTxnResult(next_pid.code)
+            if action is EndTxnAction.EMPTY_ABORT:
+                prepared = current.prepare_empty_abort(now_ms, next_pid)
+            else:
+                prepared = current.prepare_abort_or_commit(
+                    commit, now_ms, txn_version if v2 else TV_0, next_pid
+                )
+            error = self._end(prepared)
+            if error:
+                return EndTxnResult(error)
+            return EndTxnResult(_NONE, *prepared.next_producer_id_and_epoch)
 
     def _end(self, prepared: TransactionMetadata) -> int:
         """Write the PrepareCommit/PrepareAbort transition, the markers, and the
@@ -369,6 +441,8 @@ class TransactionCoordinator:
         return _NONE
 
     def _write_markers(self, prepared: TransactionMetadata) -> None:
+        """The markers carry the prepared epoch: in version 2 the bumped one, so a late
+        batch of the ended transaction's epoch is refused on every partition."""
         committed = prepared.state is _S.PREPARE_COMMIT
         now_ms = self.time_ms()
         try:
@@ -399,102 +473,6 @@ class TransactionCoordinator:
                 prepared.transactional_id,
                 "committed" if committed else "aborted",
             )
-
-    # ---- ListTransactions / DescribeTransactions ----------------------------------------
-
-    def list_transactions(
-        self, states: set[str], producer_ids: set[int], min_duration_ms: int
-    ) -> tuple[int, list[TransactionMetadata]]:
-        """The transactions this broker coordinates, filtered as ListTransactions asks
-        (empty filters and a negative duration: all)."""
-        now_ms = self.time_ms()
-        with self.state.lock:
-            if not self.active:
-                return errors.CoordinatorNotAvailableError.code, []
-            return _NONE, [
-                m
-                for m in self.state.transactions()
-                if self.is_coordinator(m.transactional_id)
-                and (not states or m.state.value in states)
-                and (not producer_ids or m.producer_id in producer_ids)
-                and (
-                    min_duration_ms < 0
-                    or (m.state is _S.ONGOING and now_ms - m.txn_start_ms > min_duration_ms)
-                )
-            ]
-
-    def describe_transaction(self, transactional_id: str) -> tuple[int, TransactionMetadata | None]:
-        """DescribeTransactions of one id: an error (NOT_COORDINATOR,
-        TRANSACTIONAL_ID_NOT_FOUND ...) or its metadata."""
-        with self.state.lock:
-            error = (
-                self._check_coordinator(transactional_id) if transactional_id else _INVALID_REQUEST
-            )
-            if error:
-                return error, None
-            current = self.state.get(transactional_id)
-            if current is None:
-                return errors.TransactionalIdNotFoundError.code, None
-            return _NONE, current
-
-    # ---- timer ---------------------------------------------------------------------------
-
-    def complete_prepared(self) -> None:
-        """Write the markers of the prepared transactions this broker coordinates (left
-        by a crash, or by a marker that could not be written)."""
-        with self.state.lock:
-            for prepared in self.state.prepared():
-                if self.active and self.is_coordinator(prepared.transactional_id):
-                    self._write_markers(prepared)
-
-    def abort_timed_out_transactions(self, now_ms: int) -> int:
-        """Abort (with a bumped epoch, fencing the producer) every Ongoing transaction
-        open longer than its timeout; how many."""
-        aborted = 0
-        with self.state.lock:
-            for current in self.state.transactions():
-                if (
-                    current.state is _S.ONGOING
-                    and current.txn_start_ms + current.timeout_ms < now_ms
-                    and self.active
-                    and self.is_coordinator(current.transactional_id)
-                ):
-                    log.info(
-                        "transactional id %r: aborting the transaction of producer %d, open "
-                        "longer than its timeout (%d ms)",
-                        current.transactional_id,
-                        current.producer_id,
-                        current.timeout_ms,
-                    )
-                    if not self._end(current.prepare_fence_and_abort(now_ms)):
-                        aborted += 1
-        return aborted
-
-    def expire_transactional_ids(self, now_ms: int, expiration_ms: int) -> int:
-        """Forget every transactional id this broker coordinates that has had no
-        transaction (Empty, CompleteCommit, CompleteAbort) for ``expiration_ms``; how many
-        (Kafka's ``removeExpiredTransactionalIds``)."""
-        expired = 0
-        with self.state.lock:
-            for current in self.state.transactions():
-                if not (
-                    current.is_expiration_allowed
-                    and current.txn_last_update_ms + expiration_ms <= now_ms
-                    and self.active
-                    and self.is_coordinator(current.transactional_id)
-                ):
-                    continue
-                if self._put(current.prepare_dead()):
-                    break  # the state log cannot be written: try again next time
-                expired += 1
-                log.info(
-                    "transactional id %r (producer %d) expired: no transaction for %d ms "
-                    "(transactional.id.expiration.ms)",
-                    current.transactional_id,
-                    current.producer_id,
-                    expiration_ms,
-                )
-        return expired
 
 
 def _is_valid_producer_id(current: TransactionMetadata, expected: tuple[int, int]) -> bool:

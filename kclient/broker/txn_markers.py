@@ -9,8 +9,9 @@ waiting on the partition; the group offsets of the transaction (its
 
 It also registers partitions in a producer's transaction (``register``: Kafka's
 verification guard, what lets a transactional batch in) for AddPartitionsToTxn and for
-the produce path's verification. Called with the transaction state lock held, on
-request handler threads or the purgatory's reaper thread.
+the produce path's verification. Called with the transactional id's lock held
+(``TransactionStateManager.locked``), on request handler threads or the purgatory's
+reaper thread; markers of different transactions may be written at once.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Shared by the brokers of a cluster. With a log dir, ``<log_dir>/__consumer_offse
 holds them as ``DurableRecords`` (``txn_log``): each TxnOffsetCommit is recorded before
 it is answered, each marker's completion after the offsets moved, so a crash in between
 moves them again (same values) when the coordinator rewrites the markers on start-up.
-Thread-safe (one lock, taken inside the transaction state lock, never around it).
+Thread-safe (one lock, taken inside a transactional id's lock, never around it).
 """
 
 from __future__ import annotations

@@ -16,15 +16,22 @@ need their markers: the coordinators write them on start-up (``prepared``). The
 coordinator epoch of each state partition is kept there too, so that it never goes back
 after a restart (a partition fences markers of an older coordinator epoch).
 
-Thread-safety: one lock (``lock``), held by coordinators for a whole request (markers
-included) and by the timeout timer; partition locks are taken inside it, never around it.
+Thread-safety, as Kafka's coordinator (a lock per ``TransactionMetadata``): each
+transactional id has a lock (``locked``), held by its coordinator for a whole request that
+reads and changes it (markers included) and by the timer while it aborts or expires it;
+requests of different ids run at once. Partition locks, the pending offsets' lock and
+``lock`` are taken inside an id's lock, never around it. ``lock`` itself guards only the
+maps and the state log for the moment of a read or a write. (Kafka's read/write lock over
+the state partitions guards their loading when coordinators move; here every broker of
+the cluster shares the loaded state, so there is nothing to load.)
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from kclient import errors
@@ -56,6 +63,7 @@ class TransactionStateManager:
 
     def __init__(self, log_dir: Path | str | None = None, *, max_timeout_ms: int = 900_000) -> None:
         self.lock = threading.RLock()
+        self._id_locks: dict[str, threading.RLock] = {}
         self.max_timeout_ms = max_timeout_ms
         self._txns: dict[str, TransactionMetadata] = {}
         self._owners: dict[int, tuple[int, int]] = {}  # state partition -> (node, epoch)
@@ -63,6 +71,24 @@ class TransactionStateManager:
         if log_dir is not None:
             self._records = DurableRecords(Path(log_dir) / DIRECTORY, _MAGIC)
             self._load(self._records)
+
+    @contextmanager
+    def locked(self, transactional_id: str) -> Iterator[None]:
+        """Hold ``transactional_id``'s lock (re-entrant): every change of its metadata,
+        and the markers written for it, happen under it."""
+        while True:
+            with self.lock:
+                id_lock = self._id_locks.get(transactional_id)
+                if id_lock is None:
+                    id_lock = self._id_locks[transactional_id] = threading.RLock()
+            id_lock.acquire()
+            if self._id_locks.get(transactional_id) is id_lock:
+                break
+            id_lock.release()  # the id expired while we waited: take its new lock
+        try:
+            yield
+        finally:
+            id_lock.release()
 
     def validate_timeout(self, timeout_ms: int) -> bool:
         """Kafka's ``validateTransactionTimeoutMs``."""
@@ -102,6 +128,7 @@ class TransactionStateManager:
                     self._compact()
             if metadata.state is _S.DEAD:
                 self._txns.pop(metadata.transactional_id, None)
+                self._id_locks.pop(metadata.transactional_id, None)  # the caller holds it
             else:
                 self._txns[metadata.transactional_id] = metadata
 

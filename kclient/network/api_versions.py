@@ -58,9 +58,19 @@ def api_name(api_key: int) -> str:
 class NodeApiVersions:
     """The api versions one broker supports (from its ApiVersionsResponse)."""
 
-    def __init__(self, versions: Mapping[int, tuple[int, int]], node_id: int = -1) -> None:
+    def __init__(
+        self,
+        versions: Mapping[int, tuple[int, int]],
+        node_id: int = -1,
+        finalized_features: Mapping[str, int] | None = None,
+        finalized_features_epoch: int = -1,
+    ) -> None:
         self.versions = dict(versions)
         self.node_id = node_id
+        #: feature name -> finalized (max) level, from ApiVersions v3+ (KIP-584), e.g.
+        #: ``transaction.version``; empty from older brokers
+        self.finalized_features = dict(finalized_features or {})
+        self.finalized_features_epoch = finalized_features_epoch
         self._usable: dict[tuple[int, int | None, int | None], int] = {}
 
     @classmethod
@@ -68,7 +78,14 @@ class NodeApiVersions:
         return cls(
             {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]},
             node_id,
+            {f["name"]: f["max_version_level"] for f in body.get("finalized_features") or ()},
+            body.get("finalized_features_epoch", -1),
         )
+
+    def max_version(self, api_key: int) -> int | None:
+        """The broker's highest version of ``api_key`` (None: it does not serve it)."""
+        theirs = self.versions.get(api_key)
+        return theirs[1] if theirs is not None else None
 
     def latest_usable_version(
         self, api_key: int, min_allowed: int | None = None, max_allowed: int | None = None

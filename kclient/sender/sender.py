@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 
 PRODUCE_MIN_VERSION = 3  # record batch v2
 PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not track
+#: a transaction of transaction version 1 must not use Produce v12+ (KIP-890: v12 adds
+#: the partition to the transaction implicitly)
+PRODUCE_MAX_VERSION_TV1 = 11
 TOPIC_REFRESH_INTERVAL_MS = 1_000
 _NO_TIMEOUT_MS = 2**63 - 1
 
@@ -339,7 +342,7 @@ class Sender:
             callback=functools.partial(self._handle_produce_response, by_tp),
             request_timeout_ms=self._request_timeout_ms,
             min_version=PRODUCE_MIN_VERSION,
-            max_version=PRODUCE_MAX_VERSION,
+            max_version=self._produce_max_version(),
         )
         self._client.send(request, now_ms)
         # Metrics once the request is on its way (off the latency path).
@@ -354,6 +357,12 @@ class Sender:
                 len(batches),
                 size,
             )
+
+    def _produce_max_version(self) -> int:
+        txn = self._txn
+        if txn is not None and not txn.tm.is_transaction_v2:
+            return PRODUCE_MAX_VERSION_TV1
+        return PRODUCE_MAX_VERSION
 
     def _handle_produce_response(
         self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse

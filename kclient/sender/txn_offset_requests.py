@@ -76,10 +76,16 @@ class AddOffsetsToTxnHandler(TxnRequestHandler):
 
 class TxnOffsetCommitHandler(TxnRequestHandler):
     """TxnOffsetCommit to the group coordinator; partitions that fail retriably are sent
-    again until every offset is accepted."""
+    again until every offset is accepted. In transaction version 2 (v5) it adds the
+    group's offsets to the transaction itself."""
 
     api_key = ApiKey.TXN_OFFSET_COMMIT
-    max_version = txn_offset_commit.LAST_VERSION_BEFORE_TRANSACTION_V2
+
+    @property
+    def request_max_version(self) -> int | None:
+        if self.tm.is_transaction_v2:
+            return None
+        return txn_offset_commit.LAST_VERSION_BEFORE_TRANSACTION_V2
 
     def __init__(
         self,
@@ -163,5 +169,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
             )
         elif code in FENCED:
             self.fatal(self.fenced())
+        elif code in UNKNOWN_PRODUCER:  # v5's implicit add found no such producer
+            self.abortable(self.error(code, f" ({tp}, group {group!r})"), needs_epoch_bump=True)
         else:
             self.fatal(self.error(code, f" ({tp}, group {group!r})"))

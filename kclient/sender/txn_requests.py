@@ -65,6 +65,11 @@ class TxnRequestHandler:
         return type(self).__name__.removesuffix("Handler")
 
     @property
+    def request_max_version(self) -> int | None:
+        """The highest version this request may be sent with (None: kclient's)."""
+        return self.max_version
+
+    @property
     def coordinator_type(self) -> int | None:
         """Which coordinator the request goes to (None: any broker)."""
         return find_coordinator.TRANSACTION
@@ -127,11 +132,9 @@ class TxnRequestHandler:
         """The transaction must be aborted; with ``needs_epoch_bump`` (the broker lost or
         refused our producer id) only a new epoch lets the producer go on."""
         tm = self.tm
-        if needs_epoch_bump:
-            if not tm.can_bump_epoch():
-                self.fatal(error)
-                return
-            tm.epoch_bump_required = True
+        if needs_epoch_bump and not tm.require_epoch_bump():
+            self.fatal(error)
+            return
         if tm.state is TransactionState.ABORTING_TRANSACTION:
             self.result.fail(error)
             return
@@ -381,12 +384,16 @@ class AddPartitionsToTxnHandler(TxnRequestHandler):
 
 
 class EndTxnHandler(TxnRequestHandler):
-    """EndTxn: commit or abort, once every batch of the transaction has completed."""
+    """EndTxn: commit or abort, once every batch of the transaction has completed. In
+    transaction version 2 (v5) the answer carries the producer id and epoch to go on with."""
 
     api_key = ApiKey.END_TXN
     priority = END_TXN
     is_end_txn = True
-    max_version = end_txn.LAST_VERSION_BEFORE_TRANSACTION_V2
+
+    @property
+    def request_max_version(self) -> int | None:
+        return None if self.tm.is_transaction_v2 else end_txn.LAST_VERSION_BEFORE_TRANSACTION_V2
 
     def __init__(
         self, tm: TransactionManager, result: TransactionalRequestResult, *, committed: bool
@@ -402,6 +409,10 @@ class EndTxnHandler(TxnRequestHandler):
         code = body.get("error_code", 0)
         if code == 0:
             log.debug("%stransaction %s", tm._prefix, "committed" if self.committed else "aborted")
+            producer_id = body.get("producer_id", -1)
+            if producer_id >= 0:  # v5: the epoch was bumped (a new id when it ran out)
+                tm.set_producer_id_and_epoch(producer_id, body["producer_epoch"])
+                tm.epoch_bump_required = False
             tm.complete_transaction(self.result)
         elif errors.for_code(code).retriable:
             self.retry(code, now_ms)

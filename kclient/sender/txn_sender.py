@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 from kclient.errors import KafkaError, TransactionAbortedError
 from kclient.network.kafka_client import ClientRequest, KafkaClient
-from kclient.protocol import ApiKey
 from kclient.protocol.messages import find_coordinator
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.transaction_manager import TransactionManager
@@ -64,7 +63,7 @@ class TransactionalRequestSender:
             self._abort_undrained(error)
         if tm.in_flight is not None:
             return NO_TIMEOUT_MS
-        handler, delay_ms = tm.next_request(self._accumulator.has_incomplete(), now_ms)
+        handler, delay_ms = tm.next_request(self._accumulator.has_incomplete, now_ms)
         if handler is None:
             return NO_TIMEOUT_MS if delay_ms is None else delay_ms
         return self._send(handler, now_ms)
@@ -101,9 +100,7 @@ class TransactionalRequestSender:
             tm.enqueue(handler)  # wait for the connection
             return client.poll_delay_ms(node, now_ms)
         if key_type == find_coordinator.TRANSACTION:
-            versions = client.api_versions(node.id)
-            top = versions.versions.get(ApiKey.INIT_PRODUCER_ID) if versions is not None else None
-            tm.on_coordinator_ready(node.id, top[1] if top is not None else None)
+            tm.on_coordinator_ready(node.id, client.api_versions(node.id))
         request = ClientRequest(
             node.id,
             handler.api_key,
@@ -112,7 +109,7 @@ class TransactionalRequestSender:
             callback=handler.on_complete,
             request_timeout_ms=self._request_timeout_ms,
             min_version=handler.min_version,
-            max_version=handler.max_version,
+            max_version=handler.request_max_version,
         )
         log.debug("%ssending %s to node %d", self._prefix, handler.name, node.id)
         tm.in_flight = handler

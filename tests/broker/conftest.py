@@ -134,12 +134,14 @@ class ApiHarness:
         acks: int = 1,
         version: int = 9,
         node: int = 0,
+        transactional_id: str | None = None,
     ) -> dict[str, Any]:
         """The one partition response of a Produce request."""
         body = self.call(
             ApiKey.PRODUCE,
             version,
             {
+                "transactional_id": transactional_id,
                 "acks": acks,
                 "timeout_ms": 30000,
                 "topic_data": [

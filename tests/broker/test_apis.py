@@ -25,8 +25,8 @@ def error_name(code: int) -> str:
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
 #: Declared in the protocol package, not (yet) served by the broker: not advertised.
 UNSERVED: frozenset[int] = frozenset()
-#: Served below the declared version (no transaction version 2, KIP-890 part 2).
-SERVED_UP_TO = {ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4}
+#: Served below the declared version with transaction version 1 (KIP-890 part 2 off).
+TV1_SERVED_UP_TO = {ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4}
 
 
 def test_api_versions_lists_every_api_and_produce_from_v0(harness: Any) -> None:
@@ -39,9 +39,32 @@ def test_api_versions_lists_every_api_and_produce_from_v0(harness: Any) -> None:
         if key in SASL_APIS or key in UNSERVED:
             assert key not in ranges  # a PLAINTEXT/SSL listener does not serve SASL
             continue
-        assert ranges[key][1] == SERVED_UP_TO.get(key, high)
+        assert ranges[key][1] == high
         assert ranges[key][0] == (0 if key == ApiKey.PRODUCE else low)
     assert 10 in ranges  # FindCoordinator: librdkafka's LZ4 feature needs it listed
+    # KIP-890 part 2: transaction.version finalized at 2, as on Kafka 4.x
+    assert body["finalized_features"] == [
+        {"name": "transaction.version", "max_version_level": 2, "min_version_level": 2}
+    ]
+    assert body["finalized_features_epoch"] >= 0
+    assert body["supported_features"] == [
+        {"name": "transaction.version", "min_version": 0, "max_version": 2}
+    ]
+
+
+def test_transaction_version_1_caps_end_txn_and_txn_offset_commit_at_v4(
+    make_harness: Any,
+) -> None:
+    h = make_harness(transaction_version=1)
+    body = h.call(
+        ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"}
+    )
+    ranges = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+    for key, high in TV1_SERVED_UP_TO.items():
+        assert ranges[key][1] == high
+    assert body["finalized_features"] == [
+        {"name": "transaction.version", "max_version_level": 1, "min_version_level": 1}
+    ]
 
 
 def test_a_sasl_listener_advertises_sasl_handshake_v1_and_sasl_authenticate(

@@ -129,12 +129,16 @@ def test_end_txn_answers_by_state_as_kafka_does(harness: Any) -> None:
     unknown = TxnClient(harness, "never-initialised")
     unknown.producer_id, unknown.epoch = 5, 0
     assert unknown.end(commit=True) == errors.InvalidProducerIdMappingError.code
-    assert harness.call(
-        ApiKey.END_TXN,
-        5,  # transaction version 2 only
-        {"transactional_id": "tx", "producer_id": client.producer_id, "producer_epoch": 0,
-         "committed": True},
-    )["error_code"] == errors.UnsupportedVersionError.code  # fmt: skip
+
+
+def test_end_txn_v5_is_refused_with_transaction_version_1(make_harness: Any) -> None:
+    h = make_harness(transaction_version=1)
+    h.controller.create_topic("t", 1)
+    client = TxnClient(h, "tx")
+    client.init()
+    client.add_partitions(("t", 0))
+    assert client.end_v2(commit=True) == errors.UnsupportedVersionError.code
+    assert client.end(commit=True) == NONE  # v4: transaction version 1, served as before
 
 
 def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(

@@ -142,7 +142,7 @@ def test_a_read_committed_long_poll_completes_when_the_transaction_commits(harne
     harness.apis[0].handle(request)
     assert harness.channel.receive_response(0) is None  # waits: nothing stable yet
     coordinator = harness.apis[0].txn_coordinator
-    assert coordinator.handle_end_txn("tx", client.producer_id, client.epoch, True) == NONE
+    assert coordinator.handle_end_txn("tx", client.producer_id, client.epoch, True).error == NONE
     response = harness.channel.receive_response(0)
     assert response is not None
     got = harness.decode(response)["responses"][0]["partitions"][0]

@@ -88,18 +88,37 @@ class TxnClient:
         return code
 
     def produce(
-        self, topic: str, values: list[bytes], partition: int = 0, **kw: Any
+        self, topic: str, values: list[bytes], partition: int = 0, version: int = 9, **kw: Any
     ) -> dict[str, Any]:
         seq = self.sequences.get((topic, partition), 0)
         result = self.h.produce(
-            topic, txn_batch(values, self.producer_id, self.epoch, seq, **kw), partition=partition
+            topic,
+            txn_batch(values, self.producer_id, self.epoch, seq, **kw),
+            partition=partition,
+            version=version,
+            transactional_id=self.transactional_id,
         )
         if result["error_code"] == 0:
             self.sequences[topic, partition] = seq + len(values)
         return result
 
     def end(self, commit: bool, version: int = 3) -> int:
-        r = self.h.call(
+        code: int = self.end_txn(commit, version)["error_code"]
+        return code
+
+    def end_v2(self, commit: bool, *, take_epoch: bool = True) -> int:
+        """EndTxn v5 (transaction version 2): on success the producer goes on with the
+        producer id and epoch answered (``take_epoch``), its sequences from 0."""
+        r = self.end_txn(commit, 5)
+        if r["error_code"] == 0 and take_epoch:
+            assert r["producer_id"] >= 0 and r["producer_epoch"] >= 0
+            self.producer_id, self.epoch = r["producer_id"], r["producer_epoch"]
+            self.sequences.clear()
+        code: int = r["error_code"]
+        return code
+
+    def end_txn(self, commit: bool, version: int) -> dict[str, Any]:
+        r: dict[str, Any] = self.h.call(
             ApiKey.END_TXN,
             version,
             {
@@ -110,11 +129,10 @@ class TxnClient:
             },
             self.node,
         )
-        code: int = r["error_code"]
-        return code
+        return r
 
     def txn_offset_commit(
-        self, group_id: str, offsets: dict[tuple[str, int], int]
+        self, group_id: str, offsets: dict[tuple[str, int], int], version: int = 3
     ) -> dict[tuple[str, int], int]:
         topics: dict[str, list[dict[str, Any]]] = {}
         for (t, p), o in offsets.items():
@@ -123,7 +141,7 @@ class TxnClient:
             )
         r = self.h.call(
             ApiKey.TXN_OFFSET_COMMIT,
-            3,
+            version,
             {
                 "transactional_id": self.transactional_id,
                 "group_id": group_id,

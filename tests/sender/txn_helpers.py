@@ -81,6 +81,16 @@ class TxnBroker(MockClient):
         versions[ApiKey.INIT_PRODUCER_ID] = (0, version)
         self.set_node_api_versions(NodeApiVersions(versions))
 
+    def set_transaction_version(
+        self, level: int, max_versions: Mapping[int, int] | None = None
+    ) -> None:
+        """Finalize ``transaction.version`` at ``level`` (KIP-890), optionally serving
+        some apis only up to ``max_versions``."""
+        versions = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
+        for key, high in (max_versions or {}).items():
+            versions[key] = (versions[key][0], high)
+        self.set_node_api_versions(NodeApiVersions(versions, -1, {"transaction.version": level}))
+
     # ---- the broker -------------------------------------------------------------------
 
     def _version(self, request: ClientRequest) -> int:
@@ -125,11 +135,21 @@ class TxnBroker(MockClient):
             return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": topics}
         if key in (ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN):
             code = self._next_error(key)
+            out: dict[str, Any] = {"throttle_time_ms": 0, "error_code": code}
             if key == ApiKey.END_TXN and code == 0:
+                if version >= 5:  # transaction version 2: a new epoch per transaction
+                    if body["producer_epoch"] != self.epoch:
+                        self.violations.append(f"EndTxn v5 at epoch {body['producer_epoch']}")
+                    if not self.added and body["committed"]:
+                        self.violations.append("EndTxn v5 commit before any Produce")
+                    self.epoch += 1
+                    out |= {"producer_id": self.producer_id, "producer_epoch": self.epoch}
                 self.added.clear()
-            return {"throttle_time_ms": 0, "error_code": code}
+            return out
         if key == ApiKey.TXN_OFFSET_COMMIT:
             code = self._next_error(key)
+            if version >= 5 and code == 0:  # transaction version 2: adds the offsets
+                self.added.add(("__consumer_offsets", 0))
             topics = [
                 {
                     "name": t["name"],
@@ -142,7 +162,7 @@ class TxnBroker(MockClient):
             ]
             return {"throttle_time_ms": 0, "topics": topics}
         if key == ApiKey.PRODUCE:
-            return self._produce(body)
+            return self._produce(body, version)
         raise AssertionError(f"unexpected request {ApiKey(key).name}")
 
     def _find_coordinator(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
@@ -169,7 +189,7 @@ class TxnBroker(MockClient):
         self.added.clear()
         return {"error_code": 0, "producer_id": self.producer_id, "producer_epoch": self.epoch}
 
-    def _produce(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def _produce(self, body: Mapping[str, Any], version: int) -> dict[str, Any]:
         if body["transactional_id"] != TXN_ID:
             self.violations.append(f"Produce with transactional id {body['transactional_id']!r}")
         code = self._next_error(ApiKey.PRODUCE)
@@ -179,6 +199,8 @@ class TxnBroker(MockClient):
             for part in topic["partition_data"]:
                 tp = (topic["name"], part["index"])
                 batch = RecordBatch(part["records"])
+                if version >= 12 and code == 0:
+                    self.added.add(tp)  # transaction version 2: the produce adds it
                 if tp not in self.added:
                     self.violations.append(f"Produce to {tp} before AddPartitionsToTxn")
                 if not batch.is_transactional:

@@ -1,0 +1,165 @@
+"""Transaction version 2 (KIP-890 part 2) in the transactional TransactionManager, on a
+scripted broker: chosen from what the coordinator's broker advertises (the finalized
+``transaction.version`` and the request versions), no AddPartitionsToTxn / AddOffsetsToTxn,
+Produce v12, TxnOffsetCommit v5, EndTxn v5 and the epoch it answers; transaction version 1
+otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from kclient import ConsumerGroupMetadata, OffsetAndMetadata, errors
+from kclient.network.cluster import TopicPartition
+from kclient.protocol import ApiKey
+from kclient.sender.txn_state import TransactionState
+from tests.sender.txn_helpers import TxnHarness, make_txn
+
+S = TransactionState
+INIT = ApiKey.INIT_PRODUCER_ID
+ADD = ApiKey.ADD_PARTITIONS_TO_TXN
+OFFSETS = ApiKey.ADD_OFFSETS_TO_TXN
+COMMIT = ApiKey.TXN_OFFSET_COMMIT
+END = ApiKey.END_TXN
+PRODUCE = ApiKey.PRODUCE
+GROUP = ConsumerGroupMetadata("readers", generation_id=7, member_id="m-1")
+
+
+def _in_transaction(level: int = 2, **max_versions: int) -> TxnHarness:
+    h = make_txn()
+    h.broker.set_transaction_version(level, {ApiKey[k]: v for k, v in max_versions.items()})
+    h.ready()
+    h.broker.seen.clear()
+    return h
+
+
+def _versions(h: TxnHarness, api_key: int) -> list[int]:
+    return [s.version for s in h.broker.seen if s.api_key == api_key]
+
+
+def test_with_transaction_version_2_partitions_join_by_produce_and_end_txn_bumps_the_epoch() -> (
+    None
+):
+    h = _in_transaction()
+    assert h.tm.is_transaction_v2
+    h.send("t", 0)
+    h.send("t", 1)
+    h.run_until(h.tm.begin_commit())
+    assert ADD not in h.broker.sent_apis()
+    assert set(_versions(h, PRODUCE)) == {12} and _versions(h, END) == [5]
+    assert h.tm.producer_id_and_epoch == (4000, 1)  # what EndTxn v5 answered
+    h.tm.begin_transaction()
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    last = h.broker.produced[-1][1]
+    assert (last.producer_epoch, last.base_sequence) == (1, 0)  # a new epoch: from 0
+    assert h.broker.bodies(END)[-1]["producer_epoch"] == 1
+    assert h.tm.producer_id_and_epoch == (4000, 2)
+    assert INIT not in h.broker.sent_apis() and h.broker.violations == []
+
+
+@pytest.mark.parametrize(
+    ("level", "max_versions"),
+    [
+        (1, {}),  # transaction.version finalized at 1 (Kafka 4.x with TV2 off)
+        (2, {"END_TXN": 4}),  # advertised, but the request versions are missing
+        (2, {"PRODUCE": 11}),
+        (2, {"TXN_OFFSET_COMMIT": 4}),
+    ],
+)
+def test_otherwise_transaction_version_1_as_before(
+    level: int, max_versions: dict[str, int]
+) -> None:
+    h = _in_transaction(level, **max_versions)
+    assert not h.tm.is_transaction_v2
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    assert h.broker.sent_apis() == [ADD, PRODUCE, END]
+    assert _versions(h, PRODUCE) == [11]  # v12 would add partitions implicitly
+    assert _versions(h, END) == [4]
+    assert h.tm.producer_id_and_epoch == (4000, 0)  # no bump
+    assert h.broker.violations == []
+
+
+def test_a_broker_without_finalized_features_gets_transaction_version_1() -> None:
+    h = make_txn()  # the scripted broker's ApiVersions has no finalized features
+    h.ready()
+    assert not h.tm.is_transaction_v2
+
+
+def test_send_offsets_with_transaction_version_2_is_one_txn_offset_commit_v5() -> None:
+    h = _in_transaction()
+    offsets = {TopicPartition("in", 0): OffsetAndMetadata(42)}
+    h.run_until(h.tm.send_offsets_to_transaction(offsets, GROUP))
+    assert h.broker.sent_apis()[-1] == COMMIT and OFFSETS not in h.broker.sent_apis()
+    assert _versions(h, COMMIT) == [5]
+    h.run_until(h.tm.begin_commit())
+    assert _versions(h, END) == [5]  # the offsets started the transaction: EndTxn is sent
+
+
+def test_an_abort_after_a_failed_batch_needs_no_init_producer_id() -> None:
+    h = _in_transaction()
+    h.send("t", 0)
+    h.run(3)
+    h.broker.fail_next(PRODUCE, errors.InvalidRecordError.code)
+    h.send("t", 0)
+    h.run(2)
+    assert h.tm.state is S.ABORTABLE_ERROR
+    h.run_until(h.tm.begin_abort())
+    assert h.broker.sent_apis()[-1] == END and INIT not in h.broker.sent_apis()
+    assert h.tm.producer_id_and_epoch == (4000, 1) and h.tm.state is S.READY
+    h.tm.begin_transaction()
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    last = h.broker.produced[-1][1]
+    assert (last.producer_epoch, last.base_sequence) == (1, 0)
+    assert h.broker.violations == []
+
+
+def test_a_retried_end_txn_keeps_the_epoch_it_was_sent_with() -> None:
+    h = _in_transaction()
+    h.send("t", 0)
+    h.broker.fail_next(END, errors.ConcurrentTransactionsError.code)
+    result = h.tm.begin_commit()
+    h.run(4)
+    h.clock.advance(100)  # retry.backoff.ms
+    h.run_until(result)
+    assert [b["producer_epoch"] for b in h.broker.bodies(END)] == [0, 0]
+    assert h.tm.producer_id_and_epoch == (4000, 1)
+
+
+@pytest.mark.parametrize(
+    "code", [errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code]
+)
+def test_fencing_on_end_txn_v5_is_fatal(code: int) -> None:
+    h = _in_transaction()
+    h.send("t", 0)
+    h.broker.fail_next(END, code)
+    result = h.tm.begin_commit()
+    h.run_until(result)
+    assert isinstance(result.error, errors.ProducerFencedError)
+    assert h.tm.state is S.FATAL_ERROR
+
+
+def test_records_sent_just_before_commit_go_out_before_end_txn() -> None:
+    """The caller sends and commits between the Sender's look at the accumulator and its
+    choice of the next request: EndTxn must still wait for those records (sent first, it
+    would end a version 2 transaction the coordinator has not seen yet)."""
+    h = _in_transaction()
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    h.tm.begin_transaction()
+    next_request = h.tm.next_request
+    results = []
+
+    def caller_acts_first(*args: object, **kwargs: object) -> object:
+        if not results:  # the caller's thread runs here, once
+            h.send("t", 0)
+            results.append(h.tm.begin_commit())
+        return next_request(*args, **kwargs)  # type: ignore[arg-type]
+
+    h.tm.next_request = caller_acts_first  # type: ignore[method-assign]
+    h.run()
+    h.run_until(results[0])
+    assert results[0].is_successful
+    assert h.broker.sent_apis()[-2:] == [PRODUCE, END]
+    assert h.broker.violations == []
