@@ -45,7 +45,7 @@ from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import bulk, columns, transaction_manager
-from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
+from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.bulk import SendBatchResult
@@ -55,6 +55,7 @@ from kclient.sender.metrics import SenderMetrics
 from kclient.sender.offsets import ConsumerGroupMetadata, group_metadata_of, offsets_of
 from kclient.sender.partitioner import keyed_partition
 from kclient.sender.sender import Sender
+from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
 from kclient.sender.txn_completion import PreparedTxn
 from kclient.sender.txn_state import TransactionalRequestResult
 
