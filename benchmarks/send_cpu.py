@@ -43,9 +43,30 @@ def per_call_ns(fn: Callable[[], object], calls: int) -> float:
     return (time.thread_time_ns() - start) / calls
 
 
+class BlockingMockClient(MockClient):
+    """A ``MockClient`` whose ``poll`` blocks up to its timeout (or a ``wakeup``), as the
+    real client does in ``select``: the plain mock returns at once, and its I/O thread,
+    spinning, would contend for the GIL and the topic lock with the thread measured."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._woken = threading.Event()
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[Any]:
+        responses = super().poll(timeout_ms, now_ms)
+        if not responses:
+            self._woken.wait(min(timeout_ms, 100) / 1000)
+            self._woken.clear()
+        return responses
+
+    def wakeup(self) -> None:
+        super().wakeup()
+        self._woken.set()
+
+
 def idle_producer(partitions: int) -> KafkaProducer:
     """A producer that sends nothing while measured (linger, memory and timeouts large)."""
-    client = MockClient(SYSTEM_CLOCK, metadata_update_with(1, {"t": partitions}))
+    client = BlockingMockClient(SYSTEM_CLOCK, metadata_update_with(1, {"t": partitions}))
     return KafkaProducer(
         bootstrap_servers="127.0.0.1:9092",
         linger_ms=600_000,

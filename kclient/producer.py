@@ -130,6 +130,10 @@ class KafkaProducer:
         codec = CompressionType.from_name(cfg.compression_type)
         level = cfg.compression_level()
         transactional = self._txn is not None
+        # record timestamps: the system clock directly on the hot path, else the injected one
+        self._time_ns = time_ns = (
+            time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
+        )
         self._accumulator = RecordAccumulator(
             batch_size=cfg.batch_size,
             linger_ms=cfg.linger_ms,
@@ -142,6 +146,7 @@ class KafkaProducer:
             ),
             transaction_manager=self._tm,
             monotonic_ms=clock.monotonic_ms,
+            wall_time_ns=time_ns,
         )
         self._sender = Sender(
             kafka_client,
@@ -164,15 +169,12 @@ class KafkaProducer:
         self._ignore_keys = cfg.partitioner_ignore_keys
         self._max_block_ms = cfg.max_block_ms
         self._max_record_bytes = min(cfg.max_request_size, cfg.buffer_memory)
-        # record timestamps: the system clock directly on the hot path, else the injected one
-        self._time_ns = (
-            time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
-        )
         self._serializers = self._key_serializer is not None or self._value_serializer is not None
         self._checked_send = self._serializers or self._txn is not None
         """Whether ``send`` must check more than its arguments' types (serializers, a
         transaction, closed, forked or failed): one test on the common path."""
         self._append = self._accumulator.append
+        self._append_open = self._accumulator.appender.append
         self._queues: dict[str, TopicQueues] = {}
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(
@@ -240,8 +242,12 @@ class KafkaProducer:
             size = 82 + len(key) + (0 if value is None else len(value))
         if size > self._max_record_bytes:
             self._record_too_large(size)
-        if timestamp_ms is None:
-            timestamp_ms = self._time_ns() // 1_000_000
+        # timestamp_ms None: the accumulator reads the wall clock (in C when built)
+        future = self._append_open(
+            queues, partition, timestamp_ms, key, value, headers, callback, size
+        )
+        if future is not None:  # the common case: the open batch had room
+            return future
         return self._append(
             queues, partition, timestamp_ms, key, value, headers, callback, block_ms, size
         )

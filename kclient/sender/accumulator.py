@@ -27,6 +27,7 @@ from kclient.network.cluster import Cluster, Node, TopicPartition
 from kclient.network.connection_states import ExponentialBackoff
 from kclient.record import RecordBatch
 from kclient.sender import append_rows
+from kclient.sender.appender import Appender, make_appender
 from kclient.sender.batch import BatchBuilder, Callback, Header, ProducerBatch
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.drain import BatchDrainer, ReadyCheckResult
@@ -42,7 +43,6 @@ from kclient.sender.topic_queues import (
 log = logging.getLogger(__name__)
 
 _ZERO = (0,)
-_new_object = object.__new__
 
 
 def split_target_bytes(batch: ProducerBatch, batch_size: int) -> int:
@@ -67,6 +67,7 @@ class RecordAccumulator:
         builder_factory: Callable[[int], BatchBuilder],
         transaction_manager: TransactionManager | None = None,
         monotonic_ms: Callable[[], int] | None = None,
+        wall_time_ns: Callable[[], int] = time.time_ns,
         rng: random.Random | None = None,
     ) -> None:
         self.batch_size = batch_size
@@ -77,6 +78,7 @@ class RecordAccumulator:
         self.pool = pool
         self._new_builder = builder_factory
         self._tm = transaction_manager
+        self._wall_time_ns = wall_time_ns
         self._monotonic_ms = monotonic_ms or (lambda: time.monotonic_ns() // 1_000_000)
         self._rng = rng or random.Random()
         self._retry_backoff = ExponentialBackoff(
@@ -89,9 +91,19 @@ class RecordAccumulator:
         self._flushes_in_progress = 0
         self._flush_lock = threading.Lock()
         self._drainer = BatchDrainer(transaction_manager)
-        self.closed = False
+        self.appender: Appender = make_appender(wall_time_ns)
+        """The common case of ``append`` (an open batch with room), in C when built."""
         self.wakeup: Callable[[], object] = lambda: None
         """Called (outside locks) when a new batch was created: the Sender may need to run."""
+
+    @property
+    def closed(self) -> bool:
+        """Set when the producer closes (any thread); ``append`` then raises."""
+        return self.appender.closed
+
+    @closed.setter
+    def closed(self, closed: bool) -> None:
+        self.appender.closed = closed
 
     # ---- topics ------------------------------------------------------------------------
 
@@ -128,7 +140,7 @@ class RecordAccumulator:
         self,
         queues: TopicQueues,
         partition: int,
-        timestamp_ms: int,
+        timestamp_ms: int | None,
         key: bytes | None,
         value: bytes | None,
         headers: Sequence[Header] | None,
@@ -136,49 +148,25 @@ class RecordAccumulator:
         max_block_ms: int,
         size_estimate: int,
     ) -> FutureRecordMetadata:
-        """Add a record; ``partition`` -1 means the topic's sticky partition.
+        """Add a record; ``partition`` -1 means the topic's sticky partition, a
+        ``timestamp_ms`` of None now by ``wall_time_ns``.
 
         ``size_estimate`` is the record's upper-bound size as a one-record batch (sizes a
         new batch, and counts towards the sticky partition's bytes). Returns the record's
         future. Blocks only when a new batch needs memory and ``buffer.memory`` is full.
         """
+        future = self.appender.append(
+            queues, partition, timestamp_ms, key, value, headers, callback, size_estimate
+        )
+        if future is not None:
+            return future
         if headers is None:
             headers = NO_HEADERS
-        lock = queues.lock
-        lock.acquire()  # not ``with``: acquire, try/finally, release costs half as much
-        try:
-            if self.closed:
-                raise IllegalStateError("cannot send after the producer is closed")
-            sticky = queues.sticky if partition < 0 else None
-            if sticky is not None:
-                partition = sticky.partition
-            dq = queues.deques[partition]
-            if dq:
-                # the common case, inlined: the open batch has room (ProducerBatch.try_append)
-                batch = dq[-1]
-                delta = batch._append(timestamp_ms, key, value, headers)
-                if delta >= 0:
-                    # FutureRecordMetadata(batch.result, delta, timestamp_ms, key size,
-                    # value size), its slots set here: a third of the cost of __init__
-                    future = _new_object(FutureRecordMetadata)
-                    future._produce_result = batch.result
-                    future._offset_delta = delta
-                    future._timestamp_ms = timestamp_ms
-                    future._key_size = -1 if key is None else len(key)
-                    future._value_size = -1 if value is None else len(value)
-                    if callback is not None:
-                        batch.add_callback(future, callback)
-                    if sticky is not None:
-                        produced = sticky.produced_bytes + size_estimate - BATCH_OVERHEAD
-                        sticky.produced_bytes = produced
-                        if produced >= sticky.sticky_bytes:
-                            sticky.maybe_switch(batch)
-                    return future
-        finally:
-            lock.release()
+        if timestamp_ms is None:
+            timestamp_ms = self._wall_time_ns() // 1_000_000
         return self._append_new_batch(
             queues,
-            -1 if sticky is not None else partition,
+            partition,
             timestamp_ms,
             key,
             value,

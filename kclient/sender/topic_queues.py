@@ -11,16 +11,44 @@ from __future__ import annotations
 import collections
 import random
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import Protocol
 
 from kclient.network.cluster import TopicPartition
+from kclient.record import _accel
 from kclient.record.layout import HEADER_SIZE
 from kclient.sender.batch import Header, ProducerBatch
 from kclient.sender.partitioner import StickyPartitioner
 
+
+class LockLike(Protocol):
+    """``threading.Lock``'s API."""
+
+    def acquire(self, blocking: bool = ..., timeout: float = ...) -> bool: ...
+    def release(self) -> None: ...
+    def locked(self) -> bool: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> None: ...
+
+
 BATCH_OVERHEAD = HEADER_SIZE  # 61
 RECORD_OVERHEAD_MAX = 21  # varints of a record: length 5 + attrs 1 + ts 10 (bounded) + offset 5
 NO_HEADERS: tuple[Header, ...] = ()
+
+make_lock: Callable[[], LockLike] = threading.Lock
+"""A topic's lock: the C ``Lock`` the C ``Appender`` takes without a Python call when the
+accelerator is built (``threading.Lock``'s API), else ``threading.Lock``."""
+if _accel.ACCELERATED:
+    from kclient.record._speedups import Lock as _CLock
+
+    make_lock = _CLock
 
 
 def estimate_size_upper_bound(
@@ -53,7 +81,7 @@ class TopicQueues:
 
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None) -> None:
         self.topic = topic
-        self.lock = threading.Lock()
+        self.lock = make_lock()
         self.num_partitions = 0
         # Made on first use, so that a topic of 300,000 partitions costs nothing for the
         # partitions never written to; indexing creates (use ``.get`` to only look).
