@@ -175,6 +175,12 @@ class KafkaProducer:
         transaction, closed, forked or failed): one test on the common path."""
         self._append = self._accumulator.append
         self._append_open = self._accumulator.appender.append
+        self._send_open = self._accumulator.appender.send_open
+        self._accumulator.appender.configure_send(
+            self._max_record_bytes,
+            None if self._partitioner is not None or self._ignore_keys else keyed_partition,
+            self._partitioner is None,
+        )
         self._queues: dict[str, TopicQueues] = {}
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(
@@ -214,6 +220,11 @@ class KafkaProducer:
         if self._checked_send:
             key, value = self._check_send(topic, key, value)
         else:
+            future = self._send_open(
+                self._queues, topic, value, key, partition, timestamp_ms, headers, callback
+            )
+            if future is not None:  # the common case, in one call (C when built)
+                return future
             if value is not None and value.__class__ is not bytes:
                 value = serialization.to_bytes("value", value)
             if key is not None and key.__class__ is not bytes:

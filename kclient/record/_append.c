@@ -2,9 +2,6 @@
  * The accumulator's per-record append in C (part of kclient.record._speedups): the common
  * case of RecordAccumulator.append — the partition's open batch has room — in one call.
  *
- *   Lock       a mutex with threading.Lock's API (acquire(blocking, timeout), release,
- *              locked, a context manager) that Appender.append takes without a Python
- *              call: each TopicQueues' lock when the accelerator is built.
  *   Appender   append(queues, partition, timestamp_ms, key, value, headers, callback,
  *              size_estimate) -> the record's FutureRecordMetadata, or None when the
  *              partition has no open batch with room (the caller then opens one, in
@@ -18,178 +15,22 @@
  * slots at the offsets their member descriptors give (what CPython's own LOAD_ATTR_SLOT
  * does), after checking each object's exact type. Anything else is a TypeError.
  *
- * Threads: called with the GIL held; a contended Lock is waited for with the GIL released.
+ * send_open() (_send.c) goes one step further back: KafkaProducer.send's own common case
+ * (bytes, known partitions, no headers, the built-in partitioner), then append.
+ *
+ * Threads: called with the GIL held; a contended Lock (_lock.c) is waited for with the GIL
+ * released.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
+#include "_lock.h"
 #include "_writer.h"
-
-/* ---- Lock ------------------------------------------------------------------------------ */
-
-typedef struct {
-    PyObject_HEAD
-    PyThread_type_lock lock;
-    char locked;
-} LockObject;
-
-/* Take the lock, waiting up to timeout_us (-1: forever) with the GIL released if it is
- * held elsewhere; 1 when taken. */
-static int
-lock_take(LockObject *self, PY_TIMEOUT_T timeout_us)
-{
-    PyLockStatus status = PyThread_acquire_lock_timed(self->lock, 0, 0);
-    if (status != PY_LOCK_ACQUIRED && timeout_us != 0) {
-        Py_BEGIN_ALLOW_THREADS
-        status = PyThread_acquire_lock_timed(self->lock, timeout_us, 0);
-        Py_END_ALLOW_THREADS
-    }
-    if (status == PY_LOCK_ACQUIRED) {
-        self->locked = 1;
-        return 1;
-    }
-    return 0;
-}
-
-static void
-lock_give(LockObject *self)
-{
-    self->locked = 0;
-    PyThread_release_lock(self->lock);
-}
-
-static PyObject *
-lock_acquire(LockObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *names[] = {"blocking", "timeout", NULL};
-    int blocking = 1;
-    double timeout = -1;
-    PY_TIMEOUT_T timeout_us;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", names, &blocking, &timeout)) {
-        return NULL;
-    }
-    if (!blocking) {
-        if (timeout != -1) {
-            PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
-            return NULL;
-        }
-        timeout_us = 0;
-    }
-    else if (timeout < 0) {
-        if (timeout != -1) {
-            PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
-            return NULL;
-        }
-        timeout_us = -1;
-    }
-    else {
-        double us = timeout * 1e6;
-        timeout_us = us >= (double)PY_TIMEOUT_MAX ? PY_TIMEOUT_MAX : (PY_TIMEOUT_T)us;
-    }
-    return PyBool_FromLong(lock_take(self, timeout_us));
-}
-
-static PyObject *
-lock_enter(LockObject *self, PyObject *Py_UNUSED(ignored))
-{
-    lock_take(self, -1);
-    Py_RETURN_TRUE;
-}
-
-static PyObject *
-lock_release(LockObject *self, PyObject *Py_UNUSED(ignored))
-{
-    if (!self->locked) {
-        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
-        return NULL;
-    }
-    lock_give(self);
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-lock_exit(LockObject *self, PyObject *Py_UNUSED(args))
-{
-    return lock_release(self, NULL);
-}
-
-static PyObject *
-lock_locked(LockObject *self, PyObject *Py_UNUSED(ignored))
-{
-    return PyBool_FromLong(self->locked);
-}
-
-static PyObject *
-lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
-        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
-        return NULL;
-    }
-    LockObject *self = (LockObject *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->lock = PyThread_allocate_lock();
-    if (self->lock == NULL) {
-        Py_DECREF(self);
-        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
-        return NULL;
-    }
-    return (PyObject *)self;
-}
-
-static void
-lock_dealloc(LockObject *self)
-{
-    if (self->lock != NULL) {
-        if (self->locked) {
-            PyThread_release_lock(self->lock);
-        }
-        PyThread_free_lock(self->lock);
-    }
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyMethodDef lock_methods[] = {
-    {"acquire", (PyCFunction)(void (*)(void))lock_acquire, METH_VARARGS | METH_KEYWORDS,
-     "acquire(blocking=True, timeout=-1) -> True when taken"},
-    {"release", (PyCFunction)lock_release, METH_NOARGS, "Release; RuntimeError if unlocked."},
-    {"locked", (PyCFunction)lock_locked, METH_NOARGS, "Whether the lock is held."},
-    {"__enter__", (PyCFunction)lock_enter, METH_NOARGS, "acquire()"},
-    {"__exit__", (PyCFunction)lock_exit, METH_VARARGS, "release()"},
-    {NULL, NULL, 0, NULL},
-};
-
-PyTypeObject kclient_LockType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.Lock",
-    .tp_basicsize = sizeof(LockObject),
-    .tp_dealloc = (destructor)lock_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A mutex with threading.Lock's API that Appender.append takes in C.",
-    .tp_methods = lock_methods,
-    .tp_new = lock_new,
-};
+#include "_append.h"
 
 /* ---- Appender -------------------------------------------------------------------------- */
 
-typedef struct {
-    PyObject_HEAD
-    PyTypeObject *queues_type, *sticky_type, *batch_type, *future_type;
-    Py_ssize_t q_lock, q_deques, q_sticky;              /* TopicQueues */
-    Py_ssize_t s_partition, s_produced, s_sticky_bytes; /* StickyPartitioner */
-    Py_ssize_t b_append, b_builder, b_records, b_result; /* ProducerBatch */
-    Py_ssize_t f_result, f_delta, f_ts, f_key_size, f_value_size; /* FutureRecordMetadata */
-    Py_ssize_t batch_overhead;
-    PyObject *closed_error; /* IllegalStateError */
-    PyObject *time_ns;      /* the wall clock in ns (time.time_ns): timestamps not given */
-    int closed;
-} Appender;
-
-#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
 static PyObject *str_add_callback; /* "add_callback" */
 static PyObject *str_maybe_switch; /* "maybe_switch" */
@@ -263,6 +104,7 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
     if ((self->q_lock = slot_offset(q, "lock")) < 0 ||
         (self->q_deques = slot_offset(q, "deques")) < 0 ||
         (self->q_sticky = slot_offset(q, "sticky")) < 0 ||
+        (self->q_num_partitions = slot_offset(q, "num_partitions")) < 0 ||
         (self->s_partition = slot_offset(s, "partition")) < 0 ||
         (self->s_produced = slot_offset(s, "produced_bytes")) < 0 ||
         (self->s_sticky_bytes = slot_offset(s, "sticky_bytes")) < 0 ||
@@ -507,6 +349,34 @@ now_ms(Appender *self)
     return PyLong_FromLongLong(ms);
 }
 
+/* The record into `queues` (checked to be a TopicQueues) under its lock; args: partition,
+ * timestamp_ms (None: now), key, value, headers, callback, size_estimate. */
+PyObject *
+kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
+{
+    PyObject *lock = slot_get(queues, self->q_lock, "lock");
+    if (lock == NULL || check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
+        return NULL;
+    }
+    PyObject *rest[6] = {args[1], args[2], args[3], args[4], args[5], args[6]};
+    PyObject *ts = NULL;
+    if (args[1] == Py_None) {
+        ts = rest[0] = now_ms(self);
+        if (ts == NULL) {
+            return NULL;
+        }
+    }
+    Py_INCREF(queues); /* the lock lives as long as this call, whatever Python code runs */
+    Py_INCREF(lock);
+    kclient_lock_take((LockObject *)lock, -1);
+    PyObject *out = append_locked(self, queues, args[0], rest);
+    kclient_lock_give((LockObject *)lock);
+    Py_DECREF(lock);
+    Py_DECREF(queues);
+    Py_XDECREF(ts);
+    return out;
+}
+
 /* append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate);
  * timestamp_ms None: now, by the wall clock. */
 static PyObject *
@@ -516,31 +386,10 @@ appender_append(Appender *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "append() takes 8 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *queues = args[0];
-    if (check_type(queues, self->queues_type, "queues") < 0) {
+    if (check_type(args[0], self->queues_type, "queues") < 0) {
         return NULL;
     }
-    PyObject *lock = slot_get(queues, self->q_lock, "lock");
-    if (lock == NULL || check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
-        return NULL;
-    }
-    PyObject *rest[6] = {args[2], args[3], args[4], args[5], args[6], args[7]};
-    PyObject *ts = NULL;
-    if (args[2] == Py_None) {
-        ts = rest[0] = now_ms(self);
-        if (ts == NULL) {
-            return NULL;
-        }
-    }
-    Py_INCREF(queues); /* the lock lives as long as this call, whatever Python code runs */
-    Py_INCREF(lock);
-    lock_take((LockObject *)lock, -1);
-    PyObject *out = append_locked(self, queues, args[1], rest);
-    lock_give((LockObject *)lock);
-    Py_DECREF(lock);
-    Py_DECREF(queues);
-    Py_XDECREF(ts);
-    return out;
+    return kclient_append_to(self, args[0], args + 1);
 }
 
 static PyObject *
@@ -569,6 +418,7 @@ appender_dealloc(Appender *self)
     Py_CLEAR(self->future_type);
     Py_CLEAR(self->closed_error);
     Py_CLEAR(self->time_ns);
+    Py_CLEAR(self->keyed_partition);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -576,6 +426,11 @@ static PyMethodDef appender_methods[] = {
     {"append", (PyCFunction)(void (*)(void))appender_append, METH_FASTCALL,
      "append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate)"
      " -> the record's future, or None when the partition has no open batch with room"},
+    {"send_open", (PyCFunction)(void (*)(void))kclient_appender_send_open, METH_FASTCALL,
+     "send_open(queues_by_topic, topic, value, key, partition, timestamp_ms, headers, "
+     "callback) -> the future of KafkaProducer.send's common case, or None"},
+    {"configure_send", (PyCFunction)kclient_appender_configure_send, METH_VARARGS,
+     "configure_send(max_record_bytes, keyed_partition, sticky_keyless)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "_column.h"
+#include "_lock.h"
 #include "_writer.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */

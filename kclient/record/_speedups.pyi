@@ -105,6 +105,25 @@ class Appender:
         size_estimate: int,
         /,
     ) -> Any: ...
+    def configure_send(
+        self,
+        max_record_bytes: int,
+        keyed_partition: Callable[[bytes, int], int] | None,
+        sticky_keyless: bool,
+        /,
+    ) -> None: ...
+    def send_open(
+        self,
+        queues_by_topic: dict[str, Any],
+        topic: str,
+        value: object,
+        key: object,
+        partition: object,
+        timestamp_ms: int | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        callback: Any,
+        /,
+    ) -> Any: ...
 
 def decode_records(
     data: bytes | memoryview,

@@ -43,9 +43,7 @@ kclient_writer_is_full(const RecordsWriter *self)
     return self->closed || (self->count > 0 && self->size >= self->limit);
 }
 
-/* _append.c: the Lock and Appender types, and the init interning their names (-1 on
- * failure). */
-extern PyTypeObject kclient_LockType;
+/* _append.c: the Appender type, and the init interning its names (-1 on failure). */
 extern PyTypeObject kclient_AppenderType;
 int kclient_append_init(void);
 

@@ -50,15 +50,99 @@ class Appender(Protocol):
     """The record's future, or None when there is no open batch with room; a
     ``timestamp_ms`` of None is now by the wall clock (``time_ns() // 1_000_000``)."""
 
+    def configure_send(
+        self,
+        max_record_bytes: int,
+        keyed_partition: Callable[[bytes, int], int] | None,
+        sticky_keyless: bool,
+        /,
+    ) -> None:
+        """``send_open``'s settings: records over ``max_record_bytes`` go the general way
+        (which refuses them), keys are placed by ``keyed_partition`` (None: keyed records
+        go the general way), keyless records to the sticky partition if ``sticky_keyless``
+        (else the general way: a custom partitioner)."""
+
+    def send_open(  # noqa: PLR0917
+        self,
+        queues_by_topic: dict[str, TopicQueues],
+        topic: str,
+        value: object,
+        key: object,
+        partition: object,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+        callback: Callback | None,
+        /,
+    ) -> FutureRecordMetadata | None:
+        """``KafkaProducer.send``'s common case in one call — bytes (or None) key and
+        value, a topic with known partitions, no headers, the built-in partitioner, a
+        record within ``max_record_bytes``, an open batch with room — or None, having
+        done nothing (``send`` then goes the general way)."""
+
 
 class PyAppender:
     """The pure-Python ``Appender`` (the reference the C one follows step by step)."""
 
-    __slots__ = ("_time_ns", "closed")
+    __slots__ = ("_keyed_partition", "_max_record_bytes", "_sticky_keyless", "_time_ns", "closed")
 
     def __init__(self, time_ns: Callable[[], int]) -> None:
         self.closed = False
         self._time_ns = time_ns
+        self._max_record_bytes = -1  # send_open appends nothing until configure_send
+        self._keyed_partition: Callable[[bytes, int], int] | None = None
+        self._sticky_keyless = False
+
+    def configure_send(
+        self,
+        max_record_bytes: int,
+        keyed_partition: Callable[[bytes, int], int] | None,
+        sticky_keyless: bool,
+        /,
+    ) -> None:
+        self._max_record_bytes = max_record_bytes
+        self._keyed_partition = keyed_partition
+        self._sticky_keyless = sticky_keyless
+
+    def send_open(  # noqa: PLR0917
+        self,
+        queues_by_topic: dict[str, TopicQueues],
+        topic: str,
+        value: object,
+        key: object,
+        partition: object,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+        callback: Callback | None,
+        /,
+    ) -> FutureRecordMetadata | None:
+        if (
+            (value is not None and value.__class__ is not bytes)
+            or (key is not None and key.__class__ is not bytes)
+            or (headers is not None and not (headers.__class__ in (list, tuple) and not headers))
+        ):
+            return None
+        queues = queues_by_topic.get(topic)
+        if queues is None or queues.__class__ is not TopicQueues:
+            return None
+        count = queues.num_partitions
+        if count <= 0:
+            return None
+        if partition is not None:
+            if not isinstance(partition, int) or not 0 <= partition < count:
+                return None
+            chosen = partition
+        elif key is not None:
+            if self._keyed_partition is None:
+                return None
+            chosen = self._keyed_partition(key, count)
+        elif self._sticky_keyless:
+            chosen = -1
+        else:
+            return None
+        size = 82 + (0 if key is None else len(key)) + (0 if value is None else len(value))
+        if size > self._max_record_bytes:
+            return None
+        return self.append(queues, chosen, timestamp_ms, key, value, headers, callback, size)
 
     def append(  # noqa: PLR0917
         self,

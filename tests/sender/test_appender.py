@@ -247,3 +247,113 @@ def test_lock_excludes_other_threads(make: Callable[[], Any]) -> None:
     released.start()
     assert lock.acquire(True, 5)  # waits (GIL released) until the other thread releases
     released.join(5)
+
+
+# ---- send_open: KafkaProducer.send's common case -------------------------------------------
+
+SendOp = tuple[object, object, object, object, object]  # topic, value, key, partition, headers
+send_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["t", "t", "t", "unknown"]),
+        st.one_of(st.none(), st.binary(max_size=300), st.just(bytearray(b"ba")), st.just("s")),
+        st.one_of(st.none(), st.none(), st.binary(max_size=12), st.just(7)),
+        st.one_of(st.none(), st.none(), st.integers(-2, 4), st.just(True)),
+        st.sampled_from([None, None, [], (), [("h", b"1")]]),
+    ),
+    max_size=80,
+)  # fmt: skip
+
+
+def _keyed(key: bytes, count: int) -> int:
+    return len(key) % count
+
+
+def _run_send(ops: list[SendOp], kind: str, keyed: bool, sticky: bool) -> list[Any]:
+    """``send_open`` of ``ops`` through the C or the Python appender: what each returned,
+    then every batch built."""
+    clock = MockClock()
+    acc = accumulator(clock, batch_size=700, linger_ms=0)
+    if kind != "c":
+        acc.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
+    acc.appender.configure_send(400, _keyed if keyed else None, sticky)
+    queues = {"t": acc.topic_queues("t")}
+    acc.update_cluster(cluster(LEADERS))
+    acc.append(queues["t"], 0, 1, None, b"", None, None, 0, 82)  # partition 0 has a batch
+    acc.append(queues["t"], 2, 1, None, b"", None, None, 0, 82)
+    queues["t"].sticky.partition = 0  # keyless records go where a batch is open
+    seen: list[Any] = []
+    for topic, value, key, partition, headers in ops:
+        clock.advance(1)
+        future = acc.appender.send_open(
+            queues,
+            topic,  # type: ignore[arg-type]
+            value,
+            key,
+            partition,
+            None,
+            headers,  # type: ignore[arg-type]
+            None,
+        )
+        if future is None:
+            seen.append(None)
+        else:
+            sticky = queues["t"].sticky
+            seen.append(
+                (
+                    future._produce_result.tp,
+                    future._offset_delta,
+                    future._timestamp_ms,
+                    (sticky.partition, sticky.produced_bytes),
+                )
+            )
+    for dq in queues["t"].deques.values():
+        seen.extend((batch.tp, batch.close()) for batch in dq)
+    return seen
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(ops=send_ops, keyed=st.booleans(), sticky=st.booleans())
+def test_the_c_send_open_does_what_the_python_one_does(
+    ops: list[SendOp], keyed: bool, sticky: bool
+) -> None:
+    assert _run_send(ops, "c", keyed, sticky) == _run_send(ops, "python", keyed, sticky)
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+@pytest.mark.parametrize(
+    ("op", "taken"),
+    [
+        (("t", b"v", None, None, None), True),
+        (("t", b"v", b"key", None, None), True),  # to _keyed's partition: 3 % 3 = 0
+        (("t", b"v", None, 2, []), True),
+        (("t", b"v", None, 1, None), False),  # partition 1 has no open batch
+        (("t", b"v", None, 3, None), False),  # not a partition (yet): send waits or refuses
+        (("t", b"v", None, -1, None), False),  # send raises ValueError
+        (("unknown", b"v", None, None, None), False),  # no metadata yet
+        (("t", "text", None, None, None), False),  # to be converted (or refused)
+        (("t", b"v", None, None, [("h", b"1")]), False),  # headers: the general way
+        (("t", b"v" * 400, None, None, None), False),  # too large: send raises
+    ],
+)
+def test_send_open_takes_only_the_common_case(kind: str, op: SendOp, taken: bool) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    seen = _run_send([op], kind, keyed=True, sticky=True)
+    assert (seen[0] is not None) == taken
+    records = sum(RecordBatch(data).record_count for _, data in seen[1:])
+    assert records == 2 + taken  # nothing appended when not taken
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_send_open_leaves_keys_and_keyless_records_to_a_custom_partitioner(kind: str) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    seen = _run_send(
+        [("t", b"v", b"k", None, None), ("t", b"v", None, None, None), ("t", b"v", None, 0, None)],
+        kind,
+        keyed=False,
+        sticky=False,
+    )
+    assert seen[0] is None and seen[1] is None
+    assert seen[2] is not None  # an explicit partition needs no partitioner
