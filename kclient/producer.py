@@ -46,6 +46,7 @@ from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import bulk, columns, transaction_manager
 from kclient.sender.accumulator import RecordAccumulator
+from kclient.sender.appender import Appender, install_fast_send
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.bulk import SendBatchResult
@@ -175,13 +176,19 @@ class KafkaProducer:
         transaction, closed, forked or failed): one test on the common path."""
         self._append = self._accumulator.append
         self._append_open = self._accumulator.appender.append
+        self._queues: dict[str, TopicQueues] = {}
         self._send_open = self._accumulator.appender.send_open
         self._accumulator.appender.configure_send(
+            self._queues,
             self._max_record_bytes,
             None if self._partitioner is not None or self._ignore_keys else keyed_partition,
             self._partitioner is None,
         )
-        self._queues: dict[str, TopicQueues] = {}
+        self._fast_send: Appender | None = (
+            None if self._checked_send else self._accumulator.appender
+        )
+        """What the C ``send`` (``SendMethod``) appends with; None: ``send`` must check more
+        than its arguments' types (set with ``_checked_send``)."""
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._sender.run,
@@ -217,14 +224,28 @@ class KafkaProducer:
         metadata or buffer memory unavailable for ``max.block.ms``) or
         ``IllegalStateError`` (after close).
         """
+        if not self._checked_send:
+            future = self._send_open(topic, value, key, partition, timestamp_ms, headers, callback)
+            if future is not None:  # the common case, in one call (C when built)
+                return future
+        return self._send_general(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    def _send_general(  # noqa: PLR0917 (send's arguments, positionally: the C send calls it)
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        headers: Sequence[Header] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        callback: Callback | None,
+    ) -> FutureRecordMetadata:
+        """``send`` beyond its common case: serializers, conversions, a transaction, a
+        closed producer, metadata to wait for, headers, a custom partitioner, a record too
+        large, a new batch."""
         if self._checked_send:
             key, value = self._check_send(topic, key, value)
         else:
-            future = self._send_open(
-                self._queues, topic, value, key, partition, timestamp_ms, headers, callback
-            )
-            if future is not None:  # the common case, in one call (C when built)
-                return future
             if value is not None and value.__class__ is not bytes:
                 value = serialization.to_bytes("value", value)
             if key is not None and key.__class__ is not bytes:
@@ -652,15 +673,18 @@ class KafkaProducer:
         """From now on ``send`` raises IllegalStateError (closed)."""
         self._unusable = _CLOSED
         self._checked_send = True
+        self._fast_send = None
 
     def _mark_forked(self) -> None:
         self._unusable = _FORKED
         self._checked_send = True
+        self._fast_send = None
 
     def _set_fatal_error(self, error: KafkaError) -> None:
         if self._unusable is None:
             self._unusable = error
             self._checked_send = True
+            self._fast_send = None
 
     def __del__(self) -> None:
         # Dropped without close(): let the I/O thread deliver what it has, then stop.
@@ -698,6 +722,9 @@ class KafkaProducer:
     def __repr__(self) -> str:
         state = str(self._unusable or "open")
         return f"<KafkaProducer client.id={self.config.client_id!r} {state}>"
+
+
+install_fast_send(KafkaProducer)
 
 
 def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError) -> None:

@@ -419,6 +419,7 @@ appender_dealloc(Appender *self)
     Py_CLEAR(self->closed_error);
     Py_CLEAR(self->time_ns);
     Py_CLEAR(self->keyed_partition);
+    Py_CLEAR(self->queues_by_topic);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -427,10 +428,10 @@ static PyMethodDef appender_methods[] = {
      "append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate)"
      " -> the record's future, or None when the partition has no open batch with room"},
     {"send_open", (PyCFunction)(void (*)(void))kclient_appender_send_open, METH_FASTCALL,
-     "send_open(queues_by_topic, topic, value, key, partition, timestamp_ms, headers, "
-     "callback) -> the future of KafkaProducer.send's common case, or None"},
+     "send_open(topic, value, key, partition, timestamp_ms, headers, callback) -> the "
+     "future of KafkaProducer.send's common case, or None"},
     {"configure_send", (PyCFunction)kclient_appender_configure_send, METH_VARARGS,
-     "configure_send(max_record_bytes, keyed_partition, sticky_keyless)"},
+     "configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -462,5 +463,5 @@ kclient_append_init(void)
         str_maybe_switch = PyUnicode_InternFromString("maybe_switch");
         str_next = PyUnicode_InternFromString("_next");
     }
-    return str_add_callback && str_maybe_switch && str_next ? 0 : -1;
+    return str_add_callback && str_maybe_switch && str_next ? kclient_send_init() : -1;
 }

@@ -17,7 +17,8 @@ typedef struct {
     PyObject *time_ns;      /* the wall clock in ns (time.time_ns): timestamps not given */
     int closed;
     /* send_open()'s settings (configure_send): */
-    int send_ready;             /* configure_send ran: send_open may append */
+    PyObject *queues_by_topic;  /* the producer's topic -> TopicQueues; NULL until
+                                 * configure_send (send_open appends nothing) */
     Py_ssize_t max_record_bytes; /* a larger record goes the general way (which refuses it) */
     PyObject *keyed_partition;  /* keyed_partition(key, num_partitions); NULL: keys go the
                                  * general way (a custom partitioner, or ignored keys) */
@@ -33,8 +34,13 @@ typedef struct {
  * when no open batch had room, or NULL with an exception. */
 PyObject *kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args);
 
-/* _send.c: Appender.send_open and Appender.configure_send. */
+extern PyTypeObject kclient_AppenderType;
+
+/* _send.c: Appender.send_open and Appender.configure_send; the SendMethod type and the init
+ * interning its names (-1 on failure). */
 PyObject *kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kclient_appender_configure_send(Appender *self, PyObject *args);
+extern PyTypeObject kclient_SendMethodType;
+int kclient_send_init(void);
 
 #endif

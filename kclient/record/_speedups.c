@@ -30,6 +30,7 @@
 #include "_column.h"
 #include "_lock.h"
 #include "_writer.h"
+#include "_append.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -1412,7 +1413,8 @@ PyInit__speedups(void)
 
     if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
-        PyType_Ready(&kclient_AppenderType) < 0 || kclient_append_init() < 0) {
+        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
+        kclient_append_init() < 0) {
         return NULL;
     }
     if (CorruptRecordError == NULL) {
@@ -1451,6 +1453,7 @@ PyInit__speedups(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
+        PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
         PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0) {
         Py_DECREF(module);
         return NULL;

@@ -107,6 +107,7 @@ class Appender:
     ) -> Any: ...
     def configure_send(
         self,
+        queues_by_topic: dict[str, Any],
         max_record_bytes: int,
         keyed_partition: Callable[[bytes, int], int] | None,
         sticky_keyless: bool,
@@ -114,7 +115,6 @@ class Appender:
     ) -> None: ...
     def send_open(
         self,
-        queues_by_topic: dict[str, Any],
         topic: str,
         value: object,
         key: object,
@@ -124,6 +124,14 @@ class Appender:
         callback: Any,
         /,
     ) -> Any: ...
+
+class SendMethod:
+    """``KafkaProducer.send`` as a method descriptor: ``send_open`` without a Python frame,
+    else ``_send_general``; on the class, the Python ``send`` it wraps."""
+
+    def __init__(self, general: Callable[..., Any]) -> None: ...
+    def __get__(self, obj: object, owner: type | None = None) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 def decode_records(
     data: bytes | memoryview,

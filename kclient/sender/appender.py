@@ -52,19 +52,20 @@ class Appender(Protocol):
 
     def configure_send(
         self,
+        queues_by_topic: dict[str, TopicQueues],
         max_record_bytes: int,
         keyed_partition: Callable[[bytes, int], int] | None,
         sticky_keyless: bool,
         /,
     ) -> None:
-        """``send_open``'s settings: records over ``max_record_bytes`` go the general way
+        """``send_open``'s settings: the producer's topics (``send_open`` appends nothing
+        before this is called), records over ``max_record_bytes`` go the general way
         (which refuses them), keys are placed by ``keyed_partition`` (None: keyed records
         go the general way), keyless records to the sticky partition if ``sticky_keyless``
         (else the general way: a custom partitioner)."""
 
     def send_open(  # noqa: PLR0917
         self,
-        queues_by_topic: dict[str, TopicQueues],
         topic: str,
         value: object,
         key: object,
@@ -83,29 +84,38 @@ class Appender(Protocol):
 class PyAppender:
     """The pure-Python ``Appender`` (the reference the C one follows step by step)."""
 
-    __slots__ = ("_keyed_partition", "_max_record_bytes", "_sticky_keyless", "_time_ns", "closed")
+    __slots__ = (
+        "_keyed_partition",
+        "_max_record_bytes",
+        "_queues_by_topic",
+        "_sticky_keyless",
+        "_time_ns",
+        "closed",
+    )
 
     def __init__(self, time_ns: Callable[[], int]) -> None:
         self.closed = False
         self._time_ns = time_ns
-        self._max_record_bytes = -1  # send_open appends nothing until configure_send
+        self._queues_by_topic: dict[str, TopicQueues] = {}  # until configure_send: none
+        self._max_record_bytes = -1
         self._keyed_partition: Callable[[bytes, int], int] | None = None
         self._sticky_keyless = False
 
     def configure_send(
         self,
+        queues_by_topic: dict[str, TopicQueues],
         max_record_bytes: int,
         keyed_partition: Callable[[bytes, int], int] | None,
         sticky_keyless: bool,
         /,
     ) -> None:
+        self._queues_by_topic = queues_by_topic
         self._max_record_bytes = max_record_bytes
         self._keyed_partition = keyed_partition
         self._sticky_keyless = sticky_keyless
 
     def send_open(  # noqa: PLR0917
         self,
-        queues_by_topic: dict[str, TopicQueues],
         topic: str,
         value: object,
         key: object,
@@ -121,7 +131,7 @@ class PyAppender:
             or (headers is not None and not (headers.__class__ in (list, tuple) and not headers))
         ):
             return None
-        queues = queues_by_topic.get(topic)
+        queues = self._queues_by_topic.get(topic)
         if queues is None or queues.__class__ is not TopicQueues:
             return None
         count = queues.num_partitions
@@ -214,3 +224,15 @@ def make_appender(time_ns: Callable[[], int], *, pure_python: bool = False) -> A
         )
         return appender
     return PyAppender(time_ns)
+
+
+def install_fast_send(producer_class: type) -> None:
+    """With the accelerator built, ``producer_class.send`` becomes the C ``SendMethod``:
+    ``send_open`` on the producer's ``_fast_send`` without a Python frame, else its
+    ``_send_general``. On the class, ``send`` still reads as the Python function (its
+    signature, annotations and docstring); calls on a producer go through C."""
+    if _accel.ACCELERATED:
+        from kclient.record._speedups import SendMethod
+
+        general = producer_class.__dict__["send"]
+        setattr(producer_class, "send", SendMethod(general))  # noqa: B010

@@ -275,8 +275,8 @@ def _run_send(ops: list[SendOp], kind: str, keyed: bool, sticky: bool) -> list[A
     acc = accumulator(clock, batch_size=700, linger_ms=0)
     if kind != "c":
         acc.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
-    acc.appender.configure_send(400, _keyed if keyed else None, sticky)
     queues = {"t": acc.topic_queues("t")}
+    acc.appender.configure_send(queues, 400, _keyed if keyed else None, sticky)
     acc.update_cluster(cluster(LEADERS))
     acc.append(queues["t"], 0, 1, None, b"", None, None, 0, 82)  # partition 0 has a batch
     acc.append(queues["t"], 2, 1, None, b"", None, None, 0, 82)
@@ -285,7 +285,6 @@ def _run_send(ops: list[SendOp], kind: str, keyed: bool, sticky: bool) -> list[A
     for topic, value, key, partition, headers in ops:
         clock.advance(1)
         future = acc.appender.send_open(
-            queues,
             topic,  # type: ignore[arg-type]
             value,
             key,
@@ -357,3 +356,79 @@ def test_send_open_leaves_keys_and_keyless_records_to_a_custom_partitioner(kind:
     )
     assert seen[0] is None and seen[1] is None
     assert seen[2] is not None  # an explicit partition needs no partitioner
+
+
+# ---- KafkaProducer.send through C (SendMethod) ---------------------------------------------
+
+
+def _idle_producer() -> Any:
+    from kclient.producer import KafkaProducer
+    from kclient.testing.client import MockClient, metadata_update_with
+
+    clock = MockClock()
+    client = MockClient(clock, metadata_update_with(1, {"t": 1}))
+    return KafkaProducer(
+        bootstrap_servers="127.0.0.1:9092",
+        linger_ms=600_000,
+        batch_size=400,
+        kafka_client=client,
+        clock=clock,
+    )
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("t", b"v"), {}),
+    (("t", b"v", b"k"), {}),
+    (("t",), {"value": b"v", "key": b"k2"}),
+    ((), {"topic": "t", "value": b"v"}),
+    (("t", b"v"), {"partition": 0, "timestamp_ms": 77}),
+    (("t", b"v"), {"headers": [("h", b"1")], "callback": lambda md, exc: None}),
+    (("t", b"v" * 300), {}),  # opens a batch: the general way
+    (("t", "text"), {}),  # converted by the general way
+    (("t", b"v"), {**{"val" + "ue": None}}),  # keyword names not interned (no value twice)
+    (("t", b"v"), {"partition": -1}),  # ValueError
+    (("t", b"v"), {"bogus": 1}),  # TypeError
+    (("t", b"v"), {"value": b"twice"}),  # TypeError
+    ((), {}),  # TypeError
+    (("t", b"v", None, None), {}),  # TypeError: headers are keyword-only
+    (("t", b"v" * 2_000_000), {}),  # RecordTooLargeError
+]
+
+
+def _outcomes(send: Callable[..., Any]) -> list[Any]:
+    outcomes: list[Any] = []
+    for args, kwargs in CALLS:
+        try:
+            future = send(*args, **kwargs)
+        except Exception as exc:  # noqa: PERF203 -- the outcome compared
+            outcomes.append((type(exc).__name__, str(exc)))
+        else:
+            result = future._produce_result
+            outcomes.append(
+                (result.tp, future._offset_delta, future._timestamp_ms, future._key_size,
+                 future._value_size)
+            )  # fmt: skip
+    return outcomes
+
+
+@needs_c
+def test_send_through_c_does_what_the_python_send_does() -> None:
+    from kclient.producer import KafkaProducer
+
+    python_send = KafkaProducer.send  # on the class: the Python function
+    assert python_send.__name__ == "send" and "Queue a record" in (python_send.__doc__ or "")
+    first, second = _idle_producer(), _idle_producer()
+    try:
+        assert type(first.send).__name__ == "method" and first.send.__func__ is not python_send
+        assert _outcomes(first.send) == _outcomes(lambda *a, **k: python_send(second, *a, **k))
+    finally:
+        first.close(0)
+        second.close(0)
+
+
+def test_send_after_close_raises() -> None:
+    producer = _idle_producer()
+    producer.send("t", b"v")
+    producer.close(0)
+    with pytest.raises(IllegalStateError):
+        producer.send("t", b"v")
