@@ -21,6 +21,8 @@
  * a topic with known partitions, no headers, the built-in partitioner, a record within
  * max_record_bytes, an open batch with room — and None, having done nothing, for anything
  * else (send then goes the general way, which converts, waits, refuses or opens a batch). */
+static PyObject *send_queues(Appender *self, PyObject *queues, PyObject *const *args);
+
 PyObject *
 kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -28,8 +30,7 @@ kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nar
         PyErr_Format(PyExc_TypeError, "send_open() takes 7 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyObject *topic = args[0], *value = args[1], *key = args[2], *partition = args[3];
-    PyObject *headers = args[5];
+    PyObject *topic = args[0], *value = args[1], *key = args[2], *headers = args[5];
     if (self->queues_by_topic == NULL ||
         (value != Py_None && !PyBytes_CheckExact(value)) ||
         (key != Py_None && !PyBytes_CheckExact(key)) ||
@@ -38,10 +39,21 @@ kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nar
            Py_SIZE(headers) == 0))) {
         Py_RETURN_NONE;
     }
-    PyObject *queues = PyDict_GetItemWithError(self->queues_by_topic, topic); /* borrowed */
+    PyObject *queues = PyDict_GetItemWithError(self->queues_by_topic, topic);
     if (queues == NULL || Py_TYPE(queues) != self->queues_type) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
+    Py_INCREF(queues); /* held while the partitioner runs */
+    PyObject *out = send_queues(self, queues, args);
+    Py_DECREF(queues);
+    return out;
+}
+
+/* send_open's part once the topic's TopicQueues is known. */
+static PyObject *
+send_queues(Appender *self, PyObject *queues, PyObject *const *args)
+{
+    PyObject *value = args[1], *key = args[2], *partition = args[3], *headers = args[5];
     PyObject *count_obj = SLOT(queues, self->q_num_partitions);
     Py_ssize_t count = count_obj == NULL ? -1 : PyLong_AsSsize_t(count_obj);
     if (count <= 0) {
