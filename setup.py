@@ -1,7 +1,8 @@
 """Builds kclient's optional C accelerator; everything else is in pyproject.toml.
 
 ``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` (with
-``_column.c``, the Arrow columns ``send_batch`` reads in place),
+``_column.c``, the Arrow columns ``send_batch`` reads in place, ``_append.c`` and
+``_send.c``, the per-record append of the accumulator and of ``send``, and ``_lock.c``),
 ``kclient/record/_validate.c`` (the broker's record checks) and
 ``kclient/sender/_murmur2.c`` next to them. It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
@@ -15,8 +16,19 @@ setup(
     ext_modules=[
         Extension(
             "kclient.record._speedups",
-            ["kclient/record/_speedups.c", "kclient/record/_column.c"],
-            depends=["kclient/record/_column.h"],
+            [
+                "kclient/record/_speedups.c",
+                "kclient/record/_column.c",
+                "kclient/record/_append.c",
+                "kclient/record/_lock.c",
+                "kclient/record/_send.c",
+            ],
+            depends=[
+                "kclient/record/_column.h",
+                "kclient/record/_writer.h",
+                "kclient/record/_lock.h",
+                "kclient/record/_append.h",
+            ],
             optional=True,
         ),
         Extension(

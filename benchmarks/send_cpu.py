@@ -2,15 +2,18 @@
 
     .venv/bin/python benchmarks/send_cpu.py [--sends 300000] [--size 100] [--rounds 5]
 
-A producer on a ``MockClient`` (no sockets) with linger and buffer memory large enough that
-nothing is sent while ``--sends`` records of ``--size`` bytes, keyless, go to one
-partition with ``send()``; the caller thread's CPU time (``time.thread_time``) per call is
-the first row. Then ``send_batch`` per row, in calls of 10,000 rows (as the Spark sink
-makes them) to 2 partitions, keyless and keyed (14-byte keys), the columns as lists of
-bytes and as Arrow binary arrays (pyarrow). The other rows time, the same way, the pieces
-every ``send`` runs: the C
-record encoder's ``append``, making the returned future, taking and releasing the topic's
-lock, reading the clock, and an empty Python call (the floor of any Python API). Medians
+A producer on a ``MockClient`` (no sockets; its ``poll`` blocks as a real client's does,
+so the I/O thread does not spin) with linger and buffer memory large enough that nothing
+is sent while ``--sends`` records of ``--size`` bytes, keyless, go to one partition with
+``send()``; the caller thread's CPU time (``time.thread_time``) per call is the first row.
+The second calls the Python ``send`` function instead (``KafkaProducer.send`` as read on
+the class; calls on a producer go through C when the accelerator is built). Then
+``send_batch`` per row, in calls of 10,000 rows (as the Spark sink makes them) to 2
+partitions, keyless and keyed (14-byte keys), the columns as lists of bytes and as Arrow
+binary arrays (pyarrow). The other rows time, the same way, pieces a Python ``send``
+would run: the C record encoder's ``append``, making the returned future with its
+``__init__``, taking and releasing a ``threading.Lock``, reading the clock, and an empty
+Python call (the floor of any Python API). Medians
 of ``--rounds``. Prints a Markdown table.
 """
 
@@ -43,9 +46,30 @@ def per_call_ns(fn: Callable[[], object], calls: int) -> float:
     return (time.thread_time_ns() - start) / calls
 
 
+class BlockingMockClient(MockClient):
+    """A ``MockClient`` whose ``poll`` blocks up to its timeout (or a ``wakeup``), as the
+    real client does in ``select``: the plain mock returns at once, and its I/O thread,
+    spinning, would contend for the GIL and the topic lock with the thread measured."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._woken = threading.Event()
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[Any]:
+        responses = super().poll(timeout_ms, now_ms)
+        if not responses:
+            self._woken.wait(min(timeout_ms, 100) / 1000)
+            self._woken.clear()
+        return responses
+
+    def wakeup(self) -> None:
+        super().wakeup()
+        self._woken.set()
+
+
 def idle_producer(partitions: int) -> KafkaProducer:
     """A producer that sends nothing while measured (linger, memory and timeouts large)."""
-    client = MockClient(SYSTEM_CLOCK, metadata_update_with(1, {"t": partitions}))
+    client = BlockingMockClient(SYSTEM_CLOCK, metadata_update_with(1, {"t": partitions}))
     return KafkaProducer(
         bootstrap_servers="127.0.0.1:9092",
         linger_ms=600_000,
@@ -58,11 +82,17 @@ def idle_producer(partitions: int) -> KafkaProducer:
     )
 
 
-def send_ns(sends: int, size: int) -> float:
+def send_ns(sends: int, size: int, *, python_frame: bool = False) -> float:
+    """``send()`` as users call it (through C when the accelerator is built), or with
+    ``python_frame`` the Python ``send`` function (what ``KafkaProducer.send`` reads as on
+    the class): the same work plus its Python frame."""
     producer = idle_producer(1)
     try:
         value = b"v" * size
         producer.send("t", value)  # metadata known, first batch open
+        if python_frame:
+            python_send = KafkaProducer.send
+            return per_call_ns(lambda: python_send(producer, "t", value), sends)
         send = producer.send
         return per_call_ns(lambda: send("t", value), sends)
     finally:
@@ -124,11 +154,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     rows: dict[str, list[float]] = {
         "`send()`, whole": [],
+        "`send()` through its Python function": [],
         **{name: [] for name in bulk},
         **{name: [] for name in pieces},
     }
     for _ in range(args.rounds):
         rows["`send()`, whole"].append(send_ns(args.sends, args.size))
+        rows["`send()` through its Python function"].append(
+            send_ns(args.sends, args.size, python_frame=True)
+        )
         for name, (keyed, arrow) in bulk.items():
             rows[name].append(send_batch_ns(args.sends, args.size, keyed, arrow))
         for name, fn in pieces.items():

@@ -45,7 +45,8 @@ from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import bulk, columns, transaction_manager
-from kclient.sender.accumulator import RecordAccumulator, TopicQueues, estimate_size_upper_bound
+from kclient.sender.accumulator import RecordAccumulator
+from kclient.sender.appender import Appender, install_fast_send
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.bulk import SendBatchResult
@@ -55,6 +56,7 @@ from kclient.sender.metrics import SenderMetrics
 from kclient.sender.offsets import ConsumerGroupMetadata, group_metadata_of, offsets_of
 from kclient.sender.partitioner import keyed_partition
 from kclient.sender.sender import Sender
+from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
 from kclient.sender.txn_completion import PreparedTxn
 from kclient.sender.txn_state import TransactionalRequestResult
 
@@ -129,6 +131,10 @@ class KafkaProducer:
         codec = CompressionType.from_name(cfg.compression_type)
         level = cfg.compression_level()
         transactional = self._txn is not None
+        # record timestamps: the system clock directly on the hot path, else the injected one
+        self._time_ns = time_ns = (
+            time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
+        )
         self._accumulator = RecordAccumulator(
             batch_size=cfg.batch_size,
             linger_ms=cfg.linger_ms,
@@ -141,6 +147,7 @@ class KafkaProducer:
             ),
             transaction_manager=self._tm,
             monotonic_ms=clock.monotonic_ms,
+            wall_time_ns=time_ns,
         )
         self._sender = Sender(
             kafka_client,
@@ -163,16 +170,25 @@ class KafkaProducer:
         self._ignore_keys = cfg.partitioner_ignore_keys
         self._max_block_ms = cfg.max_block_ms
         self._max_record_bytes = min(cfg.max_request_size, cfg.buffer_memory)
-        # record timestamps: the system clock directly on the hot path, else the injected one
-        self._time_ns = (
-            time.time_ns if clock is SYSTEM_CLOCK else (lambda: clock.time_ms() * 1_000_000)
-        )
         self._serializers = self._key_serializer is not None or self._value_serializer is not None
         self._checked_send = self._serializers or self._txn is not None
         """Whether ``send`` must check more than its arguments' types (serializers, a
         transaction, closed, forked or failed): one test on the common path."""
         self._append = self._accumulator.append
+        self._append_open = self._accumulator.appender.append
         self._queues: dict[str, TopicQueues] = {}
+        self._send_open = self._accumulator.appender.send_open
+        self._accumulator.appender.configure_send(
+            self._queues,
+            self._max_record_bytes,
+            None if self._partitioner is not None or self._ignore_keys else keyed_partition,
+            self._partitioner is None,
+        )
+        self._fast_send: Appender | None = (
+            None if self._checked_send else self._accumulator.appender
+        )
+        """What the C ``send`` (``SendMethod``) appends with; None: ``send`` must check more
+        than its arguments' types (set with ``_checked_send``)."""
         self._close_lock = threading.Lock()
         self._thread = threading.Thread(
             target=self._sender.run,
@@ -208,6 +224,25 @@ class KafkaProducer:
         metadata or buffer memory unavailable for ``max.block.ms``) or
         ``IllegalStateError`` (after close).
         """
+        if not self._checked_send:
+            future = self._send_open(topic, value, key, partition, timestamp_ms, headers, callback)
+            if future is not None:  # the common case, in one call (C when built)
+                return future
+        return self._send_general(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    def _send_general(  # noqa: PLR0917 (send's arguments, positionally: the C send calls it)
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        headers: Sequence[Header] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        callback: Callback | None,
+    ) -> FutureRecordMetadata:
+        """``send`` beyond its common case: serializers, conversions, a transaction, a
+        closed producer, metadata to wait for, headers, a custom partitioner, a record too
+        large, a new batch."""
         if self._checked_send:
             key, value = self._check_send(topic, key, value)
         else:
@@ -239,8 +274,12 @@ class KafkaProducer:
             size = 82 + len(key) + (0 if value is None else len(value))
         if size > self._max_record_bytes:
             self._record_too_large(size)
-        if timestamp_ms is None:
-            timestamp_ms = self._time_ns() // 1_000_000
+        # timestamp_ms None: the accumulator reads the wall clock (in C when built)
+        future = self._append_open(
+            queues, partition, timestamp_ms, key, value, headers, callback, size
+        )
+        if future is not None:  # the common case: the open batch had room
+            return future
         return self._append(
             queues, partition, timestamp_ms, key, value, headers, callback, block_ms, size
         )
@@ -634,15 +673,18 @@ class KafkaProducer:
         """From now on ``send`` raises IllegalStateError (closed)."""
         self._unusable = _CLOSED
         self._checked_send = True
+        self._fast_send = None
 
     def _mark_forked(self) -> None:
         self._unusable = _FORKED
         self._checked_send = True
+        self._fast_send = None
 
     def _set_fatal_error(self, error: KafkaError) -> None:
         if self._unusable is None:
             self._unusable = error
             self._checked_send = True
+            self._fast_send = None
 
     def __del__(self) -> None:
         # Dropped without close(): let the I/O thread deliver what it has, then stop.
@@ -680,6 +722,9 @@ class KafkaProducer:
     def __repr__(self) -> str:
         state = str(self._unusable or "open")
         return f"<KafkaProducer client.id={self.config.client_id!r} {state}>"
+
+
+install_fast_send(KafkaProducer)
 
 
 def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError) -> None:

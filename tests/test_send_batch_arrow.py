@@ -13,7 +13,7 @@ import pytest
 
 from kclient.producer import KafkaProducer
 from kclient.record import _accel
-from kclient.sender import accumulator, columns
+from kclient.sender import append_rows, columns
 from kclient.sender.partitioner import keyed_partition
 from tests.test_producer import LiveMockClient
 
@@ -31,7 +31,7 @@ def reader(request: pytest.FixtureRequest) -> Iterator[str]:
         if request.param == "python":
             patch.setattr(columns, "BinaryColumn", None)
             patch.setattr(columns, "keyed_partitions", columns._keyed_partitions_python)
-            patch.setattr(accumulator, "group_rows", columns._group_rows_python)
+            patch.setattr(append_rows, "group_rows", columns._group_rows_python)
         yield request.param
 
 

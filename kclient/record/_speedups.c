@@ -9,6 +9,7 @@
  *                        hands the records section to the Python build(), which compresses
  *                        it and writes the header and CRC. kclient.record.builder subclasses
  *                        it as CRecordBatchBuilder.
+ *   Lock, Appender       RecordAccumulator.append's common case in one call (_append.c).
  *   decode_records()     the records of one batch as Record tuples (batch.py's
  *                        _py_decode_records, Kafka's DefaultRecord.readFrom): checks the
  *                        whole batch, then makes the records as they are iterated.
@@ -27,6 +28,9 @@
 #include <string.h>
 
 #include "_column.h"
+#include "_lock.h"
+#include "_writer.h"
+#include "_append.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -88,21 +92,6 @@ field_size(Py_ssize_t len)
 
 /* ---- RecordsWriter: one batch's records ------------------------------------------------ */
 
-typedef struct {
-    PyObject_HEAD
-    uint8_t *buf;          /* the records section so far (PyMem), NULL before the first record */
-    Py_ssize_t len;        /* bytes written to buf */
-    Py_ssize_t cap;        /* bytes allocated for buf */
-    Py_ssize_t size;       /* header + records, as the batch will be uncompressed */
-    Py_ssize_t limit;      /* batch_size */
-    Py_ssize_t count;      /* records appended */
-    int64_t base_ts;       /* timestamp of the first record, 0 while empty */
-    int64_t max_ts;        /* greatest timestamp, -1 while empty (as Java) */
-    int closed;            /* _close() has run */
-    Py_ssize_t bad_index;  /* first record whose key or value is not bytes-like, or -1 */
-    const char *bad_field; /* "key" or "value" of that record */
-    PyObject *bad_type;    /* the name (str) of its type */
-} RecordsWriter;
 
 /* A key or value being appended: its bytes, or null, or a "bad" object that is
  * not bytes-like. The pure-Python builder takes such an object (counting len() bytes) and
@@ -373,40 +362,39 @@ append_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject
  *   length | attributes 0 | timestampDelta | offsetDelta | key | value | headers
  * Everything that may run Python code (conversions, len(), the Python header encoder) runs
  * before the builder's state is read, so reentrant calls cannot leave it inconsistent. */
-static PyObject *
-writer_append(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+Py_ssize_t
+kclient_writer_append(RecordsWriter *self, PyObject *timestamp_ms, PyObject *key_obj,
+                      PyObject *value_obj, PyObject *headers_obj)
 {
-    PyObject *argv[4];
     Field key, value;
     Headers headers = {NULL, NULL, 0};
-    PyObject *result = NULL;
+    Py_ssize_t result = -2;
     long long ts;
     int overflow;
 
-    if (append_args(args, nargs, kwnames, argv) < 0) {
-        return NULL;
-    }
     if (self->closed) {
-        return writer_closed_error();
+        writer_closed_error();
+        return -2;
     }
-    ts = PyLong_AsLongLongAndOverflow(argv[0], &overflow);
+    ts = PyLong_AsLongLongAndOverflow(timestamp_ms, &overflow);
     if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "timestamp_ms %R does not fit in 64 bits", argv[0]);
-        return NULL;
+        PyErr_Format(PyExc_OverflowError, "timestamp_ms %R does not fit in 64 bits",
+                     timestamp_ms);
+        return -2;
     }
     if (ts == -1 && PyErr_Occurred()) {
-        return NULL;
+        return -2;
     }
-    if (field_get(&key, argv[1]) < 0) {
+    if (field_get(&key, key_obj) < 0) {
         field_release(&key);
-        return NULL;
+        return -2;
     }
-    if (field_get(&value, argv[2]) < 0) {
+    if (field_get(&value, value_obj) < 0) {
         field_release(&value);
         field_release(&key);
-        return NULL;
+        return -2;
     }
-    if (headers_prepare((PyObject *)self, &headers, argv[3]) < 0) {
+    if (headers_prepare((PyObject *)self, &headers, headers_obj) < 0) {
         goto done;
     }
     if (self->closed) { /* built by Python code run above */
@@ -426,7 +414,7 @@ writer_append(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs, PyOb
         goto done;
     }
     if (self->size + total > self->limit && count) {
-        result = PyLong_FromLong(-1);
+        result = -1;
         goto done;
     }
     Py_ssize_t written = total;
@@ -460,12 +448,25 @@ writer_append(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs, PyOb
         self->max_ts = ts;
     }
     self->count = count + 1;
-    result = PyLong_FromSsize_t(count);
+    result = count;
 done:
     Py_XDECREF(headers.blob);
     field_release(&value);
     field_release(&key);
     return result;
+}
+
+/* append(timestamp_ms, key, value, headers=()) -> offset delta, or -1 when full. */
+static PyObject *
+writer_append(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *argv[4];
+
+    if (append_args(args, nargs, kwnames, argv) < 0) {
+        return NULL;
+    }
+    Py_ssize_t delta = kclient_writer_append(self, argv[0], argv[1], argv[2], argv[3]);
+    return delta < -1 ? NULL : PyLong_FromSsize_t(delta);
 }
 
 /* The bytes of a key or value for append_rows(): NULL/-1 for None; -2 with a TypeError for
@@ -938,7 +939,7 @@ static PyGetSetDef writer_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject RecordsWriterType = {
+PyTypeObject kclient_RecordsWriterType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kclient.record._speedups.RecordsWriter",
     .tp_basicsize = sizeof(RecordsWriter),
@@ -1410,8 +1411,10 @@ PyInit__speedups(void)
 {
     PyObject *module, *errors;
 
-    if (PyType_Ready(&RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
-        PyType_Ready(&kclient_BinaryColumnType) < 0) {
+    if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
+        PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
+        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
+        kclient_append_init() < 0) {
         return NULL;
     }
     if (CorruptRecordError == NULL) {
@@ -1437,15 +1440,21 @@ PyInit__speedups(void)
     if (module == NULL) {
         return NULL;
     }
-    Py_INCREF(&RecordsWriterType);
-    if (PyModule_AddObject(module, "RecordsWriter", (PyObject *)&RecordsWriterType) < 0) {
-        Py_DECREF(&RecordsWriterType);
+    Py_INCREF(&kclient_RecordsWriterType);
+    if (PyModule_AddObject(module, "RecordsWriter", (PyObject *)&kclient_RecordsWriterType) < 0) {
+        Py_DECREF(&kclient_RecordsWriterType);
         Py_DECREF(module);
         return NULL;
     }
     Py_INCREF(&kclient_BinaryColumnType);
     if (PyModule_AddObject(module, "BinaryColumn", (PyObject *)&kclient_BinaryColumnType) < 0) {
         Py_DECREF(&kclient_BinaryColumnType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
+        PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
+        PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -1,6 +1,7 @@
 """Type stub of the C accelerator (``_speedups.c``); see kclient.record.builder and .batch."""
 
-from collections.abc import Iterator, MutableSequence, Sequence
+from collections.abc import Callable, Iterator, MutableSequence, Sequence
+from types import TracebackType
 from typing import Any
 
 from kclient.record.batch import Record
@@ -62,6 +63,75 @@ class RecordsWriter:
     def _open_size(self) -> int: ...
     def _start(self, batch_size: int) -> None: ...
     def _close(self) -> bytes: ...
+
+class Lock:
+    """A mutex with ``threading.Lock``'s API that ``Appender.append`` takes in C."""
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+    def release(self) -> None: ...
+    def locked(self) -> bool: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> None: ...
+
+class Appender:
+    """``RecordAccumulator.append``'s common case in C (``kclient.sender.appender``)."""
+
+    closed: bool
+    def __init__(
+        self,
+        topic_queues: type,
+        sticky_partitioner: type,
+        producer_batch: type,
+        future: type,
+        batch_overhead: int,
+        closed_error: type[BaseException],
+        time_ns: Callable[[], int],
+    ) -> None: ...
+    def append(
+        self,
+        queues: Any,
+        partition: int,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        callback: Any,
+        size_estimate: int,
+        /,
+    ) -> Any: ...
+    def configure_send(
+        self,
+        queues_by_topic: dict[str, Any],
+        max_record_bytes: int,
+        keyed_partition: Callable[[bytes, int], int] | None,
+        sticky_keyless: bool,
+        /,
+    ) -> None: ...
+    def send_open(
+        self,
+        topic: str,
+        value: object,
+        key: object,
+        partition: object,
+        timestamp_ms: int | None,
+        headers: Sequence[tuple[str, bytes | None]] | None,
+        callback: Any,
+        /,
+    ) -> Any: ...
+
+class SendMethod:
+    """``KafkaProducer.send`` as a method descriptor: ``send_open`` without a Python frame,
+    else ``_send_general``; on the class, the Python ``send`` it wraps."""
+
+    def __init__(self, general: Callable[..., Any]) -> None: ...
+    def __get__(self, obj: object, owner: type | None = None) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 def decode_records(
     data: bytes | memoryview,

@@ -63,5 +63,6 @@ def accumulator(
         ),
         transaction_manager=tm,
         monotonic_ms=clock.monotonic_ms,
+        wall_time_ns=lambda: clock.time_ms() * 1_000_000,
         rng=random.Random(7),
     )

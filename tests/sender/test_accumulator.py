@@ -5,8 +5,9 @@ import pytest
 from kclient.errors import BufferExhaustedError, IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.record import RecordBatch
-from kclient.sender.accumulator import RecordAccumulator, TopicQueues
+from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.buffer_pool import BufferPool
+from kclient.sender.topic_queues import TopicQueues
 from kclient.testing import MockClock
 from tests.sender.helpers import NODE0, NODE1, accumulator, cluster
 
@@ -327,7 +328,7 @@ def test_drain_of_a_few_batches_among_many_partitions_keeps_the_rotation_order()
 def _drain_script(monkeypatch: pytest.MonkeyPatch, *, visit_only_pending: bool) -> list[object]:
     """Sends and drains over two topics led by two nodes (muted partitions, a retry in
     backoff, size limits); what each drain returned."""
-    import kclient.sender.accumulator as module
+    import kclient.sender.drain as module
 
     monkeypatch.setattr(module, "_FEW_PENDING", 1 << 30 if visit_only_pending else -1)
     monkeypatch.setattr(module, "_MANY_PARTITIONS", 0)

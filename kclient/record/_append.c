@@ -1,0 +1,467 @@
+/*
+ * The accumulator's per-record append in C (part of kclient.record._speedups): the common
+ * case of RecordAccumulator.append — the partition's open batch has room — in one call.
+ *
+ *   Appender   append(queues, partition, timestamp_ms, key, value, headers, callback,
+ *              size_estimate) -> the record's FutureRecordMetadata, or None when the
+ *              partition has no open batch with room (the caller then opens one, in
+ *              Python). It does what kclient/sender/append.py's PyAppender does, step for
+ *              step: under the topic's lock, the sticky partition when partition < 0, the
+ *              last batch of that partition's deque, the record into its builder, the
+ *              future, the callback, the sticky partitioner's byte count.
+ *
+ * The Python objects it walks (TopicQueues, StickyPartitioner, ProducerBatch,
+ * FutureRecordMetadata) keep their state in __slots__; the Appender reads and writes those
+ * slots at the offsets their member descriptors give (what CPython's own LOAD_ATTR_SLOT
+ * does), after checking each object's exact type. Anything else is a TypeError.
+ *
+ * send_open() (_send.c) goes one step further back: KafkaProducer.send's own common case
+ * (bytes, known partitions, no headers, the built-in partitioner), then append.
+ *
+ * Threads: called with the GIL held; a contended Lock (_lock.c) is waited for with the GIL
+ * released.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "_lock.h"
+#include "_writer.h"
+#include "_append.h"
+
+/* ---- Appender -------------------------------------------------------------------------- */
+
+
+static PyObject *str_add_callback; /* "add_callback" */
+static PyObject *str_maybe_switch; /* "maybe_switch" */
+static PyObject *str_next;         /* "_next" */
+
+/* The offset of `name`, a __slots__ member of `type`; -1 with TypeError if it is not one. */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    Py_ssize_t offset = -1;
+    if (descr == NULL) {
+        return -1;
+    }
+    if (Py_TYPE(descr) == &PyMemberDescr_Type &&
+        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX) {
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
+/* Set a slot, dropping what it held. */
+static inline void
+slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
+{
+    PyObject *old = SLOT(obj, offset);
+    SLOT(obj, offset) = value;
+    Py_XDECREF(old);
+}
+
+/* A slot's value (borrowed), or NULL with AttributeError when unset. */
+static inline PyObject *
+slot_get(PyObject *obj, Py_ssize_t offset, const char *name)
+{
+    PyObject *value = SLOT(obj, offset);
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "%s has no %s", Py_TYPE(obj)->tp_name, name);
+    }
+    return value;
+}
+
+static int
+check_type(PyObject *obj, PyTypeObject *type, const char *what)
+{
+    if (Py_TYPE(obj) != type) {
+        PyErr_Format(PyExc_TypeError, "%s must be %s, got %s", what, type->tp_name,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+appender_init(Appender *self, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"topic_queues", "sticky_partitioner", "producer_batch",
+                            "future", "batch_overhead", "closed_error", "time_ns", NULL};
+    PyTypeObject *q, *s, *b, *f;
+    PyObject *error, *time_ns;
+    Py_ssize_t overhead;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O!nOO:Appender", names, &PyType_Type,
+                                     &q, &PyType_Type, &s, &PyType_Type, &b, &PyType_Type, &f,
+                                     &overhead, &error, &time_ns)) {
+        return -1;
+    }
+    if ((self->q_lock = slot_offset(q, "lock")) < 0 ||
+        (self->q_deques = slot_offset(q, "deques")) < 0 ||
+        (self->q_sticky = slot_offset(q, "sticky")) < 0 ||
+        (self->q_num_partitions = slot_offset(q, "num_partitions")) < 0 ||
+        (self->s_partition = slot_offset(s, "partition")) < 0 ||
+        (self->s_produced = slot_offset(s, "produced_bytes")) < 0 ||
+        (self->s_sticky_bytes = slot_offset(s, "sticky_bytes")) < 0 ||
+        (self->b_append = slot_offset(b, "_append")) < 0 ||
+        (self->b_builder = slot_offset(b, "builder")) < 0 ||
+        (self->b_records = slot_offset(b, "records")) < 0 ||
+        (self->b_result = slot_offset(b, "result")) < 0 ||
+        (self->f_result = slot_offset(f, "_produce_result")) < 0 ||
+        (self->f_delta = slot_offset(f, "_offset_delta")) < 0 ||
+        (self->f_ts = slot_offset(f, "_timestamp_ms")) < 0 ||
+        (self->f_key_size = slot_offset(f, "_key_size")) < 0 ||
+        (self->f_value_size = slot_offset(f, "_value_size")) < 0) {
+        return -1;
+    }
+    Py_INCREF(q);
+    Py_INCREF(s);
+    Py_INCREF(b);
+    Py_INCREF(f);
+    Py_INCREF(error);
+    Py_INCREF(time_ns);
+    Py_XSETREF(self->time_ns, time_ns);
+    Py_XSETREF(self->queues_type, q);
+    Py_XSETREF(self->sticky_type, s);
+    Py_XSETREF(self->batch_type, b);
+    Py_XSETREF(self->future_type, f);
+    Py_XSETREF(self->closed_error, error);
+    self->batch_overhead = overhead;
+    return 0;
+}
+
+/* len() of a key or value as FutureRecordMetadata keeps it: -1 for None. */
+static inline PyObject *
+size_of(PyObject *field)
+{
+    if (field == Py_None) {
+        return PyLong_FromLong(-1);
+    }
+    Py_ssize_t n = PyBytes_CheckExact(field) ? PyBytes_GET_SIZE(field) : PyObject_Size(field);
+    return n < 0 ? NULL : PyLong_FromSsize_t(n);
+}
+
+/* A FutureRecordMetadata with its slots set, as FutureRecordMetadata(result, delta, ...). */
+static PyObject *
+new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts, PyObject *key,
+           PyObject *value)
+{
+    PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
+    if (future == NULL) {
+        return NULL;
+    }
+    PyObject *delta_obj = PyLong_FromSsize_t(delta);
+    PyObject *key_size = size_of(key);
+    PyObject *value_size = key_size == NULL ? NULL : size_of(value);
+    if (delta_obj == NULL || key_size == NULL || value_size == NULL) {
+        Py_XDECREF(delta_obj);
+        Py_XDECREF(key_size);
+        Py_DECREF(future);
+        return NULL;
+    }
+    Py_INCREF(result);
+    Py_INCREF(ts);
+    SLOT(future, self->f_result) = result;
+    SLOT(future, self->f_delta) = delta_obj;
+    SLOT(future, self->f_ts) = ts;
+    SLOT(future, self->f_key_size) = key_size;
+    SLOT(future, self->f_value_size) = value_size;
+    return future;
+}
+
+/* The record into `batch` (an open ProducerBatch): its delta, -1 when it does not fit, -2
+ * with an exception. */
+static Py_ssize_t
+batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key, PyObject *value,
+             PyObject *headers)
+{
+    PyObject *builder = slot_get(batch, self->b_builder, "builder");
+    if (builder == NULL) {
+        return -2;
+    }
+    if (PyObject_TypeCheck(builder, &kclient_RecordsWriterType)) {
+        return kclient_writer_append((RecordsWriter *)builder, ts, key, value,
+                                     headers == Py_None ? NULL : headers);
+    }
+    /* another builder (the pure-Python one): through the batch's _append */
+    PyObject *append = slot_get(batch, self->b_append, "_append");
+    if (append == NULL) {
+        return -2;
+    }
+    PyObject *args[4] = {ts, key, value, headers == Py_None ? PyTuple_New(0) : headers};
+    if (args[3] == NULL) {
+        return -2;
+    }
+    PyObject *out = PyObject_Vectorcall(append, args, 4, NULL);
+    if (headers == Py_None) {
+        Py_DECREF(args[3]);
+    }
+    if (out == NULL) {
+        return -2;
+    }
+    Py_ssize_t delta = PyLong_AsSsize_t(out);
+    Py_DECREF(out);
+    return delta == -1 && PyErr_Occurred() ? -2 : (delta < 0 ? -1 : delta);
+}
+
+/* The sticky partitioner's byte count after a record went to `batch`; -1 on error. */
+static int
+sticky_count(Appender *self, PyObject *sticky, PyObject *batch, Py_ssize_t size_estimate)
+{
+    PyObject *produced_obj = slot_get(sticky, self->s_produced, "produced_bytes");
+    PyObject *limit_obj = slot_get(sticky, self->s_sticky_bytes, "sticky_bytes");
+    if (produced_obj == NULL || limit_obj == NULL) {
+        return -1;
+    }
+    Py_ssize_t produced = PyLong_AsSsize_t(produced_obj);
+    Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
+    if ((produced == -1 || limit == -1) && PyErr_Occurred()) {
+        return -1;
+    }
+    produced += size_estimate - self->batch_overhead;
+    PyObject *now = PyLong_FromSsize_t(produced);
+    if (now == NULL) {
+        return -1;
+    }
+    slot_set(sticky, self->s_produced, now);
+    if (produced < limit) {
+        return 0;
+    }
+    /* StickyPartitioner.maybe_switch(batch), inlined for the C builder */
+    PyObject *builder = SLOT(batch, self->b_builder);
+    PyObject *out;
+    if (builder != NULL && PyObject_TypeCheck(builder, &kclient_RecordsWriterType)) {
+        if (!kclient_writer_is_full((RecordsWriter *)builder) && produced < 2 * limit) {
+            return 0;
+        }
+        out = PyObject_CallMethodNoArgs(sticky, str_next);
+    }
+    else {
+        out = PyObject_CallMethodOneArg(sticky, str_maybe_switch, batch);
+    }
+    Py_XDECREF(out);
+    return out == NULL ? -1 : 0;
+}
+
+/* The part of append() under the topic's lock: a new reference to the future, Py_None, or
+ * NULL with an exception. */
+static PyObject *
+append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *const *args)
+{
+    PyObject *ts = args[0], *key = args[1], *value = args[2], *headers = args[3];
+    PyObject *callback = args[4];
+    PyObject *sticky = NULL, *deques, *dq, *batch, *records, *future;
+    Py_ssize_t size_estimate, delta;
+
+    if (self->closed) {
+        PyErr_SetString(self->closed_error, "cannot send after the producer is closed");
+        return NULL;
+    }
+    size_estimate = PyLong_AsSsize_t(args[5]);
+    if (size_estimate == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(partition);
+    if (index == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (index < 0) {
+        sticky = slot_get(queues, self->q_sticky, "sticky");
+        if (sticky == NULL || check_type(sticky, self->sticky_type, "TopicQueues.sticky") < 0) {
+            return NULL;
+        }
+        partition = slot_get(sticky, self->s_partition, "partition");
+        if (partition == NULL) {
+            return NULL;
+        }
+    }
+    deques = slot_get(queues, self->q_deques, "deques");
+    if (deques == NULL || !PyDict_Check(deques)) {
+        return deques == NULL ? NULL : PyErr_Format(PyExc_TypeError, "deques must be a dict");
+    }
+    dq = PyDict_GetItemWithError(deques, partition); /* borrowed; no deque made here */
+    if (dq == NULL) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    Py_ssize_t queued = PyObject_Length(dq);
+    if (queued <= 0) {
+        return queued < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    batch = PySequence_GetItem(dq, queued - 1);
+    if (batch == NULL) {
+        return NULL;
+    }
+    if (check_type(batch, self->batch_type, "a queued batch") < 0) {
+        Py_DECREF(batch);
+        return NULL;
+    }
+    records = SLOT(batch, self->b_records);
+    if (records != NULL && records != Py_None) { /* built, back for a retry: takes no more */
+        Py_DECREF(batch);
+        Py_RETURN_NONE;
+    }
+    delta = batch_append(self, batch, ts, key, value, headers);
+    if (delta < 0) {
+        Py_DECREF(batch);
+        return delta == -1 ? Py_NewRef(Py_None) : NULL;
+    }
+    PyObject *result = slot_get(batch, self->b_result, "result");
+    future = result == NULL ? NULL : new_future(self, result, delta, ts, key, value);
+    if (future != NULL && callback != Py_None) {
+        PyObject *out = PyObject_CallMethodObjArgs(batch, str_add_callback, future, callback,
+                                                   NULL);
+        if (out == NULL) {
+            Py_CLEAR(future);
+        }
+        Py_XDECREF(out);
+    }
+    if (future != NULL && sticky != NULL &&
+        sticky_count(self, sticky, batch, size_estimate) < 0) {
+        Py_CLEAR(future);
+    }
+    Py_DECREF(batch);
+    return future;
+}
+
+/* The wall clock in ms (time_ns() // 1_000_000), a new reference; NULL on error. */
+static PyObject *
+now_ms(Appender *self)
+{
+    PyObject *ns = PyObject_CallNoArgs(self->time_ns);
+    if (ns == NULL) {
+        return NULL;
+    }
+    long long value = PyLong_AsLongLong(ns);
+    if (value == -1 && PyErr_Occurred()) {
+        Py_DECREF(ns);
+        return NULL;
+    }
+    Py_DECREF(ns);
+    long long ms = value / 1000000;
+    if (value < 0 && ms * 1000000 != value) {
+        ms -= 1; /* floor division, as Python's // */
+    }
+    return PyLong_FromLongLong(ms);
+}
+
+/* The record into `queues` (checked to be a TopicQueues) under its lock; args: partition,
+ * timestamp_ms (None: now), key, value, headers, callback, size_estimate. */
+PyObject *
+kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
+{
+    PyObject *lock = slot_get(queues, self->q_lock, "lock");
+    if (lock == NULL || check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
+        return NULL;
+    }
+    PyObject *rest[6] = {args[1], args[2], args[3], args[4], args[5], args[6]};
+    PyObject *ts = NULL;
+    if (args[1] == Py_None) {
+        ts = rest[0] = now_ms(self);
+        if (ts == NULL) {
+            return NULL;
+        }
+    }
+    Py_INCREF(queues); /* the lock lives as long as this call, whatever Python code runs */
+    Py_INCREF(lock);
+    kclient_lock_take((LockObject *)lock, -1);
+    PyObject *out = append_locked(self, queues, args[0], rest);
+    kclient_lock_give((LockObject *)lock);
+    Py_DECREF(lock);
+    Py_DECREF(queues);
+    Py_XDECREF(ts);
+    return out;
+}
+
+/* append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate);
+ * timestamp_ms None: now, by the wall clock. */
+static PyObject *
+appender_append(Appender *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "append() takes 8 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (check_type(args[0], self->queues_type, "queues") < 0) {
+        return NULL;
+    }
+    return kclient_append_to(self, args[0], args + 1);
+}
+
+static PyObject *
+appender_get_closed(Appender *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->closed);
+}
+
+static int
+appender_set_closed(Appender *self, PyObject *value, void *Py_UNUSED(closure))
+{
+    int truth = value == NULL ? 0 : PyObject_IsTrue(value);
+    if (truth < 0) {
+        return -1;
+    }
+    self->closed = truth;
+    return 0;
+}
+
+static void
+appender_dealloc(Appender *self)
+{
+    Py_CLEAR(self->queues_type);
+    Py_CLEAR(self->sticky_type);
+    Py_CLEAR(self->batch_type);
+    Py_CLEAR(self->future_type);
+    Py_CLEAR(self->closed_error);
+    Py_CLEAR(self->time_ns);
+    Py_CLEAR(self->keyed_partition);
+    Py_CLEAR(self->queues_by_topic);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef appender_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))appender_append, METH_FASTCALL,
+     "append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate)"
+     " -> the record's future, or None when the partition has no open batch with room"},
+    {"send_open", (PyCFunction)(void (*)(void))kclient_appender_send_open, METH_FASTCALL,
+     "send_open(topic, value, key, partition, timestamp_ms, headers, callback) -> the "
+     "future of KafkaProducer.send's common case, or None"},
+    {"configure_send", (PyCFunction)kclient_appender_configure_send, METH_VARARGS,
+     "configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef appender_getset[] = {
+    {"closed", (getter)appender_get_closed, (setter)appender_set_closed,
+     "Set when the producer closes: append() raises the closed error.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject kclient_AppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kclient.record._speedups.Appender",
+    .tp_basicsize = sizeof(Appender),
+    .tp_dealloc = (destructor)appender_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RecordAccumulator.append's common case (an open batch with room), in C.",
+    .tp_methods = appender_methods,
+    .tp_getset = appender_getset,
+    .tp_init = (initproc)appender_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* Intern the method names; -1 on failure. Called by the module init. */
+int
+kclient_append_init(void)
+{
+    if (str_add_callback == NULL) {
+        str_add_callback = PyUnicode_InternFromString("add_callback");
+        str_maybe_switch = PyUnicode_InternFromString("maybe_switch");
+        str_next = PyUnicode_InternFromString("_next");
+    }
+    return str_add_callback && str_maybe_switch && str_next ? kclient_send_init() : -1;
+}

@@ -1,0 +1,46 @@
+/* The Appender of kclient.record._speedups (_append.c), shared with _send.c. */
+#ifndef KCLIENT_APPEND_H
+#define KCLIENT_APPEND_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *queues_type, *sticky_type, *batch_type, *future_type;
+    Py_ssize_t q_lock, q_deques, q_sticky, q_num_partitions; /* TopicQueues */
+    Py_ssize_t s_partition, s_produced, s_sticky_bytes; /* StickyPartitioner */
+    Py_ssize_t b_append, b_builder, b_records, b_result; /* ProducerBatch */
+    Py_ssize_t f_result, f_delta, f_ts, f_key_size, f_value_size; /* FutureRecordMetadata */
+    Py_ssize_t batch_overhead;
+    PyObject *closed_error; /* IllegalStateError */
+    PyObject *time_ns;      /* the wall clock in ns (time.time_ns): timestamps not given */
+    int closed;
+    /* send_open()'s settings (configure_send): */
+    PyObject *queues_by_topic;  /* the producer's topic -> TopicQueues; NULL until
+                                 * configure_send (send_open appends nothing) */
+    Py_ssize_t max_record_bytes; /* a larger record goes the general way (which refuses it) */
+    PyObject *keyed_partition;  /* keyed_partition(key, num_partitions); NULL: keys go the
+                                 * general way (a custom partitioner, or ignored keys) */
+    int sticky_keyless;         /* keyless records: -1, the sticky partition (no custom
+                                 * partitioner) */
+} Appender;
+
+/* A __slots__ member of `obj` read or written at its descriptor's offset. */
+#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
+
+/* The record into `queues` (a TopicQueues, checked) under its lock; args: partition,
+ * timestamp_ms (None: now), key, value, headers, callback, size_estimate. The future, Py_None
+ * when no open batch had room, or NULL with an exception. */
+PyObject *kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args);
+
+extern PyTypeObject kclient_AppenderType;
+
+/* _send.c: Appender.send_open and Appender.configure_send; the SendMethod type and the init
+ * interning its names (-1 on failure). */
+PyObject *kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kclient_appender_configure_send(Appender *self, PyObject *args);
+extern PyTypeObject kclient_SendMethodType;
+int kclient_send_init(void);
+
+#endif

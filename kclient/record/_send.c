@@ -1,0 +1,296 @@
+/*
+ * Appender.send_open and configure_send (kclient.record._speedups; the Appender is in
+ * _append.c): KafkaProducer.send's common case in one call. It makes send's own choices —
+ * the record's types, its topic's partitions, its partition (explicit, by key, or the
+ * sticky one), its size bound — and hands the record to the Appender's append; anything
+ * uncommon returns None before any state is touched, and send goes the general way, which
+ * converts, waits for metadata, refuses or opens a batch. kclient/sender/appender.py's
+ * PyAppender.send_open is the reference it follows.
+ *
+ * Threads: the GIL is held (the Appender takes the topic's lock).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stddef.h>
+
+#include "_append.h"
+
+/* send_open(topic, value, key, partition, timestamp_ms, headers, callback)
+ * -> the future, or None: KafkaProducer.send's common case — bytes (or None) key and value,
+ * a topic with known partitions, no headers, the built-in partitioner, a record within
+ * max_record_bytes, an open batch with room — and None, having done nothing, for anything
+ * else (send then goes the general way, which converts, waits, refuses or opens a batch). */
+static PyObject *send_queues(Appender *self, PyObject *queues, PyObject *const *args);
+
+PyObject *
+kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "send_open() takes 7 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *topic = args[0], *value = args[1], *key = args[2], *headers = args[5];
+    if (self->queues_by_topic == NULL ||
+        (value != Py_None && !PyBytes_CheckExact(value)) ||
+        (key != Py_None && !PyBytes_CheckExact(key)) ||
+        (headers != Py_None &&
+         !((PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) &&
+           Py_SIZE(headers) == 0))) {
+        Py_RETURN_NONE;
+    }
+    PyObject *queues = PyDict_GetItemWithError(self->queues_by_topic, topic);
+    if (queues == NULL || Py_TYPE(queues) != self->queues_type) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    Py_INCREF(queues); /* held while the partitioner runs */
+    PyObject *out = send_queues(self, queues, args);
+    Py_DECREF(queues);
+    return out;
+}
+
+/* send_open's part once the topic's TopicQueues is known. */
+static PyObject *
+send_queues(Appender *self, PyObject *queues, PyObject *const *args)
+{
+    PyObject *value = args[1], *key = args[2], *partition = args[3], *headers = args[5];
+    PyObject *count_obj = SLOT(queues, self->q_num_partitions);
+    Py_ssize_t count = count_obj == NULL ? -1 : PyLong_AsSsize_t(count_obj);
+    if (count <= 0) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *chosen = NULL; /* a new reference to the partition */
+    if (partition != Py_None) {
+        if (!PyLong_Check(partition)) {
+            Py_RETURN_NONE;
+        }
+        Py_ssize_t index = PyLong_AsSsize_t(partition);
+        if (index < 0 || index >= count) { /* bad or unknown: the general way says which */
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        chosen = Py_NewRef(partition);
+    }
+    else if (key != Py_None) {
+        if (self->keyed_partition == NULL) {
+            Py_RETURN_NONE;
+        }
+        PyObject *call[2] = {key, count_obj};
+        chosen = PyObject_Vectorcall(self->keyed_partition, call, 2, NULL);
+        if (chosen == NULL) {
+            return NULL;
+        }
+    }
+    else if (self->sticky_keyless) {
+        chosen = PyLong_FromLong(-1);
+        if (chosen == NULL) {
+            return NULL;
+        }
+    }
+    else {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t size = 82 + (key == Py_None ? 0 : PyBytes_GET_SIZE(key)) +
+                      (value == Py_None ? 0 : PyBytes_GET_SIZE(value));
+    if (size > self->max_record_bytes) {
+        Py_DECREF(chosen);
+        Py_RETURN_NONE;
+    }
+    PyObject *size_obj = PyLong_FromSsize_t(size);
+    if (size_obj == NULL) {
+        Py_DECREF(chosen);
+        return NULL;
+    }
+    PyObject *rest[7] = {chosen, args[4], key, value, headers, args[6], size_obj};
+    PyObject *out = kclient_append_to(self, queues, rest);
+    Py_DECREF(size_obj);
+    Py_DECREF(chosen);
+    return out;
+}
+
+/* configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless):
+ * send_open's settings (keyed_partition None: keyed records go the general way). */
+PyObject *
+kclient_appender_configure_send(Appender *self, PyObject *args)
+{
+    Py_ssize_t max_record_bytes;
+    PyObject *queues_by_topic, *keyed_partition;
+    int sticky_keyless;
+    if (!PyArg_ParseTuple(args, "O!nOp:configure_send", &PyDict_Type, &queues_by_topic,
+                          &max_record_bytes, &keyed_partition, &sticky_keyless)) {
+        return NULL;
+    }
+    Py_XSETREF(self->queues_by_topic, Py_NewRef(queues_by_topic));
+    self->max_record_bytes = max_record_bytes;
+    Py_XSETREF(self->keyed_partition,
+               keyed_partition == Py_None ? NULL : Py_NewRef(keyed_partition));
+    self->sticky_keyless = sticky_keyless;
+    Py_RETURN_NONE;
+}
+
+/* ---- SendMethod: KafkaProducer.send without a Python frame ------------------------------ */
+
+/* send = SendMethod(general): a method descriptor. On the class it is `general` (the Python
+ * send, with its signature, annotations and docstring); called on a producer it runs
+ * send_open on the producer's `_fast_send` (an Appender, or None when send must check more
+ * than its arguments' types) and, when that returns None or the call has arguments it does
+ * not read, calls `_send_general` (or `general`) — the Python send — with the same
+ * arguments. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *general;
+    vectorcallfunc vectorcall;
+} SendMethod;
+
+static PyObject *str_fast_send;    /* "_fast_send" */
+static PyObject *str_send_general; /* "_send_general" */
+static PyObject *kw_names[7];      /* topic value key headers partition timestamp_ms callback */
+
+static PyObject *
+send_method_call(SendMethod *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    /* producer, topic, value, key, headers, partition, timestamp_ms, callback */
+    PyObject *argv[8] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
+    if (nargs < 1 || nargs > 4) {
+        goto general;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        argv[i] = args[i];
+    }
+    if (kwnames != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+            int j = 0;
+            while (j < 7 && name != kw_names[j]) { /* interned: the compiler's names */
+                j++;
+            }
+            if (j == 7 || j + 1 < nargs) { /* unknown, or also given positionally */
+                goto general;
+            }
+            argv[j + 1] = args[nargs + i];
+        }
+    }
+    if (argv[1] == NULL) {
+        goto general;
+    }
+    PyObject *fast = PyObject_GetAttr(argv[0], str_fast_send);
+    if (fast == NULL) {
+        return NULL;
+    }
+    if (Py_TYPE(fast) == &kclient_AppenderType) {
+        Appender *appender = (Appender *)fast;
+        PyObject *open_args[7] = {argv[1], argv[2], argv[3], argv[5], argv[6], argv[4], argv[7]};
+        PyObject *future = kclient_appender_send_open(appender, open_args, 7);
+        Py_DECREF(fast);
+        if (future != Py_None) {
+            return future; /* the record's future, or NULL with its exception */
+        }
+        Py_DECREF(future);
+        /* the general way, without trying the common case again */
+        return PyObject_VectorcallMethod(str_send_general, argv, 8, NULL);
+    }
+    Py_DECREF(fast);
+general:
+    return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
+}
+
+static PyObject *
+send_method_get(SendMethod *self, PyObject *obj, PyObject *Py_UNUSED(type))
+{
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self->general);
+    }
+    return PyMethod_New((PyObject *)self, obj);
+}
+
+static PyObject *
+send_method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *general;
+    static char *names[] = {"general", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:SendMethod", names, &general)) {
+        return NULL;
+    }
+    SendMethod *self = (SendMethod *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->general = Py_NewRef(general);
+    self->vectorcall = (vectorcallfunc)send_method_call;
+    return (PyObject *)self;
+}
+
+static void
+send_method_dealloc(SendMethod *self)
+{
+    Py_CLEAR(self->general);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* __wrapped__, __doc__, __name__, ...: the Python send's (inspect.signature follows
+ * __wrapped__). */
+static PyObject *
+send_method_getattro(SendMethod *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return found;
+    }
+    PyErr_Clear();
+    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        return Py_NewRef(self->general);
+    }
+    return PyObject_GetAttr(self->general, name);
+}
+
+static PyObject *
+send_method_general_attr(SendMethod *self, void *closure)
+{
+    return PyObject_GetAttrString(self->general, (const char *)closure);
+}
+
+static PyGetSetDef send_method_getset[] = {
+    {"__doc__", (getter)send_method_general_attr, NULL, NULL, "__doc__"},
+    {"__module__", (getter)send_method_general_attr, NULL, NULL, "__module__"},
+    {"__qualname__", (getter)send_method_general_attr, NULL, NULL, "__qualname__"},
+    {"__name__", (getter)send_method_general_attr, NULL, NULL, "__name__"},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject kclient_SendMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kclient.record._speedups.SendMethod",
+    .tp_basicsize = sizeof(SendMethod),
+    .tp_dealloc = (destructor)send_method_dealloc,
+    .tp_vectorcall_offset = offsetof(SendMethod, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = (getattrofunc)send_method_getattro,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_descr_get = (descrgetfunc)send_method_get,
+    .tp_getset = send_method_getset,
+    .tp_new = send_method_new,
+};
+
+/* Intern the names; -1 on failure. */
+int
+kclient_send_init(void)
+{
+    static const char *names[7] = {"topic", "value", "key", "headers", "partition",
+                                   "timestamp_ms", "callback"};
+    if (str_fast_send != NULL) {
+        return 0;
+    }
+    str_fast_send = PyUnicode_InternFromString("_fast_send");
+    str_send_general = PyUnicode_InternFromString("_send_general");
+    if (str_fast_send == NULL || str_send_general == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < 7; i++) {
+        kw_names[i] = PyUnicode_InternFromString(names[i]);
+        if (kw_names[i] == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,434 @@
+"""``kclient.sender.appender``: the C ``Appender`` (and its ``Lock``) against the pure-Python
+``PyAppender`` and the pure-Python record builder — the same batches byte for byte, the same
+futures, the same sticky partitions — and what a caller of ``append`` sees from either."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kclient.errors import IllegalStateError
+from kclient.record import RecordBatch, _accel
+from kclient.sender.accumulator import RecordAccumulator
+from kclient.sender.appender import PyAppender, make_appender
+from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
+from kclient.testing import MockClock
+from tests.sender.helpers import NODE0, accumulator, cluster
+
+needs_c = pytest.mark.skipif(
+    not _accel.ACCELERATED, reason="the C accelerator is not built (or KCLIENT_PURE_PYTHON)"
+)
+LEADERS = {"t": [NODE0, NODE0, NODE0]}
+
+# (partition or -1, timestamp or None, key, value, headers, with a callback)
+Op = tuple[int, int | None, bytes | None, bytes | None, list[tuple[str, bytes | None]], bool]
+ops_strategy = st.lists(
+    st.tuples(
+        st.sampled_from([-1, -1, -1, 0, 2]),
+        st.one_of(st.none(), st.integers(0, 2**40)),
+        st.one_of(st.none(), st.binary(max_size=20)),
+        st.one_of(st.none(), st.binary(max_size=300)),
+        st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))),
+                 max_size=2),
+        st.booleans(),
+    ),
+    max_size=120,
+)  # fmt: skip
+
+
+def _run(ops: list[Op], kind: str) -> list[Any]:
+    """Sends ``ops`` through an accumulator with the C appender ("c"), the Python appender
+    over the C builder ("py-appender") or everything in Python ("python"); what came out:
+    each future's fields, the callbacks' batches, and every batch drained, built."""
+    clock = MockClock()
+    with pytest.MonkeyPatch.context() as patch:
+        if kind == "python":
+            patch.setattr(_accel, "ACCELERATED", False)
+        acc = accumulator(clock, batch_size=700, linger_ms=0)
+        if kind != "c":
+            acc.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
+        queues = acc.topic_queues("t")
+        acc.update_cluster(cluster(LEADERS))
+        seen: list[Any] = []
+        batches: dict[int, int] = {}
+        for partition, ts, key, value, headers, with_callback in ops:
+            clock.advance(1)
+            size = estimate_size_upper_bound(key, value, headers)
+            callback = (lambda md, exc: None) if with_callback else None
+            future = acc.append(queues, partition, ts, key, value, headers, callback, 0, size)
+            result = future._produce_result
+            batch_no = batches.setdefault(id(result), len(batches))
+            seen.append(
+                (
+                    result.tp,
+                    batch_no,
+                    future._offset_delta,
+                    future._timestamp_ms,
+                    future._key_size,
+                    future._value_size,
+                    queues.sticky.partition,
+                    queues.sticky.produced_bytes,
+                )
+            )
+        drained = acc.drain(cluster(LEADERS), [NODE0], 1 << 30, clock.monotonic_ms())
+        while drained:
+            for batch in drained[0]:
+                thunks = [(f._offset_delta, cb is not None) for f, cb in batch.thunks or ()]
+                seen.append((batch.tp, batch.records, thunks))
+            drained = acc.drain(cluster(LEADERS), [NODE0], 1 << 30, clock.monotonic_ms())
+    return seen
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(ops=ops_strategy)
+def test_the_c_appender_makes_what_the_python_one_makes(ops: list[Op]) -> None:
+    c = _run(ops, "c")
+    assert c == _run(ops, "py-appender")
+    assert c == _run(ops, "python")
+
+
+def test_batches_hold_the_records_sent_in_order() -> None:
+    ops: list[Op] = [(0, 5, b"k%d" % i, b"v" * i, [], False) for i in range(40)]
+    seen = _run(ops, "c" if _accel.ACCELERATED else "python")
+    records = [
+        (r.key, r.value) for item in seen if len(item) == 3 for r in RecordBatch(item[1]).records()
+    ]
+    assert records == [(b"k%d" % i, b"v" * i) for i in range(40)]
+
+
+@pytest.fixture(params=["c", "python"])
+def acc(request: pytest.FixtureRequest) -> Iterator[RecordAccumulator]:
+    if request.param == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    clock = MockClock(start_ms=1_700_000_000_123)
+    accumulator_ = accumulator(clock, batch_size=1024)
+    if request.param == "python":
+        accumulator_.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
+    accumulator_.update_cluster(cluster(LEADERS))
+    yield accumulator_
+
+
+def _append(acc: RecordAccumulator, partition: int = -1, ts: int | None = 5, **kw: Any) -> Any:
+    queues = acc.topic_queues("t")
+    value = kw.get("value", b"v" * 100)
+    args = (queues, partition, ts, None, value, kw.get("headers"), kw.get("callback"), 182)
+    return acc.appender.append(*args)
+
+
+def test_append_open_returns_none_without_an_open_batch(acc: RecordAccumulator) -> None:
+    assert _append(acc, 0) is None  # nothing queued yet: the caller opens a batch
+    first = acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
+    assert _append(acc, 0)._produce_result is first._produce_result
+    assert _append(acc, 1) is None
+
+
+def test_a_record_that_does_not_fit_is_not_appended(acc: RecordAccumulator) -> None:
+    acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
+    assert _append(acc, 0, value=b"v" * 2000) is None
+    (batch,) = acc.topic_queues("t").deques[0]
+    assert batch.record_count == 1
+
+
+def test_a_batch_back_for_a_retry_takes_no_more_records(acc: RecordAccumulator) -> None:
+    acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
+    (batch,) = acc.drain(cluster(LEADERS), [NODE0], 1 << 20, 0)[0]
+    acc.reenqueue(batch, 0)
+    assert _append(acc, 0) is None
+    assert batch.record_count == 1
+
+
+def test_closed_appender_raises(acc: RecordAccumulator) -> None:
+    acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
+    acc.closed = True
+    assert acc.appender.closed
+    with pytest.raises(IllegalStateError, match="closed"):
+        _append(acc, 0)
+    assert not acc.topic_queues("t").lock.locked()
+
+
+def test_no_timestamp_is_now_by_the_wall_clock(acc: RecordAccumulator) -> None:
+    acc.append(acc.topic_queues("t"), 0, None, None, b"x", None, None, 0, 83)
+    future = _append(acc, 0, ts=None)
+    assert future._timestamp_ms == 1_700_000_000_123
+    (batch,) = acc.topic_queues("t").deques[0]
+    timestamps = [r.timestamp for r in RecordBatch(batch.close()).records()]
+    assert timestamps == [1_700_000_000_123] * 2
+
+
+def test_callbacks_are_registered_with_the_batch(acc: RecordAccumulator) -> None:
+    acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
+    calls: list[object] = []
+    future = _append(acc, 0, callback=lambda md, exc: calls.append(md))
+    (batch,) = acc.topic_queues("t").deques[0]
+    assert batch.thunks is not None and batch.thunks[0][0] is future
+
+
+def test_an_error_in_the_callback_registration_releases_the_lock(
+    acc: RecordAccumulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
+    (batch,) = acc.topic_queues("t").deques[0]
+
+    def fail(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(type(batch), "add_callback", fail)
+    with pytest.raises(RuntimeError, match="boom"):
+        _append(acc, 0, callback=lambda md, exc: None)
+    assert not acc.topic_queues("t").lock.locked()
+
+
+@needs_c
+def test_the_c_appender_refuses_other_objects() -> None:
+    appender = make_appender(lambda: 0)
+    with pytest.raises(TypeError, match="queues must be"):
+        appender.append(object(), 0, 5, None, b"x", None, None, 83)  # type: ignore[arg-type]
+    queues = TopicQueues("t", 1024, random.Random(1))
+    queues.lock = threading.Lock()  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="lock must be"):
+        appender.append(queues, 0, 5, None, b"x", None, None, 83)
+
+
+# ---- the C Lock -----------------------------------------------------------------------------
+
+
+def _locks() -> list[Callable[[], Any]]:
+    if not _accel.ACCELERATED:
+        return [threading.Lock]
+    from kclient.record._speedups import Lock
+
+    return [threading.Lock, Lock]
+
+
+@pytest.mark.parametrize("make", _locks())
+def test_lock_behaves_as_threading_lock(make: Callable[[], Any]) -> None:
+    lock = make()
+    assert not lock.locked()
+    assert lock.acquire()
+    assert lock.locked()
+    assert not lock.acquire(False)
+    assert not lock.acquire(True, 0.01)
+    lock.release()
+    with pytest.raises(RuntimeError):
+        lock.release()
+    with lock:
+        assert lock.locked()
+    assert not lock.locked()
+    with pytest.raises(ValueError):
+        lock.acquire(False, 1)
+
+
+@pytest.mark.parametrize("make", _locks())
+def test_lock_excludes_other_threads(make: Callable[[], Any]) -> None:
+    lock = make()
+    counter = [0]
+
+    def work() -> None:
+        for _ in range(2000):
+            with lock:
+                value = counter[0]
+                counter[0] = value + 1
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert counter[0] == 8000
+    lock.acquire()
+    released = threading.Timer(0.05, lock.release)
+    released.start()
+    assert lock.acquire(True, 5)  # waits (GIL released) until the other thread releases
+    released.join(5)
+
+
+# ---- send_open: KafkaProducer.send's common case -------------------------------------------
+
+SendOp = tuple[object, object, object, object, object]  # topic, value, key, partition, headers
+send_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["t", "t", "t", "unknown"]),
+        st.one_of(st.none(), st.binary(max_size=300), st.just(bytearray(b"ba")), st.just("s")),
+        st.one_of(st.none(), st.none(), st.binary(max_size=12), st.just(7)),
+        st.one_of(st.none(), st.none(), st.integers(-2, 4), st.just(True)),
+        st.sampled_from([None, None, [], (), [("h", b"1")]]),
+    ),
+    max_size=80,
+)  # fmt: skip
+
+
+def _keyed(key: bytes, count: int) -> int:
+    return len(key) % count
+
+
+def _run_send(ops: list[SendOp], kind: str, keyed: bool, sticky: bool) -> list[Any]:
+    """``send_open`` of ``ops`` through the C or the Python appender: what each returned,
+    then every batch built."""
+    clock = MockClock()
+    acc = accumulator(clock, batch_size=700, linger_ms=0)
+    if kind != "c":
+        acc.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
+    queues = {"t": acc.topic_queues("t")}
+    acc.appender.configure_send(queues, 400, _keyed if keyed else None, sticky)
+    acc.update_cluster(cluster(LEADERS))
+    acc.append(queues["t"], 0, 1, None, b"", None, None, 0, 82)  # partition 0 has a batch
+    acc.append(queues["t"], 2, 1, None, b"", None, None, 0, 82)
+    queues["t"].sticky.partition = 0  # keyless records go where a batch is open
+    seen: list[Any] = []
+    for topic, value, key, partition, headers in ops:
+        clock.advance(1)
+        future = acc.appender.send_open(
+            topic,  # type: ignore[arg-type]
+            value,
+            key,
+            partition,
+            None,
+            headers,  # type: ignore[arg-type]
+            None,
+        )
+        if future is None:
+            seen.append(None)
+        else:
+            sticky = queues["t"].sticky
+            seen.append(
+                (
+                    future._produce_result.tp,
+                    future._offset_delta,
+                    future._timestamp_ms,
+                    (sticky.partition, sticky.produced_bytes),
+                )
+            )
+    for dq in queues["t"].deques.values():
+        seen.extend((batch.tp, batch.close()) for batch in dq)
+    return seen
+
+
+@needs_c
+@settings(max_examples=60, deadline=None)
+@given(ops=send_ops, keyed=st.booleans(), sticky=st.booleans())
+def test_the_c_send_open_does_what_the_python_one_does(
+    ops: list[SendOp], keyed: bool, sticky: bool
+) -> None:
+    assert _run_send(ops, "c", keyed, sticky) == _run_send(ops, "python", keyed, sticky)
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+@pytest.mark.parametrize(
+    ("op", "taken"),
+    [
+        (("t", b"v", None, None, None), True),
+        (("t", b"v", b"key", None, None), True),  # to _keyed's partition: 3 % 3 = 0
+        (("t", b"v", None, 2, []), True),
+        (("t", b"v", None, 1, None), False),  # partition 1 has no open batch
+        (("t", b"v", None, 3, None), False),  # not a partition (yet): send waits or refuses
+        (("t", b"v", None, -1, None), False),  # send raises ValueError
+        (("unknown", b"v", None, None, None), False),  # no metadata yet
+        (("t", "text", None, None, None), False),  # to be converted (or refused)
+        (("t", b"v", None, None, [("h", b"1")]), False),  # headers: the general way
+        (("t", b"v" * 400, None, None, None), False),  # too large: send raises
+    ],
+)
+def test_send_open_takes_only_the_common_case(kind: str, op: SendOp, taken: bool) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    seen = _run_send([op], kind, keyed=True, sticky=True)
+    assert (seen[0] is not None) == taken
+    records = sum(RecordBatch(data).record_count for _, data in seen[1:])
+    assert records == 2 + taken  # nothing appended when not taken
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_send_open_leaves_keys_and_keyless_records_to_a_custom_partitioner(kind: str) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    seen = _run_send(
+        [("t", b"v", b"k", None, None), ("t", b"v", None, None, None), ("t", b"v", None, 0, None)],
+        kind,
+        keyed=False,
+        sticky=False,
+    )
+    assert seen[0] is None and seen[1] is None
+    assert seen[2] is not None  # an explicit partition needs no partitioner
+
+
+# ---- KafkaProducer.send through C (SendMethod) ---------------------------------------------
+
+
+def _idle_producer() -> Any:
+    from kclient.producer import KafkaProducer
+    from kclient.testing.client import MockClient, metadata_update_with
+
+    clock = MockClock()
+    client = MockClient(clock, metadata_update_with(1, {"t": 1}))
+    return KafkaProducer(
+        bootstrap_servers="127.0.0.1:9092",
+        linger_ms=600_000,
+        batch_size=400,
+        kafka_client=client,
+        clock=clock,
+    )
+
+
+CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    (("t", b"v"), {}),
+    (("t", b"v", b"k"), {}),
+    (("t",), {"value": b"v", "key": b"k2"}),
+    ((), {"topic": "t", "value": b"v"}),
+    (("t", b"v"), {"partition": 0, "timestamp_ms": 77}),
+    (("t", b"v"), {"headers": [("h", b"1")], "callback": lambda md, exc: None}),
+    (("t", b"v" * 300), {}),  # opens a batch: the general way
+    (("t", "text"), {}),  # converted by the general way
+    (("t", b"v"), {**{"val" + "ue": None}}),  # keyword names not interned (no value twice)
+    (("t", b"v"), {"partition": -1}),  # ValueError
+    (("t", b"v"), {"bogus": 1}),  # TypeError
+    (("t", b"v"), {"value": b"twice"}),  # TypeError
+    ((), {}),  # TypeError
+    (("t", b"v", None, None), {}),  # TypeError: headers are keyword-only
+    (("t", b"v" * 2_000_000), {}),  # RecordTooLargeError
+]
+
+
+def _outcomes(send: Callable[..., Any]) -> list[Any]:
+    outcomes: list[Any] = []
+    for args, kwargs in CALLS:
+        try:
+            future = send(*args, **kwargs)
+        except Exception as exc:  # noqa: PERF203 -- the outcome compared
+            outcomes.append((type(exc).__name__, str(exc)))
+        else:
+            result = future._produce_result
+            outcomes.append(
+                (result.tp, future._offset_delta, future._timestamp_ms, future._key_size,
+                 future._value_size)
+            )  # fmt: skip
+    return outcomes
+
+
+@needs_c
+def test_send_through_c_does_what_the_python_send_does() -> None:
+    from kclient.producer import KafkaProducer
+
+    python_send = KafkaProducer.send  # on the class: the Python function
+    assert python_send.__name__ == "send" and "Queue a record" in (python_send.__doc__ or "")
+    first, second = _idle_producer(), _idle_producer()
+    try:
+        assert type(first.send).__name__ == "method" and first.send.__func__ is not python_send
+        assert _outcomes(first.send) == _outcomes(lambda *a, **k: python_send(second, *a, **k))
+    finally:
+        first.close(0)
+        second.close(0)
+
+
+def test_send_after_close_raises() -> None:
+    producer = _idle_producer()
+    producer.send("t", b"v")
+    producer.close(0)
+    with pytest.raises(IllegalStateError):
+        producer.send("t", b"v")
