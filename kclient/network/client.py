@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import selectors
+import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -168,6 +169,10 @@ class NetworkClient:
     @property
     def metadata(self) -> Metadata:
         return self._metadata
+
+    @property
+    def release_before_blocking(self) -> list[threading.Lock]:
+        return self._selector.release_before_select
 
     def is_ready(self, node: Node, now_ms: int) -> bool:
         # A due metadata refresh goes first: nodes look unready until it has been sent.

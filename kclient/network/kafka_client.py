@@ -11,6 +11,7 @@ Every ``*_ms`` timestamp here is on the monotonic clock (``Clock.monotonic_ms()`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -120,6 +121,13 @@ class KafkaClient(Protocol):
     @property
     def metadata(self) -> Metadata:
         """The cluster metadata this client keeps up to date."""
+        ...
+
+    @property
+    def release_before_blocking(self) -> list[threading.Lock]:
+        """Locks the next ``poll`` releases (emptying the list) just before it blocks
+        waiting for I/O: the owner appends the locks of threads waiting on work it
+        completed, and they wake when this thread lets go of the GIL."""
         ...
 
     def ready(self, node: Node, now_ms: int) -> bool:

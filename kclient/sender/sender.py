@@ -6,9 +6,9 @@
 fail batches past ``delivery.timeout.ms`` → ``client.poll``. Responses come back through
 request callbacks inside ``poll``: each partition's batch is completed, retried (with
 exponential backoff), split (MESSAGE_TOO_LARGE) or failed. Threads blocked on a
-completed batch's futures are woken at the start of the next ``client.poll``, just before
-this thread blocks: woken earlier, they would find the GIL still held and need a second
-wake-up.
+completed batch's futures are woken by the next ``client.poll`` just before it blocks
+(``release_before_blocking``): woken earlier, they would find the GIL still held and need
+a second wake-up.
 
 Everything here runs on the Sender thread; other threads only call ``wakeup``,
 ``initiate_close`` and ``force_close``.
@@ -32,6 +32,7 @@ from kclient.errors import (
 )
 from kclient.network.cluster import Cluster, TopicPartition
 from kclient.network.kafka_client import ClientRequest, ClientResponse, KafkaClient
+from kclient.network.selector import release_all
 from kclient.protocol import ApiKey
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
@@ -102,10 +103,10 @@ class Sender:
         self.metrics = metrics if metrics is not None else SenderMetrics(clock.monotonic_ms)
         self._prefix = log_prefix
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
-        self._wakeups: list[threading.Lock] = []
-        """Locks that wake threads waiting on batches completed by the last poll; released
-        just before the next poll, so a woken caller finds the GIL free instead of waking
-        once for the lock and again for the GIL."""
+        self._wakeups: list[threading.Lock] = client.release_before_blocking
+        """Locks that wake threads waiting on batches completed by the last poll: the
+        client's own list, released by its next poll just before it blocks, so a woken
+        caller finds the GIL free instead of waking once for the lock and again for it."""
         self._next_expiry_check_ms = _NO_TIMEOUT_MS
         """No in-flight batch reaches delivery.timeout.ms before this (a lower bound)."""
         self._last_cluster: Cluster | None = None
@@ -194,15 +195,11 @@ class Sender:
             poll_timeout_ms = min(poll_timeout_ms, txn_timeout_ms)
         elif tm is not None and not tm.has_producer_id:
             poll_timeout_ms = min(poll_timeout_ms, tm.producer_id_poll_delay_ms(now_ms))
-        if self._wakeups:
-            self._release_waiters()
         self._client.poll(poll_timeout_ms, now_ms)
         return poll_timeout_ms
 
     def _release_waiters(self) -> None:
-        wakeups, self._wakeups = self._wakeups, []
-        for gate in wakeups:
-            gate.release()
+        release_all(self._wakeups)
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata = self._metadata
