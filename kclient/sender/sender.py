@@ -301,31 +301,42 @@ class Sender:
         self, node_id: int, batches: list[ProducerBatch], now_ms: int
     ) -> None:
         """All of a node's drained batches in one ProduceRequest (Java's ``sendProduceRequest``)."""
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        by_tp: dict[TopicPartition, ProducerBatch] = {}
-        size = records = 0
         metrics = self.metrics
-        for batch in batches:
-            data = batch.records
-            if data is None:
-                raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
+        topic_data: list[dict[str, Any]]
+        if len(batches) == 1:  # the usual case at linger 0: nothing to group
+            batch = batches[0]
             tp = batch.tp
-            part = {"index": tp.partition, "records": data}
-            parts = by_topic.get(tp.topic)
-            if parts is None:
-                by_topic[tp.topic] = [part]
-            else:
-                parts.append(part)
-            by_tp[tp] = batch
-            size += len(data)
-            records += batch.builder.record_count
+            data = _built(batch)
+            topic_data = [
+                {"name": tp.topic, "partition_data": [{"index": tp.partition, "records": data}]}
+            ]
+            by_tp = {tp: batch}
+            size = len(data)
+            records = batch.builder.record_count
+        else:
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            by_tp = {}
+            size = records = 0
+            for batch in batches:
+                data = _built(batch)
+                tp = batch.tp
+                part = {"index": tp.partition, "records": data}
+                parts = by_topic.get(tp.topic)
+                if parts is None:
+                    by_topic[tp.topic] = [part]
+                else:
+                    parts.append(part)
+                by_tp[tp] = batch
+                size += len(data)
+                records += batch.builder.record_count
+            topic_data = [
+                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
+            ]
         body = {
             "transactional_id": self._transactional_id,
             "acks": self._acks,
             "timeout_ms": self._request_timeout_ms,
-            "topic_data": [
-                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
-            ],
+            "topic_data": topic_data,
         }
         request = ClientRequest(
             node_id,
@@ -550,3 +561,10 @@ class Sender:
                 self._fail_batch(batch, error, now_ms)
             else:
                 self._accumulator.deallocate(batch)
+
+
+def _built(batch: ProducerBatch) -> bytes:
+    data = batch.records
+    if data is None:
+        raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
+    return data
