@@ -335,18 +335,20 @@ class NetworkClient:
         )
         send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
         self.in_flight_requests.add(
-            InFlightRequest(
-                destination=node_id,
-                api_key=request.api_key,
-                api_version=version,
-                correlation_id=correlation_id,
-                send=send,
-                send_time_ms=now_ms,
-                created_time_ms=request.created_time_ms,
-                request_timeout_ms=request.request_timeout_ms or self.request_timeout_ms,
-                expect_response=request.expect_response,
-                is_internal=is_internal,
-                request=request,
+            InFlightRequest(  # positional (per request): destination, api key, version,
+                # correlation id, send, send and creation times, timeout, the request,
+                # whether it expects a response and whether the client made it itself
+                node_id,
+                request.api_key,
+                version,
+                correlation_id,
+                send,
+                now_ms,
+                request.created_time_ms,
+                request.request_timeout_ms or self.request_timeout_ms,
+                request,
+                request.expect_response,
+                is_internal,
             )
         )
         self._selector.send(send)

@@ -24,7 +24,7 @@ RequestBody = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 """A request body dict, or a function of the negotiated version that returns it."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ClientRequest:
     """A request for one node, as the Sender hands it to ``KafkaClient.send``.
 
@@ -57,7 +57,7 @@ class ClientRequest:
         )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ClientResponse:
     """How a request ended: with a response body, or disconnected, timed out, or refused.
 

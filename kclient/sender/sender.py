@@ -338,16 +338,16 @@ class Sender:
             "timeout_ms": self._request_timeout_ms,
             "topic_data": topic_data,
         }
-        request = ClientRequest(
+        request = ClientRequest(  # positional (per request): see ClientRequest's fields
             node_id,
             ApiKey.PRODUCE,
             body,
             now_ms,
-            expect_response=self._acks != 0,
-            callback=functools.partial(self._handle_produce_response, by_tp),
-            request_timeout_ms=self._request_timeout_ms,
-            min_version=PRODUCE_MIN_VERSION,
-            max_version=PRODUCE_MAX_VERSION,
+            self._acks != 0,  # expect_response
+            functools.partial(self._handle_produce_response, by_tp),  # callback
+            self._request_timeout_ms,
+            PRODUCE_MIN_VERSION,
+            PRODUCE_MAX_VERSION,
         )
         self._client.send(request, now_ms)
         # Metrics once the request is on its way (off the latency path).
