@@ -334,6 +334,9 @@ class NetworkClient:
             body(version) if callable(body) else body,
         )
         send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
+        # On the wire first (KSelector writes at once), bookkeeping after: only the next
+        # poll reports what the send did, and by then the request is in flight.
+        self._selector.send(send)
         self.in_flight_requests.add(
             InFlightRequest(  # positional (per request): destination, api key, version,
                 # correlation id, send, send and creation times, timeout, the request,
@@ -351,7 +354,6 @@ class NetworkClient:
                 is_internal,
             )
         )
-        self._selector.send(send)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
