@@ -80,14 +80,23 @@ def install_probes(events: Events) -> None:
     probe(events, KSelector, "send", "socket write", before=True)
     probe(events, KSelector, "_attempt_write", "written")
     probe(events, Sender, "_handle_produce_response", "completed")
-    release: Callable[[Sender], None] = Sender._release_waiters  # type: ignore[attr-defined]
+    select: Callable[..., Any] = selectors.DefaultSelector.select
+    release_list: list[list[Any]] = []
 
-    def release_probe(sender: Sender) -> None:
-        if sender._wakeups:  # type: ignore[attr-defined]
+    def select_probe(self: Any, timeout: float | None = None) -> Any:
+        # the Sender's waiters were released just before this select (release_before_blocking)
+        if release_list and release_list[0]:
             events.append(("released", time.perf_counter_ns()))
-        release(sender)
+        return select(self, timeout)
 
-    Sender._release_waiters = release_probe  # type: ignore[attr-defined]
+    original_poll = KSelector.poll
+
+    def poll_probe(self: KSelector, timeout_ms: int) -> None:
+        release_list[:] = [list(self.release_before_select)]
+        original_poll(self, timeout_ms)
+
+    KSelector.poll = poll_probe  # type: ignore[method-assign]
+    selectors.DefaultSelector.select = select_probe  # type: ignore[method-assign]
 
 
 def measure(bootstrap: str, sends: int, size: int) -> list[Events]:

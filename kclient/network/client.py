@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import random
 import selectors
+import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -168,6 +169,10 @@ class NetworkClient:
     @property
     def metadata(self) -> Metadata:
         return self._metadata
+
+    @property
+    def release_before_blocking(self) -> list[threading.Lock]:
+        return self._selector.release_before_select
 
     def is_ready(self, node: Node, now_ms: int) -> bool:
         # A due metadata refresh goes first: nodes look unready until it has been sent.
@@ -329,22 +334,26 @@ class NetworkClient:
             body(version) if callable(body) else body,
         )
         send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
+        # On the wire first (KSelector writes at once), bookkeeping after: only the next
+        # poll reports what the send did, and by then the request is in flight.
+        self._selector.send(send)
         self.in_flight_requests.add(
-            InFlightRequest(
-                destination=node_id,
-                api_key=request.api_key,
-                api_version=version,
-                correlation_id=correlation_id,
-                send=send,
-                send_time_ms=now_ms,
-                created_time_ms=request.created_time_ms,
-                request_timeout_ms=request.request_timeout_ms or self.request_timeout_ms,
-                expect_response=request.expect_response,
-                is_internal=is_internal,
-                request=request,
+            InFlightRequest(  # positional (per request): destination, api key, version,
+                # correlation id, send, send and creation times, timeout, the request,
+                # whether it expects a response and whether the client made it itself
+                node_id,
+                request.api_key,
+                version,
+                correlation_id,
+                send,
+                now_ms,
+                request.created_time_ms,
+                request.request_timeout_ms or self.request_timeout_ms,
+                request,
+                request.expect_response,
+                is_internal,
             )
         )
-        self._selector.send(send)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "%ssending %s v%d to node %d (correlation id %d, %d bytes)",

@@ -49,13 +49,7 @@ class InFlightRequest:
 
     def completed(self, body: dict[str, Any] | None, now_ms: int) -> ClientResponse:
         """The caller's response: answered (or written, when no response is expected)."""
-        return ClientResponse(
-            self.request,
-            body,
-            now_ms,
-            api_version=self.api_version,
-            correlation_id=self.correlation_id,
-        )
+        return ClientResponse(self.request, body, now_ms, self.api_version, self.correlation_id)
 
     def disconnected(self, now_ms: int, error: KafkaError, timed_out: bool) -> ClientResponse:
         """The caller's response when the connection went away before the answer came."""

@@ -11,6 +11,7 @@ Every ``*_ms`` timestamp here is on the monotonic clock (``Clock.monotonic_ms()`
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ RequestBody = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 """A request body dict, or a function of the negotiated version that returns it."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ClientRequest:
     """A request for one node, as the Sender hands it to ``KafkaClient.send``.
 
@@ -56,7 +57,7 @@ class ClientRequest:
         )
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ClientResponse:
     """How a request ended: with a response body, or disconnected, timed out, or refused.
 
@@ -120,6 +121,13 @@ class KafkaClient(Protocol):
     @property
     def metadata(self) -> Metadata:
         """The cluster metadata this client keeps up to date."""
+        ...
+
+    @property
+    def release_before_blocking(self) -> list[threading.Lock]:
+        """Locks the next ``poll`` releases (emptying the list) just before it blocks
+        waiting for I/O: the owner appends the locks of threads waiting on work it
+        completed, and they wake when this thread lets go of the GIL."""
         ...
 
     def ready(self, node: Node, now_ms: int) -> bool:

@@ -58,6 +58,9 @@ def _real_wait_for(
     return condition.wait_for(predicate, timeout_s)
 
 
+_LONG_AGO_MS = -(2**62)  # a due time already passed
+
+
 @dataclass(frozen=True)
 class MetadataRequestAndVersion:
     """What to send for the next refresh, and the request version that asked for it."""
@@ -117,6 +120,10 @@ class Metadata:
         self._request_version = 0
         self._update_version = 0
         self._closed = False
+        self._next_update_ms = _LONG_AGO_MS
+        """When a refresh is due (ms, the monotonic clock): recomputed under ``_lock`` by
+        every method that changes what it depends on, read without it (one int, replaced
+        whole) by ``time_to_next_update`` on every poll."""
 
     # ---- reading (any thread) -----------------------------------------------------------
 
@@ -162,6 +169,7 @@ class Metadata:
         """Ask for a full refresh as soon as the backoff allows; returns the current version."""
         with self._lock:
             self._need_full_update = True
+            self._schedule_update()
             return self._update_version
 
     def request_update_for_topic(self, topic: str) -> int:
@@ -169,12 +177,14 @@ class Metadata:
             if topic in self._new_topics:
                 return self._request_update_for_new_topics()
             self._need_full_update = True
+            self._schedule_update()
             return self._update_version
 
     def _request_update_for_new_topics(self) -> int:
         self._last_refresh_ms = None  # new topics skip the backoff
         self._need_partial_update = True
         self._request_version += 1
+        self._schedule_update()
         return self._update_version
 
     def await_update(self, last_version: int, timeout_ms: int) -> bool:
@@ -205,6 +215,7 @@ class Metadata:
             self._cluster = Cluster.bootstrap(addresses)
             self._need_full_update = True
             self._update_version += 1
+            self._schedule_update()
 
     def update_requested(self) -> bool:
         with self._lock:
@@ -212,16 +223,21 @@ class Metadata:
 
     def time_to_next_update(self, now_ms: int) -> int:
         """Milliseconds until a refresh is due (0 = now): requested, or older than max age."""
-        with self._lock:  # one lock round: this runs on every NetworkClient.poll
-            last_ms = self._last_refresh_ms
-            allow_ms = 0 if last_ms is None else last_ms + self._backoff_ms - now_ms
-            successful_ms = self._last_successful_refresh_ms
-            if self._need_full_update or self._need_partial_update or successful_ms is None:
-                expire_ms = 0
-            else:
-                expire_ms = successful_ms + self.metadata_max_age_ms - now_ms
-            due_ms = expire_ms if expire_ms > allow_ms else allow_ms
-            return due_ms if due_ms > 0 else 0
+        due_ms = self._next_update_ms - now_ms  # no lock: this runs on every poll
+        return due_ms if due_ms > 0 else 0
+
+    def _schedule_update(self) -> None:
+        """Recompute ``_next_update_ms`` (under ``_lock``): once the backoff after the last
+        refresh has passed, and then at once if one was requested (or none succeeded yet),
+        else when the last successful one is ``metadata.max.age.ms`` old."""
+        last_ms = self._last_refresh_ms
+        allow_ms = _LONG_AGO_MS if last_ms is None else last_ms + self._backoff_ms
+        successful_ms = self._last_successful_refresh_ms
+        if self._need_full_update or self._need_partial_update or successful_ms is None:
+            expire_ms = _LONG_AGO_MS
+        else:
+            expire_ms = successful_ms + self.metadata_max_age_ms
+        self._next_update_ms = expire_ms if expire_ms > allow_ms else allow_ms
 
     def new_metadata_request(self, now_ms: int) -> MetadataRequestAndVersion:
         """The MetadataRequest body for the next refresh.
@@ -283,6 +299,7 @@ class Metadata:
             for tp in [tp for tp in self._leader_epochs if tp.topic not in self._topics]:
                 del self._leader_epochs[tp]
             log.debug("%supdated cluster metadata to %r", self._prefix, self._cluster)
+            self._schedule_update()
             self._cond.notify_all()
 
     def failed_update(self, now_ms: int) -> None:
@@ -292,6 +309,7 @@ class Metadata:
             self._last_refresh_ms = now_ms
             self._backoff_ms = self._refresh_backoff.backoff_ms(self._attempts)
             self._attempts += 1
+            self._schedule_update()
 
     def fatal_error(self, error: KafkaError | None) -> None:
         """An error no retry will fix by itself (e.g. authentication); waiters get it until

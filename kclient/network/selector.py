@@ -38,6 +38,7 @@ import os
 import selectors
 import socket
 import ssl
+import threading
 from typing import Protocol
 
 from kclient.clock import Clock
@@ -111,6 +112,10 @@ class Selectable(Protocol):
     completed_receives: list[NetworkReceive]
     connected: list[int]
     disconnected: dict[int, KafkaError]
+    release_before_select: list[threading.Lock]
+    """Locks that threads waiting on completed work block on: the next ``poll`` releases
+    them (and empties the list) just before it waits for I/O, so a woken thread finds the
+    GIL free instead of waking once for its lock and again for the GIL."""
 
     def connect(
         self,
@@ -183,6 +188,7 @@ class KSelector:
         self.completed_receives: list[NetworkReceive] = []
         self.connected: list[int] = []
         self.disconnected: dict[int, KafkaError] = {}
+        self.release_before_select: list[threading.Lock] = []
 
     # ---- connections ------------------------------------------------------------------
 
@@ -341,6 +347,8 @@ class KSelector:
         if self.connected or self.disconnected:
             timeout_ms = 0
         timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
+        if self.release_before_select:
+            release_all(self.release_before_select)
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         if not events:
             self._maybe_close_idle(self._clock.monotonic_ms())
@@ -470,6 +478,13 @@ class KSelector:
         else:
             self._selector.modify(channel.sock, events, channel)
         channel.events = events
+
+
+def release_all(gates: list[threading.Lock]) -> None:
+    """Release every lock in ``gates`` and empty the list (in place: it is shared)."""
+    for gate in gates:
+        gate.release()
+    gates.clear()
 
 
 def _connect_error(node_id: int, address: str, exc: OSError) -> KafkaConnectionError:

@@ -17,10 +17,13 @@ header v1. Exception: ApiVersions responses always use response header v0, so a 
 can read the broker's answer even to a version the broker does not know.
 
 Encoders return a list of buffers (size prefix included) to hand to ``socket.sendmsg``;
-record data given as ``records`` is in that list by reference. Decoders take a frame
+record data given as ``records`` is in that list by reference (except a one-partition
+ProduceRequest's batch of up to 16 KiB, copied into a single buffer: see
+``produce_fast``). Decoders take a frame
 without its size prefix (what ``NetworkReceive`` hands over).
 
 The client's per-round-trip calls, ``encode_request`` and ``decode_response``, first try
+``produce_fast`` for Produce (one partition, the producer's usual request and answer), then
 the codec's generated whole-frame fast path: after a first call has gone the careful way
 (checking the api key, version and client id), the request header bytes of that (api key,
 version, client id) and the response decoder of that (api key, version) are cached, so a
@@ -46,12 +49,14 @@ from kclient.protocol.codec import (
     plan,
 )
 from kclient.protocol.messages import REQUESTS, RESPONSES, ApiKey
+from kclient.protocol.produce_fast import decode_produce, encode_produce
 from kclient.protocol.types import INT32, DecodeError, EncodeError, Reader
 
 _REQUEST_HEADER = struct.Struct(">ihhi")  # size placeholder, api key, version, correlation id
 _RESPONSE_HEADER = struct.Struct(">ii")  # size placeholder, correlation id
 _HEADER_V1_FIXED = struct.Struct(">hhih")  # api key, version, correlation id, client id size
 _CORRELATION_ID = INT32  # at offset 0 of a response frame without its size prefix
+_PRODUCE = int(ApiKey.PRODUCE)
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,10 @@ def encode_request(
     body: Mapping[str, Any],
 ) -> list[Buffer]:
     """A size-prefixed request frame as a buffer list (records by reference)."""
+    if api_key == _PRODUCE:  # the producer's per-round-trip request, in its usual shape
+        frame = encode_produce(api_version, correlation_id, client_id, body, _encode_request)
+        if frame is not None:
+            return frame
     try:
         header, encode = _REQUEST_ENCODERS[api_key, api_version, client_id]
     except (KeyError, TypeError):
@@ -285,6 +294,10 @@ def decode_response(api_key: int, api_version: int, frame: Buffer) -> tuple[int,
     An ApiVersions response that does not decode at ``api_version`` is read again as v0:
     that is how a broker answers a version it does not know (as Kafka's Java client does).
     """
+    if api_key == _PRODUCE:  # a written batch's answer, in its usual shape
+        answer = decode_produce(api_version, frame)
+        if answer is not None:
+            return answer
     try:
         decode = _RESPONSE_DECODERS[api_key, api_version]
     except (KeyError, TypeError):

@@ -6,9 +6,9 @@
 fail batches past ``delivery.timeout.ms`` → ``client.poll``. Responses come back through
 request callbacks inside ``poll``: each partition's batch is completed, retried (with
 exponential backoff), split (MESSAGE_TOO_LARGE) or failed. Threads blocked on a
-completed batch's futures are woken at the start of the next ``client.poll``, just before
-this thread blocks: woken earlier, they would find the GIL still held and need a second
-wake-up.
+completed batch's futures are woken by the next ``client.poll`` just before it blocks
+(``release_before_blocking``): woken earlier, they would find the GIL still held and need
+a second wake-up.
 
 Everything here runs on the Sender thread; other threads only call ``wakeup``,
 ``initiate_close`` and ``force_close``.
@@ -32,6 +32,7 @@ from kclient.errors import (
 )
 from kclient.network.cluster import Cluster, TopicPartition
 from kclient.network.kafka_client import ClientRequest, ClientResponse, KafkaClient
+from kclient.network.selector import release_all
 from kclient.protocol import ApiKey
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
@@ -105,10 +106,10 @@ class Sender:
         self.metrics = metrics if metrics is not None else SenderMetrics(clock.monotonic_ms)
         self._prefix = log_prefix
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
-        self._wakeups: list[threading.Lock] = []
-        """Locks that wake threads waiting on batches completed by the last poll; released
-        just before the next poll, so a woken caller finds the GIL free instead of waking
-        once for the lock and again for the GIL."""
+        self._wakeups: list[threading.Lock] = client.release_before_blocking
+        """Locks that wake threads waiting on batches completed by the last poll: the
+        client's own list, released by its next poll just before it blocks, so a woken
+        caller finds the GIL free instead of waking once for the lock and again for it."""
         self._next_expiry_check_ms = _NO_TIMEOUT_MS
         """No in-flight batch reaches delivery.timeout.ms before this (a lower bound)."""
         self._last_cluster: Cluster | None = None
@@ -197,15 +198,11 @@ class Sender:
             poll_timeout_ms = min(poll_timeout_ms, txn_timeout_ms)
         elif tm is not None and not tm.has_producer_id:
             poll_timeout_ms = min(poll_timeout_ms, tm.producer_id_poll_delay_ms(now_ms))
-        if self._wakeups:
-            self._release_waiters()
         self._client.poll(poll_timeout_ms, now_ms)
         return poll_timeout_ms
 
     def _release_waiters(self) -> None:
-        wakeups, self._wakeups = self._wakeups, []
-        for gate in wakeups:
-            gate.release()
+        release_all(self._wakeups)
 
     def _send_producer_data(self, now_ms: int) -> int:
         metadata = self._metadata
@@ -307,42 +304,53 @@ class Sender:
         self, node_id: int, batches: list[ProducerBatch], now_ms: int
     ) -> None:
         """All of a node's drained batches in one ProduceRequest (Java's ``sendProduceRequest``)."""
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        by_tp: dict[TopicPartition, ProducerBatch] = {}
-        size = records = 0
         metrics = self.metrics
-        for batch in batches:
-            data = batch.records
-            if data is None:
-                raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
+        topic_data: list[dict[str, Any]]
+        if len(batches) == 1:  # the usual case at linger 0: nothing to group
+            batch = batches[0]
             tp = batch.tp
-            part = {"index": tp.partition, "records": data}
-            parts = by_topic.get(tp.topic)
-            if parts is None:
-                by_topic[tp.topic] = [part]
-            else:
-                parts.append(part)
-            by_tp[tp] = batch
-            size += len(data)
-            records += batch.builder.record_count
+            data = _built(batch)
+            topic_data = [
+                {"name": tp.topic, "partition_data": [{"index": tp.partition, "records": data}]}
+            ]
+            by_tp = {tp: batch}
+            size = len(data)
+            records = batch.builder.record_count
+        else:
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            by_tp = {}
+            size = records = 0
+            for batch in batches:
+                data = _built(batch)
+                tp = batch.tp
+                part = {"index": tp.partition, "records": data}
+                parts = by_topic.get(tp.topic)
+                if parts is None:
+                    by_topic[tp.topic] = [part]
+                else:
+                    parts.append(part)
+                by_tp[tp] = batch
+                size += len(data)
+                records += batch.builder.record_count
+            topic_data = [
+                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
+            ]
         body = {
             "transactional_id": self._transactional_id,
             "acks": self._acks,
             "timeout_ms": self._request_timeout_ms,
-            "topic_data": [
-                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
-            ],
+            "topic_data": topic_data,
         }
-        request = ClientRequest(
+        request = ClientRequest(  # positional (per request): see ClientRequest's fields
             node_id,
             ApiKey.PRODUCE,
             body,
             now_ms,
-            expect_response=self._acks != 0,
-            callback=functools.partial(self._handle_produce_response, by_tp),
-            request_timeout_ms=self._request_timeout_ms,
-            min_version=PRODUCE_MIN_VERSION,
-            max_version=self._produce_max_version(),
+            self._acks != 0,  # expect_response
+            functools.partial(self._handle_produce_response, by_tp),  # callback
+            self._request_timeout_ms,
+            PRODUCE_MIN_VERSION,
+            self._produce_max_version(),
         )
         self._client.send(request, now_ms)
         # Metrics once the request is on its way (off the latency path).
@@ -562,3 +570,10 @@ class Sender:
                 self._fail_batch(batch, error, now_ms)
             else:
                 self._accumulator.deallocate(batch)
+
+
+def _built(batch: ProducerBatch) -> bytes:
+    data = batch.records
+    if data is None:
+        raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
+    return data

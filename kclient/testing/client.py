@@ -23,6 +23,7 @@ Thread contract as ``NetworkClient``: one owning thread; ``wakeup`` from any thr
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from kclient.network.cluster import Cluster
 from kclient.network.connection_states import ConnectionFailures
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.network.metadata import Metadata, Node
+from kclient.network.selector import release_all
 from kclient.protocol import SUPPORTED_VERSIONS
 
 Matcher = Callable[[Mapping[str, Any]], bool]
@@ -87,6 +89,8 @@ class MockClient:
         self.sent: list[ClientRequest] = []
         """Every request ever sent, oldest first."""
         self.wakeups = 0
+        self.release_before_blocking: list[threading.Lock] = []
+        """Released at the start of each ``poll`` (where a real client would block)."""
         self.closed = False
         self._nodes: dict[int, _NodeState] = {}
         self._prepared: deque[_Prepared] = deque()
@@ -286,6 +290,7 @@ class MockClient:
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         if self.closed:
             raise IllegalStateError("the client is closed")
+        release_all(self.release_before_blocking)
         for request in list(self.requests):
             timeout = request.request_timeout_ms or self.request_timeout_ms
             if now_ms - request.created_time_ms >= timeout:

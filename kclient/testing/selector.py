@@ -20,13 +20,14 @@ Not thread-safe except ``wakeup`` (which only counts).
 
 from __future__ import annotations
 
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError
-from kclient.network.selector import NetworkReceive, NetworkSend
+from kclient.network.selector import NetworkReceive, NetworkSend, release_all
 from kclient.protocol import SUPPORTED_VERSIONS
 from kclient.protocol.frame import (
     RequestHeader,
@@ -90,6 +91,7 @@ class MockSelector:
         self.completed_receives: list[NetworkReceive] = []
         self.connected: list[int] = []
         self.disconnected: dict[int, KafkaError] = {}
+        self.release_before_select: list[threading.Lock] = []
         self.poll_timeouts_ms: list[int] = []
         self.wakeups = 0
         self.sent: list[SentRequest] = []
@@ -211,6 +213,7 @@ class MockSelector:
         if self.closed:
             raise IllegalStateError("the selector is closed")
         self.poll_timeouts_ms.append(timeout_ms)
+        release_all(self.release_before_select)
         self.completed_sends = []
         self.completed_receives = []
         self.connected = []
