@@ -60,11 +60,12 @@ def _topic(cluster: EmbeddedCluster) -> str:
     return name
 
 
-def test_kclient_transactions_commit_and_abort_across_partitions(cluster: EmbeddedCluster) -> None:
-    topic = _topic(cluster)
+def commit_and_abort(cluster: EmbeddedCluster, topic: str, transactional_id: str) -> None:
+    """Four transactions of 12 records over 3 partitions, the 2nd and 4th aborted after
+    being written; read_committed sees the others', read_uncommitted all of them."""
     committed, aborted = [], []
     with KafkaProducer(
-        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": f"k-{topic}"}
+        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id}
     ) as producer:
         producer.init_transactions(timeout=30)
         for n in range(4):
@@ -80,6 +81,11 @@ def test_kclient_transactions_commit_and_abort_across_partitions(cluster: Embedd
                 producer.commit_transaction(timeout=30)
                 committed += batch
     _check_views(cluster.bootstrap_servers, topic, committed, aborted)
+
+
+def test_kclient_transactions_commit_and_abort_across_partitions(cluster: EmbeddedCluster) -> None:
+    topic = _topic(cluster)
+    commit_and_abort(cluster, topic, f"k-{topic}")
 
 
 def test_confluent_kafka_transactions_on_the_embedded_broker(cluster: EmbeddedCluster) -> None:

@@ -14,7 +14,7 @@ import uuid
 import confluent_kafka
 import pytest
 
-from integration.broker.test_transactions import COMMITTED, _check_views, _values
+from integration.broker.test_transactions import COMMITTED, _values, commit_and_abort
 from kclient import ConsumerGroupMetadata, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kclient.broker import EmbeddedCluster
 
@@ -31,32 +31,11 @@ def _topic(cluster: EmbeddedCluster, partitions: int = 3) -> str:
     return name
 
 
-def _commit_and_abort(cluster: EmbeddedCluster, topic: str, transactional_id: str) -> None:
-    committed, aborted = [], []
-    with KafkaProducer(
-        {"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": transactional_id}
-    ) as producer:
-        producer.init_transactions(timeout=30)
-        for n in range(4):
-            producer.begin_transaction()
-            batch = [b"v2-%d-%d" % (n, i) for i in range(12)]
-            for i, value in enumerate(batch):
-                producer.send(topic, value, partition=i % 3)
-            if n % 2:
-                producer.flush()  # written, then aborted: stays in the log behind its marker
-                producer.abort_transaction(timeout=30)
-                aborted += batch
-            else:
-                producer.commit_transaction(timeout=30)
-                committed += batch
-    _check_views(cluster.bootstrap_servers, topic, committed, aborted)
-
-
 def test_kclient_commits_and_aborts_with_an_epoch_bump_per_transaction(
     cluster: EmbeddedCluster,
 ) -> None:
     topic = _topic(cluster)
-    _commit_and_abort(cluster, topic, f"k2-{topic}")
+    commit_and_abort(cluster, topic, f"k2-{topic}")
     state = cluster.txn_state.get(f"k2-{topic}")
     assert state is not None and state.client_txn_version == 2
     assert state.producer_epoch == 4  # InitProducerId gave 0; each EndTxn v5 one more
@@ -65,7 +44,7 @@ def test_kclient_commits_and_aborts_with_an_epoch_bump_per_transaction(
 def test_with_transaction_version_1_the_producer_keeps_its_epoch() -> None:
     with EmbeddedCluster(1, transaction_version=1) as cluster:
         topic = _topic(cluster)
-        _commit_and_abort(cluster, topic, f"k1-{topic}")
+        commit_and_abort(cluster, topic, f"k1-{topic}")
         state = cluster.txn_state.get(f"k1-{topic}")
         assert state is not None and state.client_txn_version == 0
         assert state.producer_epoch == 0
