@@ -246,10 +246,7 @@ def _decode_fixed(version: int, frame: Buffer) -> tuple[int, dict[str, Any]] | N
     if count != 1 or pos + 4 != len(frame):
         return None
     (throttle_ms,) = _INT32.unpack_from(frame, pos)
-    return correlation_id, {
-        "responses": [{"name": name, "partition_responses": [part]}],
-        "throttle_time_ms": throttle_ms,
-    }
+    return correlation_id, _answer(name, part, throttle_ms)
 
 
 def _decode_flexible(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
@@ -279,7 +276,12 @@ def _decode_flexible(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
         "record_errors": [],
         "error_message": None,
     }
-    return correlation_id, {
+    return correlation_id, _answer(name, part, throttle_ms)
+
+
+def _answer(name: str, part: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
+    """The generic decoder's dict for a one-topic, one-partition answer."""
+    return {
         "responses": [{"name": name, "partition_responses": [part]}],
         "throttle_time_ms": throttle_ms,
     }
