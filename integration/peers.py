@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import shutil
 import socket
@@ -159,12 +160,20 @@ def kcat_env(new_librdkafka: bool) -> dict[str, str]:
     if new_librdkafka:
         lib_dir = Path(new_librdkafka_dir())
         real = sorted(lib_dir.glob("librdkafka*.so*"))[0]
-        link_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"kclient-librdkafka-{os.getuid()}"
+        tag = hashlib.sha1(str(real).encode()).hexdigest()[:10]
+        link_dir = (
+            Path(os.environ.get("TMPDIR", "/tmp")) / f"kclient-librdkafka-{os.getuid()}-{tag}"
+        )
         link_dir.mkdir(exist_ok=True)
         link = link_dir / "librdkafka.so.1"
-        if not link.exists():
-            with contextlib.suppress(FileExistsError):
-                link.symlink_to(real)
+        if not (link.exists() and link.resolve() == real.resolve()):
+            # A link left by an earlier run may point into a venv that is gone (the
+            # loader then falls back to Debian's 2.0.2): replace it atomically.
+            tmp = link_dir / f"librdkafka.so.1.{os.getpid()}"
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            tmp.symlink_to(real)
+            os.replace(tmp, link)
         env["LD_LIBRARY_PATH"] = f"{link_dir}:{lib_dir}"
     return env
 
