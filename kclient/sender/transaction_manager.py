@@ -111,13 +111,14 @@ class TransactionManager(TransactionStateMachine):
             self._throw_if_pending_state("begin_transaction")
             self._maybe_fail("begin_transaction")
             self._transition("begin_transaction", S.IN_TRANSACTION)
-            if self.is_transaction_v2 != self.coordinator_supports_tv2:
-                log.info(
-                    "%stransaction version %d from now on",
-                    self._prefix,
-                    2 if self.coordinator_supports_tv2 else 1,
-                )
-            self.is_transaction_v2 = self.coordinator_supports_tv2
+            # Version 2 only under an epoch no version-1 transaction used (see
+            # v1_epoch_in_use); that one ends with an epoch bump, then version 2 begins.
+            use_v2 = self.coordinator_supports_tv2 and not self.v1_epoch_in_use
+            if self.is_transaction_v2 != use_v2:
+                log.info("%stransaction version %d from now on", self._prefix, 2 if use_v2 else 1)
+            self.is_transaction_v2 = use_v2
+            if not use_v2:
+                self.v1_epoch_in_use = True
 
     def begin_commit(self) -> TransactionalRequestResult:
         def start() -> TransactionalRequestResult:
@@ -292,8 +293,12 @@ class TransactionManager(TransactionStateMachine):
 
     def complete_transaction(self, result: TransactionalRequestResult) -> None:
         """EndTxn succeeded (or was not needed): the transaction is over. After an abort
-        that needs an epoch bump, InitProducerId runs next and completes ``result``."""
-        bump = self.epoch_bump_required and self.state is S.ABORTING_TRANSACTION
+        that needs an epoch bump, or a version-1 transaction once the coordinator speaks
+        version 2 (the switch needs a new epoch), InitProducerId runs next and completes
+        ``result``."""
+        bump = (self.epoch_bump_required and self.state is S.ABORTING_TRANSACTION) or (
+            not self.is_transaction_v2 and self.coordinator_supports_tv2 and self.can_bump_epoch()
+        )
         self.transaction_started = False
         self._new_partitions.clear()
         self._pending_partitions.clear()

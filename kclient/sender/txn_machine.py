@@ -71,6 +71,11 @@ class TransactionStateMachine(idempotence.TransactionManager):
         self.is_transaction_v2 = False
         """The open (or next) transaction uses transaction version 2 (Java's
         ``isTransactionV2Enabled``): decided at init_transactions and begin_transaction."""
+        self.v1_epoch_in_use = False
+        """A version-1 transaction ran under the current epoch. Version 1's EndTxn keeps the
+        epoch, so a version-2 transaction under it could have its partitions counted into
+        the last version-1 transaction while the coordinator still completes it (Kafka's
+        KAFKA-18227): the switch to version 2 waits for a new epoch (InitProducerId)."""
         self.partitions_in_transaction: set[TopicPartition] = set()
         self._pending_transition: tuple[TransactionalRequestResult, TransactionState, str] | None
         self._pending_transition = None

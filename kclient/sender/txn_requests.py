@@ -246,6 +246,7 @@ class InitProducerIdHandler(TxnRequestHandler):
             # a new epoch: each partition starts again at sequence 0 with its next batch
             tm.set_producer_id_and_epoch(body["producer_id"], body["producer_epoch"])
             tm.epoch_bump_required = False
+            tm.v1_epoch_in_use = False
             tm.transition_to(TransactionState.READY)
             self.result.done()
             return

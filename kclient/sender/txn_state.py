@@ -13,6 +13,8 @@ States::
     IN_TRANSACTION --commit_transaction--> COMMITTING_TRANSACTION --EndTxn--> READY
     IN_TRANSACTION / ABORTABLE_ERROR --abort_transaction--> ABORTING_TRANSACTION --EndTxn-->
         READY (or INITIALIZING when the epoch must be bumped first, KIP-360)
+    COMMITTING_TRANSACTION --EndTxn--> INITIALIZING when a version-1 transaction ends
+        and the coordinator now speaks version 2 (a new epoch before the switch)
     IN_TRANSACTION / COMMITTING_TRANSACTION --an error the transaction cannot survive-->
         ABORTABLE_ERROR (only abort_transaction() leaves it)
     any --fencing, authorization, a broker without transactions--> FATAL_ERROR (for good)
@@ -44,7 +46,7 @@ S = TransactionState
 #: target state -> the states it may be entered from (FATAL_ERROR: from any).
 ALLOWED_SOURCES: dict[TransactionState, frozenset[TransactionState]] = {
     S.UNINITIALIZED: frozenset({S.READY, S.ABORTABLE_ERROR}),
-    S.INITIALIZING: frozenset({S.UNINITIALIZED, S.ABORTING_TRANSACTION}),
+    S.INITIALIZING: frozenset({S.UNINITIALIZED, S.ABORTING_TRANSACTION, S.COMMITTING_TRANSACTION}),
     S.READY: frozenset({S.INITIALIZING, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION}),
     S.IN_TRANSACTION: frozenset({S.READY}),
     S.COMMITTING_TRANSACTION: frozenset({S.IN_TRANSACTION}),

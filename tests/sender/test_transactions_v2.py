@@ -163,3 +163,46 @@ def test_records_sent_just_before_commit_go_out_before_end_txn() -> None:
     assert results[0].is_successful
     assert h.broker.sent_apis()[-2:] == [PRODUCE, END]
     assert h.broker.violations == []
+
+
+def test_a_coordinator_that_turns_on_version_2_mid_transaction_gets_a_new_epoch_first() -> None:
+    """The version-1 transaction open when the cluster finalizes transaction version 2 ends
+    with EndTxn v4 (which keeps the epoch), then an InitProducerId bump; only then does
+    version 2 begin, so its implicitly added partitions can never join the old transaction
+    (Kafka's KAFKA-18227)."""
+    h = _in_transaction(level=1)
+    assert not h.tm.is_transaction_v2
+    h.send("t", 0)
+    h.run(3)
+    h.broker.set_transaction_version(2)  # the cluster is upgraded mid-transaction
+    h.send("t", 1)
+    result = h.tm.begin_commit()
+    h.run_until(result)
+    assert result.is_successful and h.tm.state is S.READY
+    assert h.broker.sent_apis()[-2:] == [END, INIT] and _versions(h, END) == [4]
+    bump = h.broker.bodies(INIT)[-1]
+    assert (bump["producer_id"], bump["producer_epoch"]) == (4000, 0)  # KIP-360 bump
+    assert h.tm.producer_id_and_epoch == (4000, 1)
+    h.tm.begin_transaction()
+    assert h.tm.is_transaction_v2
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    assert _versions(h, PRODUCE)[-1] == 12 and _versions(h, END)[-1] == 5
+    assert h.broker.produced[-1][1].producer_epoch == 1
+    assert h.broker.violations == []
+
+
+def test_version_2_seen_between_transactions_waits_for_the_next_version_1_to_end() -> None:
+    h = _in_transaction(level=1)
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    h.broker.set_transaction_version(2)
+    h.run()  # a request to the coordinator would show it; here the next one does
+    for expected in (False, True):
+        h.tm.begin_transaction()
+        assert h.tm.is_transaction_v2 is expected
+        h.send("t", 0)
+        h.run_until(h.tm.begin_commit())
+    assert _versions(h, END) == [4, 4, 5]
+    assert h.broker.sent_apis().count(INIT) == 1  # the bump between them
+    assert h.broker.violations == []

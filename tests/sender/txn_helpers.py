@@ -52,6 +52,8 @@ class TxnBroker(MockClient):
         self.seen: list[Sent] = []
         self.produced: list[tuple[tuple[str, int], RecordBatch]] = []
         self.violations: list[str] = []
+        self.v1_ended_epochs: set[int] = set()
+        """Epochs a version-1 EndTxn (which keeps the epoch) ended a transaction with."""
         self.offsets: dict[tuple[str, int], int] = defaultdict(int)
 
     # ---- scripting --------------------------------------------------------------------
@@ -144,6 +146,8 @@ class TxnBroker(MockClient):
                         self.violations.append("EndTxn v5 commit before any Produce")
                     self.epoch += 1
                     out |= {"producer_id": self.producer_id, "producer_epoch": self.epoch}
+                else:
+                    self.v1_ended_epochs.add(body["producer_epoch"])
                 self.added.clear()
             return out
         if key == ApiKey.TXN_OFFSET_COMMIT:
@@ -199,6 +203,11 @@ class TxnBroker(MockClient):
             for part in topic["partition_data"]:
                 tp = (topic["name"], part["index"])
                 batch = RecordBatch(part["records"])
+                if version >= 12 and batch.producer_epoch in self.v1_ended_epochs:
+                    self.violations.append(
+                        f"Produce v12 to {tp} at epoch {batch.producer_epoch}, which ended a "
+                        "version-1 transaction (it could join that transaction)"
+                    )
                 if version >= 12 and code == 0:
                     self.added.add(tp)  # transaction version 2: the produce adds it
                 if tp not in self.added:
