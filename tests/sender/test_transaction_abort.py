@@ -8,27 +8,26 @@ import pytest
 from kclient import ConsumerGroupMetadata, OffsetAndMetadata, errors
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
-from kclient.protocol import ApiKey
-from kclient.sender.txn_state import TransactionState
-from tests.sender.txn_helpers import COORDINATOR, TXN_ID, TxnHarness, make_txn
+from tests.sender.txn_helpers import (
+    ADD,
+    COMMIT,
+    COORDINATOR,
+    END,
+    INIT,
+    OFFSETS,
+    PRODUCE,
+    TXN_ID,
+    F,
+    S,
+    TxnHarness,
+    in_transaction,
+)
 
-S = TransactionState
-F = ApiKey.FIND_COORDINATOR
-INIT = ApiKey.INIT_PRODUCER_ID
-ADD = ApiKey.ADD_PARTITIONS_TO_TXN
-OFFSETS = ApiKey.ADD_OFFSETS_TO_TXN
-COMMIT = ApiKey.TXN_OFFSET_COMMIT
-END = ApiKey.END_TXN
-PRODUCE = ApiKey.PRODUCE
 GROUP = ConsumerGroupMetadata("readers", generation_id=7, member_id="m-1", group_instance_id="i")
 
 
 def _in_transaction(init_producer_id_max: int = 5, **kwargs: object) -> TxnHarness:
-    h = make_txn(**kwargs)  # type: ignore[arg-type]
-    h.broker.set_init_producer_id_max(init_producer_id_max)
-    h.ready()
-    h.broker.seen.clear()
-    return h
+    return in_transaction(lambda b: b.set_init_producer_id_max(init_producer_id_max), **kwargs)
 
 
 # ---- abort ------------------------------------------------------------------------------------

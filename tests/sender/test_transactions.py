@@ -10,22 +10,23 @@ from kclient import ConsumerGroupMetadata, errors
 from kclient.errors import IllegalStateError
 from kclient.network.api_versions import NodeApiVersions
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
-from kclient.sender.txn_state import TransactionState
-from tests.sender.txn_helpers import COORDINATOR, TXN_ID, TxnHarness, make_txn
-
-S = TransactionState
-F = ApiKey.FIND_COORDINATOR
-INIT = ApiKey.INIT_PRODUCER_ID
-ADD = ApiKey.ADD_PARTITIONS_TO_TXN
-END = ApiKey.END_TXN
-PRODUCE = ApiKey.PRODUCE
+from tests.sender.txn_helpers import (
+    ADD,
+    COORDINATOR,
+    END,
+    INIT,
+    PRODUCE,
+    TXN_ID,
+    F,
+    S,
+    TxnHarness,
+    in_transaction,
+    make_txn,
+)
 
 
 def _in_transaction(**kwargs: object) -> TxnHarness:
-    h = make_txn(**kwargs)  # type: ignore[arg-type]
-    h.ready()
-    h.broker.seen.clear()
-    return h
+    return in_transaction(**kwargs)
 
 
 # ---- init_transactions -------------------------------------------------------------------
@@ -301,11 +302,15 @@ def test_not_coordinator_or_a_lost_connection_finds_the_coordinator_again(
 # ---- fatal errors ---------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("level", [1, 2], ids=["EndTxn-v4", "EndTxn-v5"])
 @pytest.mark.parametrize(
     "code", [errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code]
 )
-def test_fencing_on_end_txn_is_fatal_and_says_another_producer_took_over(code: int) -> None:
-    h = _in_transaction()
+def test_fencing_on_end_txn_is_fatal_and_says_another_producer_took_over(
+    code: int, level: int
+) -> None:
+    h = in_transaction(lambda b: b.set_transaction_version(level))
+    assert h.tm.is_transaction_v2 is (level == 2)
     h.send("t", 0)
     h.broker.fail_next(END, code)
     result = h.tm.begin_commit()

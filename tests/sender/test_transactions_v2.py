@@ -11,25 +11,25 @@ import pytest
 from kclient import ConsumerGroupMetadata, OffsetAndMetadata, errors
 from kclient.network.cluster import TopicPartition
 from kclient.protocol import ApiKey
-from kclient.sender.txn_state import TransactionState
-from tests.sender.txn_helpers import TxnHarness, make_txn
+from tests.sender.txn_helpers import (
+    ADD,
+    COMMIT,
+    END,
+    INIT,
+    OFFSETS,
+    PRODUCE,
+    S,
+    TxnHarness,
+    in_transaction,
+    make_txn,
+)
 
-S = TransactionState
-INIT = ApiKey.INIT_PRODUCER_ID
-ADD = ApiKey.ADD_PARTITIONS_TO_TXN
-OFFSETS = ApiKey.ADD_OFFSETS_TO_TXN
-COMMIT = ApiKey.TXN_OFFSET_COMMIT
-END = ApiKey.END_TXN
-PRODUCE = ApiKey.PRODUCE
 GROUP = ConsumerGroupMetadata("readers", generation_id=7, member_id="m-1")
 
 
 def _in_transaction(level: int = 2, **max_versions: int) -> TxnHarness:
-    h = make_txn()
-    h.broker.set_transaction_version(level, {ApiKey[k]: v for k, v in max_versions.items()})
-    h.ready()
-    h.broker.seen.clear()
-    return h
+    versions = {ApiKey[k]: v for k, v in max_versions.items()}
+    return in_transaction(lambda b: b.set_transaction_version(level, versions))
 
 
 def _versions(h: TxnHarness, api_key: int) -> list[int]:
@@ -125,19 +125,6 @@ def test_a_retried_end_txn_keeps_the_epoch_it_was_sent_with() -> None:
     h.run_until(result)
     assert [b["producer_epoch"] for b in h.broker.bodies(END)] == [0, 0]
     assert h.tm.producer_id_and_epoch == (4000, 1)
-
-
-@pytest.mark.parametrize(
-    "code", [errors.ProducerFencedError.code, errors.InvalidProducerEpochError.code]
-)
-def test_fencing_on_end_txn_v5_is_fatal(code: int) -> None:
-    h = _in_transaction()
-    h.send("t", 0)
-    h.broker.fail_next(END, code)
-    result = h.tm.begin_commit()
-    h.run_until(result)
-    assert isinstance(result.error, errors.ProducerFencedError)
-    assert h.tm.state is S.FATAL_ERROR
 
 
 def test_records_sent_just_before_commit_go_out_before_end_txn() -> None:

@@ -5,7 +5,7 @@ coordinator would, unless the test scripts an error for it or holds it."""
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,13 +18,21 @@ from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.sender import Sender
 from kclient.sender.transaction_manager import TransactionManager
-from kclient.sender.txn_state import TransactionalRequestResult
+from kclient.sender.txn_state import TransactionalRequestResult, TransactionState
 from kclient.testing import MockClock
 from kclient.testing.client import MockClient, metadata_update_with
 from tests.sender.helpers import accumulator
 
 TXN_ID = "orders-writer-1"
 COORDINATOR = 1
+S = TransactionState
+F = ApiKey.FIND_COORDINATOR
+INIT = ApiKey.INIT_PRODUCER_ID
+ADD = ApiKey.ADD_PARTITIONS_TO_TXN
+OFFSETS = ApiKey.ADD_OFFSETS_TO_TXN
+COMMIT = ApiKey.TXN_OFFSET_COMMIT
+END = ApiKey.END_TXN
+PRODUCE = ApiKey.PRODUCE
 
 
 @dataclass
@@ -289,3 +297,14 @@ def make_txn(
         transaction_manager=tm,
     )
     return TxnHarness(clock, broker, acc, sender, tm)
+
+
+def in_transaction(setup: Callable[[TxnBroker], None] | None = None, **kwargs: Any) -> TxnHarness:
+    """A harness past init_transactions() and begin_transaction(), ``setup`` applied to
+    the broker first, with the requests seen so far forgotten."""
+    h = make_txn(**kwargs)
+    if setup is not None:
+        setup(h.broker)
+    h.ready()
+    h.broker.seen.clear()
+    return h
