@@ -3,6 +3,8 @@ confluent-kafka (an independent consumer)."""
 
 from __future__ import annotations
 
+import os
+import random
 import subprocess
 import sys
 import time
@@ -150,3 +152,31 @@ def test_unreachable_broker_fails_within_max_block() -> None:
     assert f"127.0.0.1:{port}" in result.stderr
     assert "0 records sent" in result.stderr
     assert elapsed < 2 + 15  # max.block.ms plus interpreter start and a margin
+
+
+@pytest.mark.parametrize("locale", ["C", "C.UTF-8"])
+def test_bytes_that_are_not_utf8_are_sent_exactly_as_read(
+    kafka_broker: EmbeddedBroker, locale: str, tmp_path: Path
+) -> None:
+    topic = f"console-binary-{locale.replace('.', '-')}"
+    kafka_broker.create_topic(topic, 1)
+    rng = random.Random(7)
+    allowed = bytes(b for b in range(256) if b not in b"\r\n")
+    values = [bytes(rng.choice(allowed) for _ in range(rng.randint(1, 60))) for _ in range(50)]
+    values.append("plain utf-8 é".encode())
+    env = {**os.environ, "LC_ALL": locale, "LANG": locale}
+    args = [sys.executable, "-m", "kclient.cli.console_producer", "--bootstrap-server"]
+    args += [kafka_broker.bootstrap_servers, "--topic", topic, "--timeout", "5"]
+    stdin = b"".join(v + b"\n" for v in values)
+    result = subprocess.run(
+        args, input=stdin, capture_output=True, timeout=60, env=env, check=False
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    from_file = tmp_path / "lines.bin"
+    from_file.write_bytes(stdin)
+    result = subprocess.run(
+        [*args, "--file", str(from_file)], capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    got = confluent_consume(kafka_broker.bootstrap_servers, topic, 2 * len(values))
+    assert [v for _, v, _ in got] == values + values

@@ -10,6 +10,7 @@ any failed. Option names and defaults follow Kafka's tool; explicit flags win ov
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 import threading
 import time
@@ -181,8 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.file:
-            with open(args.file, encoding="utf-8") as handle:
+            with open(args.file, encoding="utf-8", errors="surrogateescape") as handle:
                 return run(args, handle, sys.stderr, interactive=False)
+        # lines are split as text, but bytes that are not UTF-8 are sent exactly as read
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            sys.stdin.reconfigure(encoding="utf-8", errors="surrogateescape")
         return run(args, sys.stdin, sys.stderr, interactive=sys.stdin.isatty())
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

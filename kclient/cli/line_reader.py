@@ -124,7 +124,8 @@ class LineReader:
     def _nullable(self, text: str) -> bytes | None:
         if self.config.null_marker is not None and text == self.config.null_marker:
             return None
-        return text.encode("utf-8")
+        # the input is read with surrogateescape: bytes that are not UTF-8 go out as read
+        return text.encode("utf-8", "surrogateescape")
 
     def _headers(self, text: str) -> list[tuple[str, bytes | None]]:
         cfg = self.config
@@ -137,8 +138,22 @@ class LineReader:
                 raise MalformedLineError(
                     self.line_number, f"header key equals null.marker {cfg.null_marker!r}"
                 )
+            if not name.isascii() and _not_utf8(name):
+                raise MalformedLineError(
+                    self.line_number,
+                    f"header key {_clip(name)} is not valid UTF-8 (Kafka header keys are "
+                    "strings; values may be any bytes)",
+                )
             out.append((name, self._nullable(value) if sep else None))
         return out
+
+
+def _not_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _clip(line: str, limit: int = 80) -> str:

@@ -53,3 +53,16 @@ def test_bad_reader_properties_are_config_errors() -> None:
         reader(**{"parse.key": "yes"})
     with pytest.raises(ConfigError, match="unknown reader property 'parse.keys'"):
         reader(**{"parse.keys": "true"})
+
+
+def test_bytes_that_are_not_utf8_round_trip_through_surrogateescape() -> None:
+    raw_key, raw_value = b"\xff\xfe-key", b"v\x80\x81\xc3"
+    line = (raw_key + b"\t" + raw_value).decode("utf-8", "surrogateescape")
+    parsed = reader(**{"parse.key": "true"}).parse(line)
+    assert (parsed.key, parsed.value) == (raw_key, raw_value)
+
+
+def test_a_header_key_that_is_not_utf8_is_a_malformed_line() -> None:
+    line = b"k\xff:v\tvalue".decode("utf-8", "surrogateescape")
+    with pytest.raises(MalformedLineError, match="header key .* is not valid UTF-8"):
+        reader(**{"parse.headers": "true"}).parse(line)
