@@ -36,6 +36,8 @@ retried task sends its whole partition again.
 from __future__ import annotations
 
 import logging
+import re
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, repeat
@@ -380,6 +382,31 @@ class KafkaSink:
 # ---- driver entry points -------------------------------------------------------------------
 
 
+_MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+
+
+def collect_from_workers(frame: Any) -> list[Any]:
+    """``frame.collect()``, where a worker's Python that cannot import kclient (or one of
+    its dependencies) fails with a ConfigError saying which Python and how to fix it,
+    instead of a ModuleNotFoundError deep in a Java stack trace."""
+    try:
+        return list(frame.collect())
+    except Exception as exc:
+        missing = _MISSING_MODULE.search(str(exc))
+        if missing is None or type(exc).__name__ != "PythonException":
+            raise
+        try:
+            worker_python = frame.sparkSession.sparkContext.pythonExec
+        except Exception:  # only for the message
+            worker_python = "?"
+        raise ConfigError(
+            f"Spark's Python workers ({worker_python!r}) cannot import {missing.group(1)!r}: "
+            "install kclient[spark] in the Python that runs the executors, and point "
+            "PYSPARK_PYTHON (or 'spark.pyspark.python') at it before the SparkSession starts"
+            f" (in local mode, e.g. PYSPARK_PYTHON={sys.executable})"
+        ) from exc
+
+
 def _write(sink: KafkaSink, df: Any) -> SinkResult:
     if df.isStreaming:
         raise IllegalStateError(
@@ -387,7 +414,7 @@ def _write(sink: KafkaSink, df: Any) -> SinkResult:
             "df.writeStream.foreachBatch(foreach_batch(...)).start()"
         )
     columns = validate_schema(df.schema, sink.topic)
-    counts = df.select(*columns).mapInArrow(sink.write_arrow, "records long").collect()
+    counts = collect_from_workers(df.select(*columns).mapInArrow(sink.write_arrow, "records long"))
     result = SinkResult(sum(int(r["records"]) for r in counts), len(counts))
     log.info("wrote %d records to Kafka in %d tasks", result.records_written, result.tasks)
     return result

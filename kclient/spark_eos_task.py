@@ -30,6 +30,7 @@ from kclient.spark import (
     KafkaSink,
     SinkResult,
     _Task,
+    collect_from_workers,
     validate_schema,
 )
 from kclient.spark_eos import (
@@ -264,7 +265,7 @@ def _write_batch(
         )
 
         def write() -> list[TaskTxn]:
-            rows = data.mapInArrow(sink.write_arrow, TASK_SCHEMA).collect()
+            rows = collect_from_workers(data.mapInArrow(sink.write_arrow, TASK_SCHEMA))
             return [
                 TaskTxn(
                     int(r["partition"]), int(r["producer_id"]), int(r["epoch"]), int(r["records"])

@@ -8,6 +8,8 @@ the workers; only ``kclient.spark`` runs there.
 from __future__ import annotations
 
 import json
+import re
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from integration.peers import free_port
 from integration.spark.verify import Headers, checksum, consume_all
 from kclient.broker import EmbeddedBroker
+from kclient.errors import ConfigError
 from kclient.spark import KafkaSink, SinkResult, SinkSchemaError, foreach_batch, write_dataframe
 
 pytestmark = pytest.mark.filterwarnings(
@@ -298,3 +301,28 @@ def test_structured_streaming_foreach_batch_writes_every_micro_batch(
     assert sorted(r.value or b"" for r in records) == sorted(
         f"event-{i}".encode() for i in range(500)
     )
+
+
+def test_workers_whose_python_lacks_kclient_fail_with_how_to_fix_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A Python without site-packages stands in for an executor Python without kclient."""
+    no_site = tmp_path / "python-without-site-packages"
+    no_site.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    no_site.chmod(0o755)
+    context = spark.sparkContext
+    saved, context.pythonExec = context.pythonExec, str(no_site)
+    try:
+        df = spark.range(1).selectExpr("'v' AS value")
+        with pytest.raises(ConfigError) as info:
+            write_dataframe(df, "never-written", bootstrap_servers="127.0.0.1:1")
+    finally:
+        context.pythonExec = saved
+    text = str(info.value)
+    # kclient itself, or (when the worker finds this checkout on its path) a dependency
+    assert re.search(
+        rf"Spark's Python workers \({re.escape(repr(str(no_site)))}\) cannot import "
+        r"'(kclient|crc32c|lz4|pyarrow)[\w.]*'",
+        text,
+    ), text
+    assert "PYSPARK_PYTHON" in text and sys.executable in text
