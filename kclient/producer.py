@@ -30,7 +30,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kclient import serialization
+from kclient import record_args, serialization
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.config import ProducerConfig
 from kclient.errors import (
@@ -243,6 +243,12 @@ class KafkaProducer:
         """``send`` beyond its common case: serializers, conversions, a transaction, a
         closed producer, metadata to wait for, headers, a custom partitioner, a record too
         large, a new batch."""
+        if partition is not None and partition.__class__ is not int:
+            partition = record_args.checked_partition(partition)
+        if timestamp_ms is not None and (timestamp_ms.__class__ is not int or timestamp_ms < 0):
+            timestamp_ms = record_args.checked_timestamp(timestamp_ms)
+        if headers:
+            headers = record_args.checked_headers(headers)
         if self._checked_send:
             key, value = self._check_send(topic, key, value)
         else:
@@ -332,6 +338,7 @@ class KafkaProducer:
             # new batches add their partitions to it as send's do
             and (self._txn is None or self._txn.may_send())
         )
+        missing: dict[int, KafkaTimeoutError] = {}  # partitions found missing, and why
         row = 0
         while row < rows:
             if fast:
@@ -340,6 +347,11 @@ class KafkaProducer:
                 )
                 if row >= rows:
                     break
+            explicit = bulk.partition_of(partitions, row)
+            if explicit in missing:  # waited for once already in this call
+                result.refused(row, missing[explicit])
+                row += 1
+                continue
             try:  # this row the general way (it converts, partitions or refuses it)
                 result.queued(
                     row,
@@ -348,7 +360,7 @@ class KafkaProducer:
                         values[row],
                         None if keys is None else keys[row],
                         headers=None if headers is None else headers[row],
-                        partition=bulk.partition_of(partitions, row),
+                        partition=explicit,
                         timestamp_ms=times[row],
                     ),
                 )
@@ -359,9 +371,10 @@ class KafkaProducer:
                     raise
                 if (
                     isinstance(exc, KafkaTimeoutError)
-                    and bulk.partition_of(partitions, row) is not None
+                    and explicit is not None
                     and self._queues.get(topic) is not None
-                ):  # a partition the topic does not have: this row only
+                ):  # a partition the topic does not have: its rows only, without waiting again
+                    missing[explicit] = exc
                     result.refused(row, exc)
                     row += 1
                     continue

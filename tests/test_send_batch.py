@@ -300,3 +300,17 @@ def test_keyed_and_keyless_rows_sharing_a_partition_keep_row_order() -> None:
         values = [b"%03d" % i for i in range(90)]
         p.send_batch("t", values, keys=keys).result(10)
     assert [r.value for r in client.records[("t", 0)]] == values
+
+
+def test_rows_to_a_partition_the_topic_lacks_wait_for_it_once_per_call(
+    client: LiveMockClient,
+) -> None:
+    with KafkaProducer(
+        bootstrap_servers="h:1", kafka_client=client, linger_ms=0, max_block_ms=50
+    ) as p:
+        result = p.send_batch("t", [b"v"] * 6, partitions=[9, 0, 9, 9, 1, 9])
+        errors = result.exceptions(10)
+        placed = [f.result(0).partition for f in result.futures() if f is not None]
+    assert sorted(errors) == [0, 2, 3, 5] and placed == [0, 1]
+    # one max.block.ms wait for partition 9, its error given to each of its rows
+    assert errors[0] is errors[2] is errors[3] is errors[5]

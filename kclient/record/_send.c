@@ -36,7 +36,10 @@ kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nar
         (key != Py_None && !PyBytes_CheckExact(key)) ||
         (headers != Py_None &&
          !((PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) &&
-           Py_SIZE(headers) == 0))) {
+           Py_SIZE(headers) == 0)) ||
+        /* a timestamp that is not a non-negative int: the general way says what is wrong */
+        (args[4] != Py_None && (!PyLong_CheckExact(args[4]) || PyLong_AsLongLong(args[4]) < 0))) {
+        PyErr_Clear(); /* an int beyond 64 bits: the general way refuses it */
         Py_RETURN_NONE;
     }
     PyObject *queues = PyDict_GetItemWithError(self->queues_by_topic, topic);
