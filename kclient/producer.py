@@ -11,11 +11,8 @@ raise from ``send`` instead of being returned as a failed future. ``flush`` and 
 take an optional timeout in seconds. A producer created before ``os.fork()`` cannot be
 used in the child: create it after the fork.
 
-With ``transactional.id``, ``init_transactions``, ``begin_transaction``,
-``send_offsets_to_transaction``, ``commit_transaction`` and ``abort_transaction`` (Java's
-names) drive the ``TransactionManager`` (``kclient/sender/transaction_manager.py``); the
-blocking ones wait on the caller's thread for the Sender to finish the coordinator
-requests, up to ``timeout`` seconds (``max.block.ms`` when None).
+The transaction methods are in ``ProducerTransactions`` (``producer_transactions.py``) and
+``send_batch`` in ``ProducerBatches`` (``producer_batch.py``), base classes of this one.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ import os
 import threading
 import time
 import weakref
-from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,27 +34,24 @@ from kclient.errors import (
     KafkaError,
     KafkaTimeoutError,
     RecordTooLargeError,
-    SerializationError,
 )
 from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
+from kclient.producer_batch import ProducerBatches
+from kclient.producer_transactions import ProducerTransactions
 from kclient.record import CompressionType, RecordBatchBuilder
-from kclient.sender import bulk, columns, transaction_manager
+from kclient.sender import transaction_manager
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.appender import Appender, install_fast_send
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
-from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
-from kclient.sender.offsets import ConsumerGroupMetadata, group_metadata_of, offsets_of
 from kclient.sender.partitioner import keyed_partition
 from kclient.sender.sender import Sender
 from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
-from kclient.sender.txn_completion import PreparedTxn
-from kclient.sender.txn_state import TransactionalRequestResult
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +78,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_close_at_exit)
 
 
-class KafkaProducer:
+class KafkaProducer(ProducerBatches, ProducerTransactions):
     """Sends records to Kafka; see the module docstring and ``ProducerConfig``.
 
     ``KafkaProducer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5})`` or
@@ -290,156 +283,6 @@ class KafkaProducer:
             queues, partition, timestamp_ms, key, value, headers, callback, block_ms, size
         )
 
-    def send_batch(  # noqa: PLR0917 (the signature the issue fixes, positional as written)
-        self,
-        topic: str,
-        values: Any,
-        keys: Any = None,
-        headers: Any = None,
-        partitions: Any = None,
-        timestamps: Any = None,
-    ) -> SendBatchResult:
-        """Queue one record per item of ``values``; returns one ``SendBatchResult`` for all.
-
-        ``values`` and the optional ``keys``, ``headers`` (a list of headers per record),
-        ``partitions`` and ``timestamps`` (ms) columns are sequences or Arrow arrays, one
-        item per record (None items: no key, no headers, the partitioner's choice, now).
-        Each record goes as ``send`` would send it (serializers, partitioner, ordering per
-        partition, idempotence, ``buffer.memory``). A record refused at once (too large,
-        not serializable, a bad partition) is reported for its row and the others go on;
-        when metadata or buffer memory is not available within ``max.block.ms``, the rows
-        not yet queued are reported failed with that ``KafkaTimeoutError``. Raises
-        ``IllegalStateError`` after close and, for the whole call, bad columns
-        (``TypeError``/``ValueError``, naming the argument). Arrow binary and string
-        columns (large variants, slices, chunked; pyarrow's or any exporting the Arrow C
-        data interface) are read in place from their buffers when the C accelerator is
-        built; Arrow integer and timestamp columns as int64 (an
-        Arrow ``partitions`` null: the partitioner's choice).
-        """
-        values = columns.bytes_column("values", values, None)
-        rows = len(values)
-        keys = columns.bytes_column("keys", keys, rows)
-        headers = bulk.column("headers", headers, rows)
-        partitions = columns.int_column("partitions", partitions, rows, -1)
-        if self._unusable is not None:
-            self._raise_unusable()
-        now_ms = self._time_ns() // 1_000_000
-        times: Any = columns.int_column("timestamps", timestamps, rows, now_ms)
-        if times is None:
-            times = array("q", (now_ms,)) * rows
-        elif times.__class__ is list:
-            times = [now_ms if t is None else t for t in times]
-        result = SendBatchResult(topic, values, keys, times)
-        fast = (
-            headers is None
-            and self._partitioner is None
-            and not self._serializers
-            # in a transaction, when a send would be allowed (else send says why not);
-            # new batches add their partitions to it as send's do
-            and (self._txn is None or self._txn.may_send())
-        )
-        missing: dict[int, KafkaTimeoutError] = {}  # partitions found missing, and why
-        row = 0
-        while row < rows:
-            if fast:
-                row = self._append_rows(
-                    topic, values, keys, times, partitions, result=result, start=row
-                )
-                if row >= rows:
-                    break
-            explicit = bulk.partition_of(partitions, row)
-            if explicit in missing:  # waited for once already in this call
-                result.refused(row, missing[explicit])
-                row += 1
-                continue
-            try:  # this row the general way (it converts, partitions or refuses it)
-                result.queued(
-                    row,
-                    self.send(
-                        topic,
-                        values[row],
-                        None if keys is None else keys[row],
-                        headers=None if headers is None else headers[row],
-                        partition=explicit,
-                        timestamp_ms=times[row],
-                    ),
-                )
-            except (RecordTooLargeError, SerializationError, ValueError, TypeError) as exc:
-                result.refused(row, exc)
-            except KafkaError as exc:  # metadata or memory not there: the rest cannot go
-                if isinstance(exc, IllegalStateError) and row == 0:
-                    raise
-                if (
-                    isinstance(exc, KafkaTimeoutError)
-                    and explicit is not None
-                    and self._queues.get(topic) is not None
-                ):  # a partition the topic does not have: its rows only, without waiting again
-                    missing[explicit] = exc
-                    result.refused(row, exc)
-                    row += 1
-                    continue
-                for rest in range(row, rows):
-                    result.refused(rest, exc)
-                break
-            row += 1
-        return result
-
-    def _append_rows(
-        self,
-        topic: str,
-        values: list[Any],
-        keys: list[Any] | None,
-        timestamps: list[Any],
-        explicit: list[Any] | None,
-        *,
-        result: SendBatchResult,
-        start: int,
-    ) -> int:
-        """``send_batch``'s common case (bytes, no serializers, headers or partitioner):
-        rows from ``start`` to their partitions (``explicit[row]``, else the key's, else
-        sticky) through ``RecordAccumulator.append_bulk``, without ``send``'s per-record
-        work, until a row needs the general path; returns that row (``len(values)`` when
-        all went)."""
-        rows = len(values)
-        queues = self._queues.get(topic)
-        if queues is None or not queues.num_partitions:
-            try:
-                queues, _ = self._wait_on_metadata(topic, None)
-            except KafkaTimeoutError as exc:
-                for rest in range(start, rows):
-                    result.refused(rest, exc)
-                return rows
-        end = bulk.first_irregular_row(values, keys, timestamps, start, self._max_record_bytes - 82)
-        partitions: array[int] | None = None
-        if explicit is not None or (keys is not None and not self._ignore_keys):
-            partitions = array("q", (-1,)) * rows  # -1: the topic's sticky partition
-            end = columns.keyed_partitions(
-                None if self._ignore_keys else keys,
-                explicit,
-                queues.num_partitions,
-                start,
-                end,
-                partitions,
-            )  # stops at a bad explicit partition: send says what is wrong with it
-        error = self._accumulator.append_bulk(
-            queues,
-            partitions,
-            timestamps,
-            keys,
-            values,
-            start,
-            end,
-            result._results,
-            result._deltas,
-            self._max_block_ms,
-        )
-        if error is not None:  # buffer.memory stayed full: the rows left cannot go
-            for row in range(start, rows):
-                if result._results[row] is None:
-                    result.refused(row, error)
-            return rows
-        return end
-
     def _check_send(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
         """``send``'s checks beyond the common case: closed/forked/failed, the transaction
         state, serializers; the key and value as bytes."""
@@ -550,91 +393,6 @@ class KafkaProducer:
             f"topic {topic!r} not present in metadata after {max_block_ms} ms "
             f"('max.block.ms'){reason}"
         )
-
-    # ---- transactions --------------------------------------------------------------------
-
-    def init_transactions(self, timeout: float | None = None) -> None:
-        """Register the ``transactional.id`` with its coordinator: fence older producers of
-        the same id and finish (commit or abort) a transaction they left open. Call once,
-        before ``begin_transaction``. Waits up to ``timeout`` seconds (``max.block.ms`` if
-        None); after a ``KafkaTimeoutError``, call it again to go on waiting."""
-        txn = self._transactional("init_transactions")
-        self._await(txn.initialize_transactions(), timeout, "init_transactions")
-
-    def begin_transaction(self) -> None:
-        """Open a transaction: records sent until ``commit_transaction`` are written
-        atomically (readers with ``isolation.level=read_committed`` see all or none)."""
-        self._transactional("begin_transaction").begin_transaction()
-
-    def send_offsets_to_transaction(
-        self,
-        offsets: Mapping[Any, Any],
-        group_metadata: str | ConsumerGroupMetadata | object,
-        timeout: float | None = None,
-    ) -> None:
-        """Commit a consumer group's offsets as part of the open transaction (they take
-        effect only if it commits): ``{TopicPartition: OffsetAndMetadata}`` (the next offset
-        to read) and the group id, or its ``ConsumerGroupMetadata``."""
-        group = group_metadata_of(group_metadata)
-        by_partition = offsets_of(offsets)
-        txn = self._transactional("send_offsets_to_transaction")
-        if not by_partition:
-            return
-        result = txn.send_offsets_to_transaction(by_partition, group)
-        self._await(result, timeout, "send_offsets_to_transaction")
-
-    def commit_transaction(self, timeout: float | None = None) -> None:
-        """Send every record of the transaction, then commit it. Raises
-        ``TransactionRequiresAbortError`` if the transaction failed (abort it and go on),
-        ``ProducerFencedError`` and other fatal errors if the producer is finished, and
-        ``KafkaTimeoutError`` after ``timeout`` seconds (``max.block.ms`` if None): then call
-        it again, which resumes the same commit."""
-        txn = self._transactional("commit_transaction")
-        self._await(txn.begin_commit(), timeout, "commit_transaction")
-
-    def abort_transaction(self, timeout: float | None = None) -> None:
-        """Abort the transaction: records still queued fail with ``TransactionAbortedError``
-        and nothing of it becomes visible to read_committed readers. Like
-        ``commit_transaction``, a timed-out call may be made again to resume."""
-        txn = self._transactional("abort_transaction")
-        self._await(txn.begin_abort(), timeout, "abort_transaction")
-
-    def prepare_transaction(self, timeout: float | None = None) -> PreparedTxn:
-        """Hand the open transaction to another process to complete (KIP-939's
-        ``prepareTransaction``): flush, check that every record of it was delivered, and
-        return its transactional id, producer id and epoch. From then on ``send`` raises and
-        ``close()`` leaves the transaction open instead of aborting it; complete it with
-        ``kclient.sender.txn_completion.complete_transaction`` (from any process) before
-        ``transaction.timeout.ms`` runs out, or the coordinator aborts it. Raises
-        ``TransactionRequiresAbortError`` if a record of it failed."""
-        txn = self._transactional("prepare_transaction")
-        self.flush(timeout)
-        pid = txn.prepare()
-        return PreparedTxn(txn.txn_id, pid.producer_id, pid.epoch)
-
-    def _transactional(self, operation: str) -> transaction_manager.TransactionManager:
-        if self._txn is None:
-            raise IllegalStateError(
-                f"{operation}() needs a transactional producer: set 'transactional.id'"
-            )
-        if self._unusable in (_CLOSED, _FORKED):
-            self._raise_unusable()
-        return self._txn
-
-    def _await(
-        self, result: TransactionalRequestResult, timeout: float | None, operation: str
-    ) -> None:
-        self._sender.wakeup()
-        timeout_s = self._max_block_ms / 1000 if timeout is None else timeout
-        if not result.wait(timeout_s):
-            txn = self._txn
-            problem = txn.last_problem if txn is not None else None
-            raise KafkaTimeoutError(
-                f"{operation}() did not complete within {timeout_s:g} s"
-                + (f" (last: {problem})" if problem else "")
-                + f"; call {operation}() again to keep waiting"
-            )
-        result.raise_error()
 
     # ---- flush / close -------------------------------------------------------------------
 

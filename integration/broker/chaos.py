@@ -23,7 +23,7 @@ from pathlib import Path
 import confluent_kafka
 
 from integration.broker.clients import read_line
-from integration.peers import LOOPBACK, stop_process
+from integration.peers import LOOPBACK, QUICK_READ, from_start, stop_process
 from kclient import KafkaProducer, RecordMetadata
 
 Acked = dict[tuple[int, int], bytes]  # (partition, offset) -> value
@@ -289,14 +289,14 @@ def read_back(
 ) -> list[tuple[int, int, bytes]]:
     """Every record of the topic as (partition, offset, value), read with confluent-kafka."""
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "chaos-verify", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "chaos-verify",
+            "enable.auto.commit": False,
+            **QUICK_READ,
+        }
     )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
-        ]
-    )
+    consumer.assign(from_start(topic, partitions))
     out: list[tuple[int, int, bytes]] = []
     deadline = time.monotonic() + 60
     quiet_until = 0.0

@@ -20,7 +20,7 @@ from typing import Any, cast
 import confluent_kafka
 import pytest
 
-from integration.peers import kcat_binary, kcat_env, stop_process
+from integration.peers import QUICK_READ, from_start, kcat_binary, kcat_env, stop_process
 from kclient.broker import EmbeddedCluster
 
 Headers = list[tuple[str, bytes | None]]
@@ -112,9 +112,10 @@ def confluent_consume(bootstrap: str, topic: str, n: int, timeout_s: float = 20.
             "group.id": "verify",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            **QUICK_READ,
         }
     )
-    consumer.assign([confluent_kafka.TopicPartition(topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    consumer.assign(from_start(topic, 1))
     out: list[Rec] = []
     deadline = time.monotonic() + timeout_s
     try:
@@ -366,15 +367,11 @@ def confluent_consume_records(
             "group.id": "verify-with-settings",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            **QUICK_READ,
             **settings,
         }
     )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
-        ]
-    )
+    consumer.assign(from_start(topic, partitions))
     out: list[tuple[int, int, Record]] = []
     deadline = time.monotonic() + timeout_s
     try:

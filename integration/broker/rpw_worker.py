@@ -4,10 +4,10 @@
 ``rpw-in`` with a confluent-kafka group consumer (read_committed), writes each value to
 ``rpw-out`` as ``out:<value>`` with kclient's transactional producer and commits the
 consumed offsets in the same transaction. Prints ``committed <n>`` after each commit and
-exits after 3 s without input (30 s before its first input: joining the group may wait
-for a killed member's session to expire). With HANG_AT, once it committed that many
-records it writes one more transaction (records and offsets sent), prints ``open``
-and waits there, to be killed in the middle of it.
+exits after 1 s without input (the tests write every input first; 30 s before its first
+input: joining the group waits for a killed member's 2 s session to expire). With
+HANG_AT, once it committed that many records it writes one more transaction (records and
+offsets sent), prints ``open`` and waits there, to be killed in the middle of it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,9 @@ def main(bootstrap: str, group: str, transactional_id: str, hang_at: int = -1) -
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
+            # short: the next worker's join waits for a killed member's session to end
+            "session.timeout.ms": 2000,
+            "heartbeat.interval.ms": 500,
         }
     )
     consumer.subscribe(["rpw-in"])
@@ -36,7 +38,7 @@ def main(bootstrap: str, group: str, transactional_id: str, hang_at: int = -1) -
     producer.init_transactions(timeout=30)
     committed = 0
     idle_since = time.monotonic()
-    while time.monotonic() - idle_since < (3 if committed else 30):
+    while time.monotonic() - idle_since < (1 if committed else 30):
         messages = [m for m in consumer.consume(20, 0.2) if m.error() is None]
         if not messages:
             continue

@@ -11,6 +11,7 @@ from pathlib import Path
 import confluent_kafka
 
 from integration.broker.clients import cli_broker
+from integration.peers import QUICK_READ, from_start
 from kclient import errors
 from kclient.broker import EmbeddedCluster
 from kclient.protocol import ApiKey
@@ -22,14 +23,14 @@ Acked = dict[tuple[int, int], bytes]  # (partition, offset) -> value
 
 def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> Acked:
     consumer = confluent_kafka.Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "verify",
+            "enable.auto.commit": False,
+            **QUICK_READ,
+        }
     )
-    consumer.assign(
-        [
-            confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-            for p in range(partitions)
-        ]
-    )
+    consumer.assign(from_start(topic, partitions))
     out: Acked = {}
     deadline = time.monotonic() + 30
     try:

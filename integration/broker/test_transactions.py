@@ -266,8 +266,7 @@ def test_a_broker_killed_during_commits_keeps_each_transaction_whole(tmp_path: P
             time.sleep(0.01)
         proc.send_signal(signal.SIGKILL)  # whatever it was doing: no flush, no clean close
         proc.wait(5)
-        stop.set()
-        worker.join(20)
+        stop.set()  # its commit in flight fails after max.block.ms, meanwhile the restart
     assert len(done) >= 15
     with cli_broker("--log-dir", log_dir) as (_, bootstrap):
         # the next producer with the id aborts what the crash left open (as in Kafka)
@@ -276,6 +275,8 @@ def test_a_broker_killed_during_commits_keeps_each_transaction_whole(tmp_path: P
         ) as again:
             again.init_transactions(timeout=30)
         seen = consume_all(bootstrap, "crash", 3, len(done) * TXN_RECORDS, 30, settings=COMMITTED)
+    worker.join(20)  # no commit returns once the broker is gone: done was complete already
+    assert not worker.is_alive()
     per_txn = collections.Counter(int((c.value or b"").split(b":")[0]) for c in seen)
     assert all(count == TXN_RECORDS for count in per_txn.values()), per_txn
     assert set(done) <= set(per_txn)  # every commit that returned is there

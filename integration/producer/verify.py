@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import confluent_kafka
 
+from integration.peers import QUICK_READ, from_start
+
 Headers = list[tuple[str, bytes | None]]
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -57,18 +59,13 @@ def consume_all(
             "bootstrap.servers": bootstrap,
             "group.id": f"verify-{uuid.uuid4()}",
             "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
+            **QUICK_READ,
             **(settings or {}),
         }
     )
     try:
-        consumer.assign(
-            [
-                confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                for p in range(partitions)
-            ]
-        )
+        consumer.assign(from_start(topic, partitions))
         out: list[Consumed] = []
         at_end: set[int] = set()
         deadline = time.monotonic() + timeout_s

@@ -12,20 +12,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-
-def local_session(app_name: str) -> SparkSession:
-    """``local[2]`` with small shuffles and no UI (callers set PYSPARK_PYTHON first)."""
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+from integration.spark.session import local_session
 
 
 @pytest.fixture(scope="module")

@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import sys
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
+from integration.spark.session import local_session
 from kclient.spark import foreach_batch
 
 
 def main(bootstrap: str, topic: str, input_dir: str, checkpoint: str, sink_id: str) -> None:
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("kclient-eos-stream")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "3")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("kclient-eos-stream", **{"spark.sql.shuffle.partitions": "3"})
     write = foreach_batch(
         topic,
         exactly_once=True,

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from integration.peers import run_tansu
 from integration.producer.verify import consume_all
+from integration.spark.session import local_session
 from kclient import KafkaProducer
 from kclient.broker import EmbeddedBroker
 from kclient.clock import SYSTEM_CLOCK
@@ -48,16 +49,12 @@ def spark() -> Iterator[SparkSession]:
     with pytest.MonkeyPatch.context() as env:
         env.setenv("PYSPARK_PYTHON", sys.executable)
         env.setenv("PYSPARK_DRIVER_PYTHON", sys.executable)
-        session = (
-            SparkSession.builder.master("local[2,3]")
-            .appName("kclient-exactly-once-tests")
-            .config("spark.ui.enabled", "false")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.driver.bindAddress", "127.0.0.1")
-            .config(f"spark.executorEnv.{CRASH_TASK_ENV}", f"{CRASHING_SINK}:1")
-            .getOrCreate()
+        session = local_session(
+            "kclient-exactly-once-tests",
+            "local[2,3]",
+            log_level="OFF",
+            **{f"spark.executorEnv.{CRASH_TASK_ENV}": f"{CRASHING_SINK}:1"},
         )
-        session.sparkContext.setLogLevel("OFF")
         try:
             yield session
         finally:

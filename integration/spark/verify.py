@@ -12,6 +12,8 @@ from typing import Any, cast
 
 import confluent_kafka
 
+from integration.peers import QUICK_READ, from_start
+
 Headers = tuple[tuple[str, bytes | None], ...]
 
 
@@ -38,18 +40,14 @@ def consume_all(
             "enable.auto.commit": False,
             "enable.partition.eof": True,
             "fetch.max.bytes": 50 * 1024 * 1024,
+            **QUICK_READ,
         }
     )
     out: list[Consumed] = []
     at_end: set[int] = set()
     deadline = time.monotonic() + timeout_s
     try:
-        consumer.assign(
-            [
-                confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING)
-                for p in range(partitions)
-            ]
-        )
+        consumer.assign(from_start(topic, partitions))
         while len(out) < expected or len(at_end) < partitions:
             if time.monotonic() > deadline:
                 raise TimeoutError(
