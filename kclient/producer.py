@@ -232,6 +232,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         partition: int | None,
         timestamp_ms: int | None,
         callback: Callback | None,
+        serialize: bool = True,
     ) -> FutureRecordMetadata:
         """``send`` beyond its common case: serializers, conversions, a transaction, a
         closed producer, metadata to wait for, headers, a custom partitioner, a record too
@@ -243,7 +244,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         if headers:
             headers = record_args.checked_headers(headers)
         if self._checked_send:
-            key, value = self._check_send(topic, key, value)
+            key, value = self._check_send(topic, key, value, serialize)
         else:
             if value is not None and value.__class__ is not bytes:
                 value = serialization.to_bytes("value", value)
@@ -283,14 +284,16 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             queues, partition, timestamp_ms, key, value, headers, callback, block_ms, size
         )
 
-    def _check_send(self, topic: str, key: Any, value: Any) -> tuple[bytes | None, bytes | None]:
+    def _check_send(
+        self, topic: str, key: Any, value: Any, serialize: bool = True
+    ) -> tuple[bytes | None, bytes | None]:
         """``send``'s checks beyond the common case: closed/forked/failed, the transaction
-        state, serializers; the key and value as bytes."""
+        state, serializers (unless ``serialize`` is False); the key and value as bytes."""
         if self._unusable is not None:
             self._raise_unusable()
         if self._txn is not None:
             self._txn.check_send()
-        if self._serializers:
+        if self._serializers and serialize:
             return self._serialize(topic, key, value)
         if value is not None and value.__class__ is not bytes:
             value = serialization.to_bytes("value", value)

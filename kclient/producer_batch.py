@@ -58,6 +58,18 @@ class ProducerBatches:
             callback: Callback | None = None,
         ) -> FutureRecordMetadata: ...
 
+        def _send_general(  # noqa: PLR0917 (as KafkaProducer's)
+            self,
+            topic: str,
+            value: Any,
+            key: Any,
+            headers: Sequence[Header] | None,
+            partition: int | None,
+            timestamp_ms: int | None,
+            callback: Callback | None,
+            serialize: bool = True,
+        ) -> FutureRecordMetadata: ...
+
         def _raise_unusable(self) -> None: ...
 
         def _wait_on_metadata(
@@ -72,6 +84,8 @@ class ProducerBatches:
         headers: Any = None,
         partitions: Any = None,
         timestamps: Any = None,
+        *,
+        serialize: bool = True,
     ) -> SendBatchResult:
         """Queue one record per item of ``values``; returns one ``SendBatchResult`` for all.
 
@@ -88,7 +102,9 @@ class ProducerBatches:
         columns (large variants, slices, chunked; pyarrow's or any exporting the Arrow C
         data interface) are read in place from their buffers when the C accelerator is
         built; Arrow integer and timestamp columns as int64 (an
-        Arrow ``partitions`` null: the partitioner's choice).
+        Arrow ``partitions`` null: the partitioner's choice). ``serialize=False``: the
+        keys and values are bytes already and skip ``key.serializer``/``value.serializer``
+        (as aiokafka's ``BatchBuilder`` takes them).
         """
         values = columns.bytes_column("values", values, None)
         rows = len(values)
@@ -107,7 +123,7 @@ class ProducerBatches:
         fast = (
             headers is None
             and self._partitioner is None
-            and not self._serializers
+            and not (self._serializers and serialize)
             # in a transaction, when a send would be allowed (else send says why not);
             # new batches add their partitions to it as send's do
             and (self._txn is None or self._txn.may_send())
@@ -127,17 +143,22 @@ class ProducerBatches:
                 row += 1
                 continue
             try:  # this row the general way (it converts, partitions or refuses it)
-                result.queued(
-                    row,
-                    self.send(
+                key = None if keys is None else keys[row]
+                row_headers = None if headers is None else headers[row]
+                if serialize:  # send's C common case first
+                    future = self.send(
                         topic,
                         values[row],
-                        None if keys is None else keys[row],
-                        headers=None if headers is None else headers[row],
+                        key,
+                        headers=row_headers,
                         partition=explicit,
                         timestamp_ms=times[row],
-                    ),
-                )
+                    )
+                else:  # bytes already: past the serializers
+                    future = self._send_general(
+                        topic, values[row], key, row_headers, explicit, times[row], None, False
+                    )
+                result.queued(row, future)
             except (RecordTooLargeError, SerializationError, ValueError, TypeError) as exc:
                 result.refused(row, exc)
             except KafkaError as exc:  # metadata or memory not there: the rest cannot go

@@ -110,3 +110,24 @@ def test_rows_that_find_no_memory_within_max_block_ms_fail_by_row() -> None:
             assert [r.value[:3] for r in delivered] == [b"%03d" % i for i in range(failed[0])]
 
     run(main())
+
+
+@pytest.mark.parametrize("with_headers", [False, True], ids=["bulk-path", "row-by-row"])
+def test_a_batch_holds_bytes_and_skips_the_serializers_as_in_aiokafka(with_headers: bool) -> None:
+    client = BatchCountingClient()
+
+    async def main() -> None:
+        async with producer(
+            client, value_serializer=lambda v: v.encode(), key_serializer=lambda k: k.encode()
+        ) as p:
+            await p.send_and_wait("t", "text", key="key", partition=0)  # send serializes
+            batch = p.create_batch()
+            headers = [("h", b"1")] if with_headers else []
+            assert batch.append(key=b"raw-key", value=b"raw", timestamp=None, headers=headers)
+            await (await p.send_batch(batch, "t", partition=0))
+
+    run(main())
+    assert [(r.key, r.value) for r in client.records[("t", 0)]] == [
+        (b"key", b"text"),
+        (b"raw-key", b"raw"),
+    ]

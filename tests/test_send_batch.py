@@ -314,3 +314,14 @@ def test_rows_to_a_partition_the_topic_lacks_wait_for_it_once_per_call(
     assert sorted(errors) == [0, 2, 3, 5] and placed == [0, 1]
     # one max.block.ms wait for partition 9, its error given to each of its rows
     assert errors[0] is errors[2] is errors[3] is errors[5]
+
+
+def test_serialize_false_sends_bytes_past_the_configured_serializers(
+    client: LiveMockClient,
+) -> None:
+    with KafkaProducer(
+        bootstrap_servers="h:1", kafka_client=client, linger_ms=0, value_serializer="json"
+    ) as p:
+        p.send_batch("t", [{"a": 1}], partitions=[0]).result(10)
+        p.send_batch("t", [b"raw"], partitions=[0], serialize=False).result(10)
+    assert [r.value for r in client.records[("t", 0)]] == [b'{"a":1}', b"raw"]

@@ -309,6 +309,7 @@ class AIOKafkaProducer:
                 None if headers is None else headers[start:],
                 [partition] * (rows - start),
                 timestamps[start:] if start else timestamps,
+                serialize=False,  # a BatchBuilder holds bytes, as aiokafka's
             )
             full = [row for row, e in part._errors.items() if isinstance(e, BufferExhaustedError)]
             if not full:
