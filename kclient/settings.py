@@ -343,8 +343,18 @@ for _s in SETTINGS:
     BY_NAME[_s.name] = _s
     BY_NAME[_s.attr] = _s
 
-#: librdkafka's (confluent-kafka's) names for the same settings, accepted as they are.
-ALIASES = {"ssl.ca.location": "ssl.truststore.location", "sasl.mechanisms": "sasl.mechanism"}
+#: librdkafka's (confluent-kafka's) and kafka-python's names for the same settings,
+#: accepted as they are (kafka-python's ``ssl_cafile=`` keyword reads as ``ssl.cafile``).
+ALIASES = {
+    "ssl.ca.location": "ssl.truststore.location",
+    "sasl.mechanisms": "sasl.mechanism",
+    "ssl.cafile": "ssl.truststore.location",
+    "ssl.certfile": "ssl.certificate.location",
+    "ssl.keyfile": "ssl.key.location",
+    "ssl.password": "ssl.key.password",
+    "sasl.plain.username": "sasl.username",
+    "sasl.plain.password": "sasl.password",
+}
 for _alias, _name in ALIASES.items():
     BY_NAME[_alias] = BY_NAME[_alias.replace(".", "_")] = BY_NAME[_name]
 

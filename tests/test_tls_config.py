@@ -240,3 +240,20 @@ def test_librdkafka_names_work_as_confluent_kafka_users_write_them(
         }
     )
     assert sasl.sasl is not None and sasl.sasl.mechanism == "SCRAM-SHA-256"
+
+
+def test_kafka_python_keyword_names_work_as_its_users_write_them(certs: TestCertificates) -> None:
+    config = ProducerConfig(
+        bootstrap_servers="h:1",
+        security_protocol="SASL_SSL",
+        ssl_cafile=certs.ca_cert,
+        ssl_certfile=certs.client_cert,
+        ssl_keyfile=certs.client_key,
+        ssl_password="pw",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="u",
+        sasl_plain_password="p",
+    )
+    assert config.ssl_truststore_location == certs.ca_cert
+    assert config.ssl_context is not None and len(config.ssl_context.get_ca_certs()) == 1
+    assert (config.sasl_username, config.sasl_password) == ("u", "p")
