@@ -244,6 +244,8 @@ def handshake_step(sock: ssl.SSLSocket) -> int:
         return selectors.EVENT_READ
     except ssl.SSLWantWriteError:
         return selectors.EVENT_WRITE
+    except ConnectionResetError as exc:  # a plaintext listener resets on our ClientHello
+        raise ssl.SSLEOFError(exc.errno, "connection reset during the TLS handshake") from exc
     return 0
 
 
@@ -306,7 +308,7 @@ def describe_tls_error(exc: ssl.SSLError) -> str:
             f"TLS handshake failed: certificate verify failed ({detail}); "
             "check 'ssl.truststore.location' (the CA that signed the broker's certificate)"
         )
-    reason = exc.reason or str(exc)
+    reason = getattr(exc, "reason", None) or str(exc)
     if "CERTIFICATE_REQUIRED" in reason:
         return (
             f"the broker requires a client certificate ({reason}): set "

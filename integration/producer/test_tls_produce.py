@@ -12,7 +12,7 @@ import pytest
 
 from integration.producer.verify import consume_all, dataset
 from kclient import KafkaProducer
-from kclient.broker import EmbeddedCluster
+from kclient.broker import EmbeddedBroker, EmbeddedCluster
 from kclient.errors import KafkaError, KafkaTimeoutError
 from kclient.testing.tls import TestCertificates, write_test_certificates
 
@@ -193,3 +193,20 @@ def test_plaintext_to_a_tls_listener_points_at_security_protocol(
     ):
         producer.send(_topic(cluster, 1), value=b"x")
     assert "set 'security.protocol' to SSL" in str(failed.value)
+
+
+def test_tls_to_a_plaintext_listener_points_at_security_protocol(certs: TestCertificates) -> None:
+    """A plaintext broker resets the connection on the ClientHello: the reason names the
+    listener and the setting (a reset used to be reported without them)."""
+    with (
+        EmbeddedBroker() as plaintext,
+        KafkaProducer(
+            bootstrap_servers=plaintext.bootstrap_servers,
+            security_protocol="SSL",
+            ssl_truststore_location=certs.ca_cert,
+            max_block_ms=2_000,
+        ) as producer,
+        pytest.raises(KafkaError) as failed,
+    ):
+        producer.send("t", value=b"x")
+    assert "is it a PLAINTEXT listener (check 'security.protocol')" in str(failed.value)
