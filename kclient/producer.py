@@ -117,8 +117,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             )
         elif cfg.enable_idempotence:
             self._tm = TransactionManager(self._prefix)
-        if self._tm is not None:  # a weak reference: the I/O thread must not keep us alive
-            self_ref = weakref.ref(self)
+        self_ref = weakref.ref(self)  # the I/O thread must not keep us alive
+        if self._tm is not None:
             self._tm.on_fatal_error = lambda error: _set_fatal_error(self_ref, error)
         self._pool = BufferPool(cfg.buffer_memory, clock)
         codec = CompressionType.from_name(cfg.compression_type)
@@ -157,6 +157,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             log_prefix=self._prefix,
         )
         self._accumulator.wakeup = self._sender.wakeup
+        self._sender.on_failure = lambda error: _set_fatal_error(self_ref, error)
         self._key_serializer = serialization.resolve(cfg.key_serializer, "key.serializer")
         self._value_serializer = serialization.resolve(cfg.value_serializer, "value.serializer")
         self._partitioner = cfg.partitioner
@@ -370,7 +371,12 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
                 raise self._metadata_timeout(topic, partition, count)
             version = metadata.request_update_for_topic(topic)
             self._sender.wakeup()
-            metadata.await_update(version, self._max_block_ms - elapsed_ms)
+            try:
+                metadata.await_update(version, self._max_block_ms - elapsed_ms)
+            except IllegalStateError:  # closed under us: say why, when we know
+                if self._unusable is not None:
+                    self._raise_unusable()
+                raise
             if self._unusable is not None:
                 self._raise_unusable()
             cluster = metadata.fetch()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kclient import errors
@@ -116,6 +116,9 @@ class Sender:
         self._last_topic_refresh_ms = -TOPIC_REFRESH_INTERVAL_MS
         self.running = True
         self.force_close_requested = False
+        self.on_failure: Callable[[KafkaError], None] | None = None
+        """Told when ``run`` (or a loop driving ``run_once``) fails, before the network
+        client closes: the producer keeps the error for its callers."""
 
     # ---- thread entry, close ---------------------------------------------------------
 
@@ -133,6 +136,8 @@ class Sender:
                 self.abort_incomplete_batches(
                     IllegalStateError("the producer was closed before these records were delivered")
                 )
+        except Exception as exc:  # logged, and kept by the producer for its callers
+            self.fail_on_error(exc)
         except BaseException as exc:
             self.fail_on_error(exc)
             raise
@@ -142,7 +147,14 @@ class Sender:
     def fail_on_error(self, exc: BaseException) -> None:
         """``run`` (or an event loop driving ``run_once``) failed: fail every pending record."""
         log.exception("%sthe sender thread failed; failing every pending record", self._prefix)
-        self.abort_incomplete_batches(KafkaError(f"the producer's sender thread failed: {exc!r}"))
+        error = KafkaError(
+            f"the producer's sender thread failed: {exc!r}; this producer cannot send any "
+            "more: close it (and report the error, it is a bug)"
+        )
+        error.__cause__ = exc
+        if self.on_failure is not None:
+            self.on_failure(error)
+        self.abort_incomplete_batches(error)
 
     def release_on_close(self) -> None:
         """The last step of closing: fail what is left, close the network client."""
