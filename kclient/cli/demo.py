@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -204,16 +204,29 @@ def run(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return 0 if ok else 1
 
 
+def _at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if number < low:
+            raise argparse.ArgumentTypeError(f"must be {low} or more, got {number}")
+        return number
+
+    return parse
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bootstrap-server", help="run against this cluster instead of an embedded one")
-    p.add_argument("--records", type=int, default=1_000_000)
-    p.add_argument("--value-size", type=int, default=100)
+    p.add_argument("--records", type=_at_least(0), default=1_000_000)
+    p.add_argument("--value-size", type=_at_least(0), default=100)
     p.add_argument("--topic", default="kclient-demo")
-    p.add_argument("--partitions", type=int, default=6)
-    p.add_argument("--replication-factor", type=int, default=1)
-    p.add_argument("--brokers", type=int, default=3, help="embedded cluster size")
-    p.add_argument("--linger-ms", type=int, default=5)
-    p.add_argument("--batch-size", type=int, default=256 * 1024)
+    p.add_argument("--partitions", type=_at_least(1), default=6)
+    p.add_argument("--replication-factor", type=_at_least(1), default=1)
+    p.add_argument("--brokers", type=_at_least(1), default=3, help="embedded cluster size")
+    p.add_argument("--linger-ms", type=_at_least(0), default=5)
+    p.add_argument("--batch-size", type=_at_least(1), default=256 * 1024)
     p.add_argument("--acks", default="all", choices=("all", "-1", "0", "1"))
     p.add_argument("--compression", default="none", choices=COMPRESSION_TYPES)
 
