@@ -145,16 +145,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--throughput", type=float, required=True, help="records/s; -1 for no throttling"
     )
-    p.add_argument("--producer-props", nargs="+", metavar="K=V", default=[])
+    p.add_argument("--producer-props", nargs="+", metavar="K=V", default=[], action="extend")
     p.add_argument("--producer.config", dest="producer_config")
     p.add_argument("--print-metrics", action="store_true")
     return p
 
 
 def load_payloads(path: str, delimiter: str) -> list[bytes]:
-    delimiter = delimiter.encode().decode("unicode_escape")
-    text = Path(path).read_text(encoding="utf-8")
-    payloads = [p.encode("utf-8") for p in text.split(delimiter) if p]
+    separator = delimiter.encode().decode("unicode_escape").encode("utf-8")
+    try:
+        data = Path(path).read_bytes()  # payloads go byte for byte, UTF-8 or not
+    except OSError as exc:
+        raise ConfigError(f"--payload-file {path!r} cannot be read: {exc.strerror or exc}") from exc
+    payloads = [p for p in data.split(separator) if p]
     if not payloads:
         raise ConfigError(f"--payload-file {path!r} holds no payloads")
     return payloads
