@@ -171,7 +171,7 @@ def test_mutual_tls_accepts_a_client_certificate_and_refuses_a_client_without_on
     records: list[Record] = [(0, b"k%d" % i, b"v%d" % i, [("h", b"x")]) for i in range(50)]
     assert produce(good, topic, records) == []
 
-    no_cert = {**ssl_settings(mtls_broker, certs), "message.timeout.ms": 3000, "log_level": 0}
+    no_cert = {**ssl_settings(mtls_broker, certs), "message.timeout.ms": 1000, "log_level": 0}
     started = time.monotonic()
     failures = produce(no_cert, topic, [(0, b"nope", b"nope", [])], flush_s=15)
     assert failures, "a client without a certificate must not be able to produce"
@@ -341,7 +341,7 @@ def test_a_plaintext_confluent_client_fails_and_the_broker_keeps_serving(
     plaintext = {
         "bootstrap.servers": tls_broker.bootstrap_servers,
         "security.protocol": "PLAINTEXT",
-        "message.timeout.ms": 2000,
+        "message.timeout.ms": 1000,
         "socket.timeout.ms": 2000,
         "log_level": 0,
     }

@@ -102,7 +102,7 @@ def test_plaintext_to_a_sasl_listener_is_refused_and_sasl_to_a_plain_one_says_so
     topic = _topic(cluster, 1)
     # The broker closes a connection that skips SASL: its first request is never answered.
     with (
-        KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=3_000) as producer,
+        KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=1_500) as producer,
         pytest.raises(KafkaTimeoutError, match=r"a SASL listener\? check 'security.protocol'"),
     ):
         producer.send(topic, value=b"x")

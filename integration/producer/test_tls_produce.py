@@ -136,7 +136,7 @@ def test_mutual_tls_with_the_client_certificate_works_and_without_it_fails_clear
                 bootstrap_servers=cluster.bootstrap_servers,
                 security_protocol="SSL",
                 ssl_truststore_location=certs.ca_cert,
-                max_block_ms=3_000,
+                max_block_ms=1_500,
             ) as producer,
             pytest.raises(KafkaTimeoutError) as failed,
         ):
@@ -174,7 +174,7 @@ def test_an_untrusted_broker_is_refused_with_the_reason_and_the_setting(
             bootstrap_servers=cluster.bootstrap_servers,
             security_protocol="SSL",
             ssl_truststore_location=certs.other_ca_cert,
-            max_block_ms=3_000,
+            max_block_ms=1_500,
         ) as producer,
         pytest.raises(KafkaError) as failed,
     ):
@@ -188,7 +188,7 @@ def test_plaintext_to_a_tls_listener_points_at_security_protocol(
     cluster: EmbeddedCluster,
 ) -> None:
     with (
-        KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=3_000) as producer,
+        KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, max_block_ms=1_500) as producer,
         pytest.raises(KafkaError) as failed,
     ):
         producer.send(_topic(cluster, 1), value=b"x")

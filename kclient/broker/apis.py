@@ -5,9 +5,9 @@ the decoded request body, asks the controller / ReplicaManager, and hands a resp
 the RequestChannel: ``SendResponse``, ``NoOpResponse`` (acks=0) or
 ``CloseConnectionResponse`` (an acks=0 Produce that failed, so the client notices).
 
-Served: ApiVersions, Metadata (+ auto-creation), CreateTopics, DeleteTopics (``topic_apis``),
-Produce,
-InitProducerId, Fetch (long poll through the purgatory; read_committed), ListOffsets,
+Served: ApiVersions, Metadata (+ auto-creation: ``metadata_apis``), CreateTopics,
+DeleteTopics (``topic_apis``), Produce, InitProducerId, Fetch (long poll through the
+purgatory; read_committed), ListOffsets,
 the consumer group APIs (FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups, OffsetDelete:
 ``group_apis`` over the broker's ``GroupCoordinator``) and the transaction APIs
@@ -41,10 +41,11 @@ from kclient import errors
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
-from kclient.broker.controller import Controller, Topic
+from kclient.broker.controller import Controller
 from kclient.broker.fetch import FetchHandler
 from kclient.broker.group_apis import GroupApis, coordinator_node, group_config
 from kclient.broker.group_coordinator import GroupCoordinator
+from kclient.broker.metadata_apis import MetadataApis
 from kclient.broker.purgatory import DelayedOperationPurgatory
 from kclient.broker.quota_apis import QuotaApis
 from kclient.broker.quota_factory import QuotaManagers
@@ -184,13 +185,15 @@ class Apis:
             ApiKey.PRODUCE: self.handle_produce,
             ApiKey.FETCH: self._fetch.handle,
             ApiKey.LIST_OFFSETS: self.handle_list_offsets,
-            ApiKey.METADATA: self.handle_metadata,
             ApiKey.API_VERSIONS: self.handle_api_versions,
             ApiKey.SASL_HANDSHAKE: self.handle_sasl_handshake,
             ApiKey.SASL_AUTHENTICATE: self.handle_sasl_authenticate,
             **group_apis.handlers(),
             **self._txn_apis.handlers(),
             **QuotaApis(quotas.quotas, self._send).handlers(),
+            **MetadataApis(
+                controller, config, self.request_helper, self._send, monotonic_ns=monotonic_ns
+            ).handlers(),
             **TopicApis(
                 controller,
                 config,
@@ -290,106 +293,6 @@ class Apis:
                 "session_lifetime_ms": 0,
             },
         )
-
-    # ---- Metadata ----------------------------------------------------------------------
-
-    def handle_metadata(self, request: Request) -> None:
-        body = self._body(request)
-        version = request.header.api_version
-        requested = body["topics"]
-        allow_auto = bool(body.get("allow_auto_topic_creation", True))
-        controller = self.controller
-        topics_out: list[dict[str, Any]] = []
-        if requested is None or (version == 0 and not requested):
-            with controller.lock:
-                selected = sorted(controller.topics.values(), key=lambda t: t.name)
-            topics_out = [self._topic_metadata(t) for t in selected]
-        else:
-            for entry in requested:
-                name = entry.get("name")
-                if name is None:
-                    topic = controller.topic_by_id(entry["topic_id"])
-                    if topic is None:
-                        topics_out.append(
-                            self._topic_error(
-                                None, errors.UnknownTopicIdError.code, entry["topic_id"]
-                            )
-                        )
-                    else:
-                        topics_out.append(self._topic_metadata(topic))
-                    continue
-                found: Topic | int | None = controller.topic(name)
-                if found is None and allow_auto and self.config.auto_create_topics:
-                    found = self._auto_create(name, request)
-                if isinstance(found, Topic):
-                    topics_out.append(self._topic_metadata(found))
-                else:
-                    code = (
-                        found
-                        if isinstance(found, int)
-                        else errors.UnknownTopicOrPartitionError.code
-                    )
-                    topics_out.append(self._topic_error(name, code))
-        request.error_count += sum(1 for t in topics_out if t["error_code"])
-        self._send(
-            request,
-            {
-                "brokers": [
-                    {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
-                    for b in controller.live_brokers()
-                ],
-                "cluster_id": self.config.cluster_id,
-                "controller_id": controller.controller_id(),
-                "topics": topics_out,
-            },
-        )
-
-    def _auto_create(self, name: str, request: Request) -> Topic | int:
-        try:
-            created = self.controller.create_topic(name)
-            # counted against the client's controller mutation quota, never refused (as
-            # Kafka's permissive quota for auto-creation)
-            self.request_helper.controller_mutation_quota(request, 0x7FFF).record(
-                len(created.partitions), self._monotonic_ns() // 1_000_000
-            )
-            return created
-        except errors.TopicAlreadyExistsError:
-            topic = self.controller.topic(name)
-            return topic if topic is not None else errors.UnknownTopicOrPartitionError.code
-        except errors.BrokerResponseError as exc:
-            log.info("not auto-creating topic %r: %s", name, exc)
-            return exc.code
-
-    @staticmethod
-    def _topic_error(name: str | None, code: int, topic_id: Any = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"error_code": code, "name": name, "partitions": []}
-        if topic_id is not None:
-            out["topic_id"] = topic_id
-        return out
-
-    def _topic_metadata(self, topic: Topic) -> dict[str, Any]:
-        live = self.controller.live
-        partitions = []
-        for p in topic.partitions:
-            leader = p.leader_id
-            partitions.append(
-                {
-                    "error_code": 0 if leader >= 0 else errors.LeaderNotAvailableError.code,
-                    "partition_index": p.index,
-                    "leader_id": leader,
-                    "leader_epoch": p.leader_epoch,
-                    "replica_nodes": list(p.replicas),
-                    "isr_nodes": [r for r in p.replicas if r in live],
-                    "offline_replicas": [r for r in p.replicas if r not in live],
-                }
-            )
-        return {
-            "error_code": 0,
-            "name": topic.name,
-            "topic_id": topic.topic_id,
-            "is_internal": False,
-            "partitions": partitions,
-        }
 
     # ---- Produce -----------------------------------------------------------------------
 

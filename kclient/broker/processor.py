@@ -8,9 +8,9 @@ RequestChannel, and its connection stays muted until the response has been sent 
 no-op response arrived) and, for a client over a quota, until its throttle time is over
 (``throttled_channel``; an old request version's answer is held back that long instead).
 
-Bad input closes only the offending connection, with one log line: an unparseable
-frame, an unknown api key, an unsupported version (except ApiVersions, which is answered
-with UNSUPPORTED_VERSION in the v0 format), a size outside 0..``socket.request.max.bytes``.
+Bad input closes only the offending connection, with one log line: a frame
+``request_parser.parse_request`` refuses (unparseable, an unknown api key, an unsupported
+version), a size outside 0..``socket.request.max.bytes``.
 A request's buffer grows as its bytes arrive, from one ``MemoryPool`` per broker
 (``queued.max.request.bytes``, see ``network_receive``).
 
@@ -21,12 +21,13 @@ only that connection.
 
 A SASL listener (SASL_PLAINTEXT, SASL_SSL) gives its Processors one ``SaslServer``; each
 new connection gets a ``SaslSession``, and until it has authenticated the Processor
-itself answers SaslHandshake and SaslAuthenticate (cheap: the SCRAM credentials were
-derived at start-up), lets ApiVersions through to the handlers, and closes the
-connection, with one log line, on any other request. A failed authentication is answered
-(SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM ...) and the connection closed
-once the answer is out, as Kafka does. Authenticated connections, and every connection
-of other listeners, take the usual path (one ``is None`` check per request).
+itself (its base class ``ProcessorSasl``, ``processor_sasl.py``) answers SaslHandshake
+and SaslAuthenticate (cheap: the SCRAM credentials were derived at start-up), lets
+ApiVersions through to the handlers, and closes the connection, with one log line, on
+any other request. A failed authentication is answered (SASL_AUTHENTICATION_FAILED,
+UNSUPPORTED_SASL_MECHANISM ...) and the connection closed once the answer is out, as
+Kafka does. Authenticated connections, and every connection of other listeners, take
+the usual path (one ``is None`` check per request).
 
 With ``connections.max.reauth.ms`` (KIP-368) an authenticated connection keeps its
 session: a SaslHandshake on it starts a re-authentication, answered here like the first
@@ -45,12 +46,11 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from kclient import errors
 from kclient.broker.faults import LostAnswers
 from kclient.broker.metrics import BrokerMetrics
 from kclient.broker.network_receive import MemoryPool
+from kclient.broker.processor_sasl import ProcessorSasl
 from kclient.broker.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -58,41 +58,17 @@ from kclient.broker.request_channel import (
     RequestChannel,
     Response,
     SendResponse,
-    api_metric_name,
 )
+from kclient.broker.request_parser import api_name, parse_request
 from kclient.broker.sasl_server import SaslServer
-from kclient.broker.sasl_session import DelayedAuthenticationFailures, SaslReply, SaslSession
-from kclient.broker.selector import ServerChannel, ServerSelector
+from kclient.broker.sasl_session import DelayedAuthenticationFailures, SaslSession
+from kclient.broker.selector import ServerSelector
 from kclient.broker.throttled_channel import ThrottledChannels, client_throttles
-from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
-from kclient.protocol.frame import decode_request, decode_request_header, encode_response
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
 
 _POLL_TIMEOUT_S = 0.3
-_SUPPORTED: dict[int, tuple[int, int]] = {int(k): v for k, v in SUPPORTED_VERSIONS.items()}
-#: What a SASL listener accepts from a connection that has not authenticated yet.
-_BEFORE_AUTHENTICATION = frozenset(
-    {int(ApiKey.API_VERSIONS), int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)}
-)
-
-
-def _api_name(api_key: int) -> str:
-    try:
-        return api_metric_name(ApiKey(api_key).name)
-    except ValueError:
-        return f"Unknown({api_key})"
-
-
-def _hint(sasl_pending: bool) -> str:
-    """What a broken first frame on a SASL listener usually is."""
-    if not sasl_pending:
-        return ""
-    return (
-        " before SASL authentication (a client sending raw SASL tokens without "
-        "SaslHandshake, or not configured for SASL?)"
-    )
 
 
 def _format_address(address: object) -> str:
@@ -102,7 +78,7 @@ def _format_address(address: object) -> str:
     return str(address) or "local"
 
 
-class Processor:
+class Processor(ProcessorSasl):
     """One network thread: owns a ServerSelector and the connections handed to it."""
 
     def __init__(
@@ -259,7 +235,7 @@ class Processor:
                         "processor %d: losing the answer to %s from %s (lose_answers); "
                         "closing the connection",
                         self.id,
-                        _api_name(request.header.api_key),
+                        api_name(request.header.api_key),
                         request.connection_id,
                     )
                     self.selector.close(connection_id, "the answer was lost (lose_answers)")
@@ -377,8 +353,6 @@ class Processor:
             if self._metrics is not None:
                 self._metrics.add_counts(connections=-1)
 
-    # ---- parsing ---------------------------------------------------------------------
-
     def _parse(
         self,
         connection_id: str,
@@ -387,174 +361,24 @@ class Processor:
         sasl_pending: bool = False,
         principal: str = "ANONYMOUS",
     ) -> Request | None:
-        """Parse a frame into a Request, or close the connection (one log line).
-
-        ``sasl_pending``: the connection has yet to authenticate, so only ApiVersions and
-        the SASL requests are parsed; anything else closes it.
-        """
+        """Parse a frame into a Request, or close the connection (one log line)."""
         start_ns = self._monotonic_ns()
-        try:
-            header, _ = decode_request_header(frame)
-        except Exception as exc:
-            self._reject(
-                connection_id, peer, f"unparseable request header ({exc}){_hint(sasl_pending)}"
-            )
-            return None
-        api_key = int(header.api_key)
-        versions = _SUPPORTED.get(api_key)
-        if versions is None:
-            self._reject(connection_id, peer, f"unknown api key {api_key}{_hint(sasl_pending)}")
-            return None
-        min_version, max_version = versions
-        name = _api_name(api_key)
-        if sasl_pending and api_key not in _BEFORE_AUTHENTICATION:
-            self._reject(connection_id, peer, f"request {name} before SASL authentication")
-            return None
-        # an ApiVersions request newer than ours is answered with UNSUPPORTED_VERSION in the
-        # v0 format, so any client can negotiate
-        unsupported = api_key == ApiKey.API_VERSIONS and header.api_version > max_version
-        body: dict[str, Any] | None = None
-        try:
-            if not unsupported:
-                header, body = decode_request(frame, self._max_request_items)
-        except errors.UnsupportedVersionError:
-            self._reject(
-                connection_id,
-                peer,
-                f"{name} v{header.api_version} is not supported "
-                f"(supported: v{min_version}..v{max_version})",
-            )
-            return None
-        except Exception as exc:
-            hint = " (max.request.items)" if "array items in one message" in str(exc) else ""
-            self._reject(
-                connection_id,
-                peer,
-                f"unparseable {name} v{header.api_version} request ({exc}){hint}",
-            )
-            return None
-        request = Request(
-            processor=self.id,
+        parsed = parse_request(
+            frame,
+            processor_id=self.id,
             connection_id=connection_id,
-            header=header,
-            body=body,
-            frame=frame,
+            peer=peer,
             start_time_ns=start_ns,
+            max_request_items=self._max_request_items,
             metrics=self._metrics,
-            api_name=name,
-            client_address=peer,
-            unsupported_version=unsupported,
+            sasl_pending=sasl_pending,
             principal=principal,
         )
-        request.network_thread_time_ns = self._monotonic_ns() - start_ns
-        return request
-
-    # ---- SASL (connections of a SASL listener that have yet to authenticate) -------------
-
-    def _handle_sasl(self, channel: ServerChannel, session: SaslSession, request: Request) -> bool:
-        """Answer a SASL request here, on the network thread; False for an ApiVersions
-        request, which takes the usual path."""
-        header = request.header
-        api_key = header.api_key
-        if api_key == ApiKey.API_VERSIONS:
-            if session.accepts_api_versions:
-                return False
-            self._reject(
-                channel.id, channel.peer, "request ApiVersions in the middle of the SASL exchange"
-            )
-            return True
-        body = request.body
-        assert body is not None
-        if api_key == ApiKey.SASL_HANDSHAKE:
-            reply = session.handshake(header.api_version, body["mechanism"])
-        else:
-            reply = session.authenticate(bytes(body["auth_bytes"]), request.start_time_ns)
-        self._send_sasl_reply(channel, session, request, reply)
-        return True
-
-    def _check_session(
-        self, channel: ServerChannel, session: SaslSession, request: Request
-    ) -> bool:
-        """A request on an authenticated connection whose session expires: True when
-        handled here (a SaslHandshake begins a re-authentication; after expiry, anything
-        but ApiVersions closes the connection), False to take the usual path."""
-        api_key = request.header.api_key
-        now_ns = request.start_time_ns
-        if api_key == ApiKey.SASL_HANDSHAKE:
-            self.selector.reauthenticating(channel.id, now_ns)
-            return self._handle_sasl(channel, session, request)
-        if session.admits(api_key, now_ns):
-            return False
-        log.info(
-            "closing connection %s from %s: its SASL session (user %r) expired %d ms ago "
-            "without re-authentication (connections.max.reauth.ms is %d); got %s",
-            channel.id,
-            channel.peer,
-            session.username,
-            (now_ns - session.expiry_ns) // 1_000_000,
-            session.lifetime_ms,
-            request.api_name,
-        )
-        if self._metrics is not None:
-            self._metrics.add_counts(expired_connections_killed=1)
-        self.selector.close(channel.id, "SASL session expired (connections.max.reauth.ms)")
-        return True
-
-    def _send_sasl_reply(
-        self, channel: ServerChannel, session: SaslSession, request: Request, reply: SaslReply
-    ) -> None:
-        header = request.header
-        now_ns = self._monotonic_ns()
-        request.request_dequeue_time_ns = now_ns
-        request.api_local_complete_time_ns = now_ns
-        request.response_complete_time_ns = now_ns
-        request.response_dequeue_time_ns = now_ns
-        if reply.failure is not None:
-            request.error_count += 1
-            log.warning(
-                "SASL %s of %s failed (connection %s, mechanism %s, user %r): %s",
-                "re-authentication" if session.reauthenticating else "authentication",
-                channel.peer,
-                channel.id,
-                session.mechanism,
-                session.username,
-                reply.failure,
-            )
-            self._close_after_send[channel.id] = f"SASL authentication failed: {reply.failure}"
-        elif reply.authenticated:
-            self.selector.authenticated(channel.id)
-            if reply.reauthenticated and self._metrics is not None:
-                self._metrics.add_counts(successful_reauthentications=1)
-            log.debug(
-                "%s %s as %r with %s (connection %s)",
-                channel.peer,
-                "re-authenticated" if reply.reauthenticated else "authenticated",
-                session.username,
-                session.mechanism,
-                channel.id,
-            )
-        buffers = encode_response(
-            header.api_key, header.api_version, header.correlation_id, reply.body
-        )
-        delayed = self._delayed_failures
-        if reply.failure is not None and delayed is not None:
-            # answered after the delay; the connection stays muted, the others are served
-            due_ns = delayed.add(now_ns, SendResponse(request, buffers))
-            session.deadline_ns = max(session.deadline_ns, due_ns + 1_000_000_000)
-            return
-        self._send_reply(channel.id, SendResponse(request, buffers), now_ns)
-
-    def _send_reply(self, connection_id: str, response: SendResponse, now_ns: int) -> None:
-        if self.selector.send(connection_id, response.buffers, now_ns):
-            self._inflight[connection_id] = response
-        else:  # closed meanwhile
-            self._close_after_send.pop(connection_id, None)
-            response.request.update_request_metrics(now_ns)
-
-    def _send_delayed_failures(self, delayed: DelayedAuthenticationFailures[SendResponse]) -> None:
-        now_ns = self._monotonic_ns()
-        for response in delayed.pop_due(now_ns):
-            self._send_reply(response.request.connection_id, response, now_ns)
+        if isinstance(parsed, str):
+            self._reject(connection_id, peer, parsed)
+            return None
+        parsed.network_thread_time_ns = self._monotonic_ns() - start_ns
+        return parsed
 
     def _end_throttling(self, throttled: ThrottledChannels[SendResponse]) -> None:
         """Connections whose throttle time is over: send a response held back, or read
