@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from kclient.broker.request_channel import Request, Response, SendResponse
 from kclient.broker.sasl_session import DelayedAuthenticationFailures, SaslReply, SaslSession
-from kclient.broker.selector import ServerChannel
+from kclient.broker.server_channel import ServerChannel
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import encode_response
 

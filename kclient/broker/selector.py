@@ -1,12 +1,12 @@
 """Server-side KSelector: the sockets of one Processor (Kafka's ``Selector`` + ``KafkaChannel``).
 
-Owned by exactly one Processor thread. Each ``ServerChannel`` holds at most one
-``NetworkReceive`` (``network_receive``: 4-byte signed size, then exactly that many bytes,
-read into a buffer that grows as they arrive) and at most one ``NetworkSend`` (a list of
-buffers written with ``sendmsg``, i.e. by reference, no joining). A channel that has
-completed a receive is muted (no read interest) until the Processor unmutes it after the
-response went out, so a connection's requests are handled strictly one at a time, in
-order.
+Owned by exactly one Processor thread. Each ``ServerChannel`` (``server_channel.py``)
+holds at most one ``NetworkReceive`` (``network_receive``: 4-byte signed size, then
+exactly that many bytes, read into a buffer that grows as they arrive) and at most one
+``NetworkSend`` (a list of buffers written with ``sendmsg``, i.e. by reference, no
+joining). A channel that has completed a receive is muted (no read interest) until the
+Processor unmutes it after the response went out, so a connection's requests are handled
+strictly one at a time, in order.
 
 The bytes of a request count against the broker's ``MemoryPool``
 (``queued.max.request.bytes``) from its first chunk until the channel is unmuted (the
@@ -41,25 +41,23 @@ import logging
 import selectors
 import socket
 import ssl
-from collections import deque
 from collections.abc import Sequence
 from typing import cast
 
-from kclient.broker.network_receive import (
-    InvalidReceiveError,
-    MemoryPool,
-    NetworkReceive,
-    TlsNetworkReceive,
-)
+from kclient.broker.network_receive import InvalidReceiveError, MemoryPool
 from kclient.broker.sasl_session import SaslSession
-from kclient.tls import handshake_step, has_pending, send_some, tls_chunks
+from kclient.broker.server_channel import (
+    _PEER_GONE,
+    Buffer,
+    NetworkSend,
+    ServerChannel,
+    handshake_failure,
+)
+from kclient.tls import handshake_step, has_pending
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
 
-Buffer = bytes | bytearray | memoryview
-
-_IOV_MAX = 1024
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
 _WAKEUP = "<wakeup>"
@@ -68,140 +66,6 @@ _MEMORY_RETRY_S = 0.05
 #: Longest a TLS handshake, or a SASL authentication, may take (capped by
 #: ``connections.max.idle.ms``).
 HANDSHAKE_TIMEOUT_MS = 10_000
-
-
-class NetworkSend:
-    """One response being written from a list of buffers (Kafka's ``NetworkSend``)."""
-
-    __slots__ = ("_views", "destination", "remaining", "size")
-
-    def __init__(self, destination: str, buffers: Sequence[Buffer]) -> None:
-        self.destination = destination
-        self._views = [memoryview(b).cast("B") for b in buffers if len(b)]
-        self.size = sum(len(v) for v in self._views)
-        self.remaining = self.size
-
-    def write_to(self, sock: socket.socket) -> tuple[bool, int]:
-        """Write what the socket takes: (complete, bytes written)."""
-        written = 0
-        views = self._views
-        while views:
-            try:
-                n = sock.sendmsg(views[:_IOV_MAX])
-            except BlockingIOError:
-                break
-            written += n
-            self.remaining -= n
-            while n:
-                first = views[0]
-                if n >= len(first):
-                    n -= len(first)
-                    views.pop(0)
-                else:
-                    views[0] = first[n:]
-                    n = 0
-        return not views, written
-
-
-class TlsNetworkSend(NetworkSend):
-    """A response written through TLS (an ``SSLSocket`` has no ``sendmsg``): the buffers
-    regrouped into chunks of at most 64 KiB, each retried unchanged after the socket was
-    full, as OpenSSL requires."""
-
-    __slots__ = ("_chunks",)
-
-    def __init__(self, destination: str, buffers: Sequence[Buffer]) -> None:
-        self.destination = destination
-        self._views = []
-        self._chunks: deque[Buffer] = deque(tls_chunks(buffers))
-        self.size = sum(len(c) for c in self._chunks)
-        self.remaining = self.size
-
-    def write_to(self, sock: socket.socket) -> tuple[bool, int]:
-        tls = cast(ssl.SSLSocket, sock)
-        written = 0
-        chunks = self._chunks
-        while chunks:
-            chunk = chunks[0]
-            n = send_some(tls, chunk)
-            if n == 0:  # socket full: the same chunk goes again on the next call
-                break
-            written += n
-            self.remaining -= n
-            if n < len(chunk):  # only with partial writes enabled: the rest goes next
-                chunks[0] = memoryview(chunk)[n:]
-            else:
-                chunks.popleft()
-        return not chunks, written
-
-
-class ServerChannel:
-    """One client connection (Kafka's ``KafkaChannel``).
-
-    ``receive_type`` / ``send_type`` are the plain or TLS classes, chosen at registration;
-    a TLS channel starts ``handshaking`` and waits for ``handshake_events`` meanwhile.
-    ``sasl`` is the SASL state of a connection that has yet to authenticate, or is
-    re-authenticating (None once it has, and on listeners without SASL).
-    ``reauth_session`` is the session of an authenticated connection whose session
-    expires (``connections.max.reauth.ms``), else None.
-    ``held_bytes`` is what its request in flight holds of the memory pool;
-    ``memory_muted`` says that reading stopped until the pool has room.
-    """
-
-    __slots__ = (
-        "events",
-        "handshake_events",
-        "handshaking",
-        "held_bytes",
-        "id",
-        "last_active_ns",
-        "max_receive_size",
-        "memory_muted",
-        "muted",
-        "peer",
-        "principal",
-        "reauth_session",
-        "receive",
-        "receive_type",
-        "sasl",
-        "send",
-        "send_type",
-        "sock",
-        "tls",
-    )
-
-    def __init__(
-        self,
-        channel_id: str,
-        sock: socket.socket,
-        peer: str,
-        now_ns: int,
-        max_receive_size: int,
-        *,
-        sasl: SaslSession | None = None,
-    ) -> None:
-        self.id = channel_id
-        self.sock = sock
-        self.peer = peer
-        self.muted = False
-        self.memory_muted = False
-        self.held_bytes = 0
-        self.receive: NetworkReceive | None = None
-        self.send: NetworkSend | None = None
-        self.events = 0
-        self.last_active_ns = now_ns
-        self.tls = isinstance(sock, ssl.SSLSocket)
-        self.handshaking = self.tls
-        self.handshake_events = _READ  # a TLS server first waits for the ClientHello
-        self.receive_type: type[NetworkReceive] = TlsNetworkReceive if self.tls else NetworkReceive
-        self.send_type: type[NetworkSend] = TlsNetworkSend if self.tls else NetworkSend
-        self.sasl = sasl
-        self.reauth_session: SaslSession | None = None
-        #: the user it authenticated as (SASL), else Kafka's ``ANONYMOUS``
-        self.principal = "ANONYMOUS"
-        self.max_receive_size = (
-            max_receive_size if sasl is None else min(max_receive_size, sasl.max_receive_size)
-        )
 
 
 class ServerSelector:
@@ -575,53 +439,3 @@ class ServerSelector:
             elif ch.last_active_ns < deadline and not ch.muted and ch.send is None:
                 log.info("closing idle connection %s from %s", ch.id, ch.peer)
                 self.close(ch.id, "idle for connections.max.idle.ms")
-
-
-#: Handshake errors that only mean the client went away.
-_PEER_GONE = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ConnectionError)
-#: OpenSSL reasons for bytes that are not a TLS ClientHello.
-_NOT_TLS = frozenset(
-    {
-        "WRONG_VERSION_NUMBER",
-        "HTTP_REQUEST",
-        "HTTPS_PROXY_REQUEST",
-        "PACKET_LENGTH_TOO_LONG",
-        "UNSUPPORTED_PROTOCOL",
-        "UNKNOWN_PROTOCOL",
-        "RECORD_LAYER_FAILURE",
-    }
-)
-
-
-def handshake_failure(exc: BaseException) -> str:
-    """Why a server-side TLS handshake failed, for the one log line (and which setting,
-    on which side, usually fixes it)."""
-    if isinstance(exc, _PEER_GONE):
-        return "the client closed the connection during the handshake"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        detail = exc.verify_message or exc.reason or str(exc)
-        return (
-            f"the client certificate is not trusted ({detail}); "
-            "'ssl.truststore.location' must hold the CA that signed it"
-        )
-    if not isinstance(exc, ssl.SSLError):
-        return str(exc) or type(exc).__name__
-    reason = exc.reason or ""
-    if reason == "PEER_DID_NOT_RETURN_A_CERTIFICATE":
-        return "the client sent no certificate and 'ssl.client.auth' is required"
-    if reason in _NOT_TLS:
-        return (
-            f"not a TLS client ({reason}): a PLAINTEXT client on this SSL listener? "
-            "the client needs security.protocol=SSL"
-        )
-    if reason.startswith(("TLSV1_ALERT_", "SSLV3_ALERT_")):
-        alert = reason.split("_ALERT_", 1)[1].lower().replace("_", " ")
-        hint = (
-            " (does the client trust the CA that signed 'ssl.keystore.location'?)"
-            if alert in ("unknown ca", "bad certificate", "certificate unknown")
-            else ""
-        )
-        return f"the client rejected the handshake (alert: {alert}){hint}"
-    if reason == "UNEXPECTED_EOF_WHILE_READING":
-        return "the client closed the connection during the handshake"
-    return f"{reason or exc}"

@@ -18,12 +18,8 @@ import pytest
 from kclient.broker import EmbeddedBroker
 from kclient.broker.__main__ import main
 from kclient.broker.config import BrokerConfig
-from kclient.broker.selector import (
-    InvalidReceiveError,
-    TlsNetworkReceive,
-    TlsNetworkSend,
-    handshake_failure,
-)
+from kclient.broker.network_receive import InvalidReceiveError, TlsNetworkReceive
+from kclient.broker.server_channel import TlsNetworkSend, handshake_failure
 from kclient.errors import ConfigError
 from kclient.testing.tls import TestCertificates, write_test_certificates
 from kclient.tls import WRITE_CHUNK_BYTES
