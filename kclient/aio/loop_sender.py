@@ -7,7 +7,8 @@ reads readiness from the event loop (``LoopSelector``) and ``LoopSender`` runs
 when the accumulator or a caller wakes it, and at the Sender's next deadline
 (``loop.call_at``: linger, retry backoff, request and delivery timeouts, metadata
 refreshes; the timeout the Sender polled with). ``run_once`` never blocks: ``select``
-returns at once. Record callbacks therefore run on the loop, inside ``run_once``.
+returns at once. Record callbacks therefore run on the loop, inside ``run_once``; the
+callbacks waiting on ``kclient.aio``'s futures run right after it (``after_step``).
 
 ``aclose`` is ``KafkaProducer.close`` awaited: it drives the Sender until what was sent
 is delivered (or the timeout), then fails the rest and closes the connections.
@@ -63,6 +64,14 @@ class LoopSender:
         self._timer_at = math.inf
         self._turns: list[asyncio.Future[None]] = []
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
+        self.after_step: Callable[[], None] = lambda: None
+        """Runs after each step, once its timer is set (``BatchCompletions.dispatch``: the
+        callbacks of the records it completed; a resumed task may start another step)."""
+
+    @property
+    def running(self) -> bool:
+        """Whether a step is running (records completing now wait for ``after_step``)."""
+        return self._running
 
     def schedule(self) -> None:
         """Run a step soon (after the current callback): the accumulator or a caller has
@@ -104,12 +113,15 @@ class LoopSender:
         try:
             timeout_ms = sender.run_once()
         except BaseException as exc:
-            sender.fail_on_error(exc)
-            self.stop()
-            self.on_failure(exc)
+            try:
+                sender.fail_on_error(exc)
+                self.stop()
+                self.on_failure(exc)
+            finally:
+                self._running = False
+                self.after_step()
             raise
-        finally:
-            self._running = False
+        self._running = False
         selector = self.selector
         if selector is not None:
             # I/O done in this step (a response, a connection): go round again at once,
@@ -122,13 +134,14 @@ class LoopSender:
                     turn.set_result(None)
         if timeout_ms <= 0:
             self.schedule()
-            return
-        at = self._loop.time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
-        if at < self._timer_at:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = self._loop.call_at(at, self._on_timer)
-            self._timer_at = at
+        else:
+            at = self._loop.time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
+            if at < self._timer_at:
+                if self._timer is not None:
+                    self._timer.cancel()
+                self._timer = self._loop.call_at(at, self._on_timer)
+                self._timer_at = at
+        self.after_step()
 
     async def turn(self, timeout_s: float | None = None) -> None:
         """Wait for the next step to have run (when I/O, a wakeup or the timer brings it:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
-from kclient.aio.completions import BatchCompletions
+from kclient.aio.completions import NATIVE, BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
@@ -89,7 +89,9 @@ class AIOKafkaProducer:
         if client is None or hasattr(client, "on_ready"):
             producer = LoopProducer(settings, self._loop, client)
             self._on_loop = True
-            self._completions = BatchCompletions(self._loop)
+            driver = producer.driver
+            completions = self._completions = BatchCompletions(self._loop, lambda: driver.running)
+            driver.after_step = completions.dispatch if NATIVE else driver.after_step
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
@@ -151,7 +153,7 @@ class AIOKafkaProducer:
             raise IllegalStateError(f"the producer is {state}")
         return self._producer
 
-    async def send(  # noqa: PLR0917 -- aiokafka's signature
+    def send(  # noqa: PLR0917 -- aiokafka's signature
         self,
         topic: str,
         value: Any = None,
@@ -159,28 +161,58 @@ class AIOKafkaProducer:
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Sequence[Header] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        """Queue a record; returns a future of its ``RecordMetadata``. Awaits (without
-        blocking the loop) topic metadata and ``buffer.memory`` up to ``max_block_ms``."""
+    ) -> Awaitable[Future]:
+        """Queue a record; ``await`` it for a future of its ``RecordMetadata``. Awaits
+        (without blocking the loop) topic metadata and ``buffer.memory`` up to
+        ``max_block_ms``. The common case queues the record at the call and returns an
+        awaitable that is already done (no coroutine); the rest is a coroutine."""
         producer = self._producer
-        if producer is None or self._stopped:
-            producer = self._started()  # raises
         completions = self._completions
-        if completions is not None:  # the Sender on the loop: settled once per batch
-            try:
-                record = producer.send(
-                    topic,
-                    value,
-                    key,
-                    headers=headers,
-                    partition=partition,
-                    timestamp_ms=timestamp_ms,
-                )
-            except KafkaTimeoutError as exc:
-                record = await self._send_when_possible(
-                    exc, topic, value, key, partition, timestamp_ms, headers, None
-                )
-            return completions.track(record)
+        if completions is None or producer is None or self._stopped:
+            return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
+        try:  # the Sender on the loop: settled once per batch
+            record = producer.send(
+                topic,
+                value,
+                key,
+                headers=headers,
+                partition=partition,
+                timestamp_ms=timestamp_ms,
+            )
+        except KafkaTimeoutError as exc:
+            return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
+        return completions.track(record)  # type: ignore[no-any-return]
+
+    async def _send_later(  # noqa: PLR0917
+        self,
+        error: KafkaTimeoutError,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+    ) -> Future:
+        """``send`` once metadata or buffer memory is there (see ``_send_when_possible``)."""
+        record = await self._send_when_possible(
+            error, topic, value, key, partition, timestamp_ms, headers, None
+        )
+        completions = self._completions
+        assert completions is not None
+        return await completions.track(record)  # type: ignore[no-any-return]
+
+    async def _send_threaded(  # noqa: PLR0917
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+    ) -> Future:
+        """``send`` with the Sender on its own thread (or before start / after stop: the
+        error is raised at the ``await``)."""
+        producer = self._started()
         loop = self._loop
         assert loop is not None
         future: asyncio.Future[RecordMetadata] = loop.create_future()
