@@ -246,3 +246,30 @@ def test_tasks_resumed_in_the_pass_send_again_while_the_sender_is_between_steps(
             return list(await asyncio.gather(*(chain(p, n) for n in range(3))))
 
     assert run(main()) == [list(range(30))] * 3
+
+
+@native
+def test_send_and_wait_needs_no_scheduled_sender_step_per_round_trip() -> None:
+    """The answer's step resumes the waiting task, whose next ``send_and_wait`` sends at
+    once (``run_now``): no ``call_soon`` is made for the Sender (and then cancelled)."""
+    client = LoopMockClient()
+    scheduled: list[object] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        call_soon = loop.call_soon
+
+        def counting(callback: Any, *args: Any, **kwargs: Any) -> asyncio.Handle:
+            if getattr(callback, "__name__", "") == "_scheduled_run":
+                scheduled.append(callback)
+            return call_soon(callback, *args, **kwargs)
+
+        async with producer(client) as p:
+            await p.send_and_wait("t", b"first")
+            loop.call_soon = counting  # type: ignore[method-assign]
+            for i in range(20):
+                await p.send_and_wait("t", b"%d" % i)
+            loop.call_soon = call_soon  # type: ignore[method-assign]
+
+    run(main())
+    assert len(scheduled) <= 1

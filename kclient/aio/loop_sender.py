@@ -65,8 +65,12 @@ class LoopSender:
         self._turns: list[asyncio.Future[None]] = []
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
         self.after_step: Callable[[], None] = lambda: None
-        """Runs after each step, once its timer is set (``BatchCompletions.dispatch``: the
-        callbacks of the records it completed; a resumed task may start another step)."""
+        """Runs after each step (``BatchCompletions.dispatch``: the callbacks of the records
+        it completed). A task it resumes may queue a record and start a step (``run_now``,
+        nested); a step it only asks for (``schedule``) is deferred to the end of the pass,
+        so that ``run_now`` takes it without a ``call_soon`` to cancel."""
+        self._dispatching = False
+        self._steps = 0
 
     @property
     def running(self) -> bool:
@@ -78,7 +82,10 @@ class LoopSender:
         work for the Sender."""
         if not self.scheduled and not self.stopped:
             self.scheduled = True
-            self._handle = self._loop.call_soon(self._scheduled_run)
+            if self._dispatching:  # asked of the loop once the pass is over (_after_step)
+                self._handle = None
+            else:
+                self._handle = self._loop.call_soon(self._scheduled_run)
 
     def run_now(self) -> None:
         """Run a step now instead of soon (a caller about to wait for what it queued:
@@ -119,9 +126,11 @@ class LoopSender:
                 self.on_failure(exc)
             finally:
                 self._running = False
-                self.after_step()
+                self._after_step()
             raise
         self._running = False
+        self._steps += 1
+        steps = self._steps
         selector = self.selector
         if selector is not None:
             # I/O done in this step (a response, a connection): go round again at once,
@@ -132,16 +141,28 @@ class LoopSender:
             for turn in turns:
                 if not turn.done():
                     turn.set_result(None)
+        self._after_step()
+        if self._steps != steps or self.stopped:
+            return  # a task resumed after the step ran another: that one's schedule stands
         if timeout_ms <= 0:
             self.schedule()
-        else:
-            at = self._loop.time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
-            if at < self._timer_at:
-                if self._timer is not None:
-                    self._timer.cancel()
-                self._timer = self._loop.call_at(at, self._on_timer)
-                self._timer_at = at
-        self.after_step()
+            return
+        at = self._loop.time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
+        if at < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._loop.call_at(at, self._on_timer)
+            self._timer_at = at
+
+    def _after_step(self) -> None:
+        outer = self._dispatching
+        self._dispatching = True
+        try:
+            self.after_step()
+        finally:
+            self._dispatching = outer
+            if not outer and self.scheduled and self._handle is None and not self.stopped:
+                self._handle = self._loop.call_soon(self._scheduled_run)
 
     async def turn(self, timeout_s: float | None = None) -> None:
         """Wait for the next step to have run (when I/O, a wakeup or the timer brings it:
