@@ -18,7 +18,7 @@ import pytest
 
 from kclient.aio import AIOKafkaProducer
 from kclient.aio.completions import NATIVE, BatchCompletions
-from kclient.errors import NotEnoughReplicasError
+from kclient.errors import IllegalStateError, NotEnoughReplicasError
 from kclient.network.cluster import TopicPartition
 from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
 from tests.test_aio_loop import LoopMockClient, producer
@@ -273,3 +273,34 @@ def test_send_and_wait_needs_no_scheduled_sender_step_per_round_trip() -> None:
 
     run(main())
     assert len(scheduled) <= 1
+
+
+def test_send_takes_aiokafkas_arguments_by_position_or_name_on_every_path() -> None:
+    client = LoopMockClient(partitions=2)
+
+    async def main() -> None:
+        async with producer(client) as p:
+            calls = [
+                p.send("t", b"v0", b"k0", 1),  # by position: partition 1
+                p.send("t", b"v1", key=b"k1", partition=0, timestamp_ms=1),
+                p.send(topic="t", value=b"v2", partition=1, headers=[("h", b"x")]),
+                p.send("t", b"v3", None, 0, 9, None),
+            ]
+            landed = [await (await c) for c in calls]
+            assert [(m.partition, m.serialized_key_size) for m in landed] == [
+                (1, 2),
+                (0, 2),
+                (1, -1),
+                (0, -1),
+            ]
+            assert (landed[1].timestamp, landed[3].timestamp) == (1, 9)
+            with pytest.raises(TypeError):
+                p.send("t", b"v", colour="red")  # type: ignore[call-arg]
+        with pytest.raises(IllegalStateError, match="stopped"):
+            await p.send("t", b"after stop")
+
+    run(main())
+    records = client.records
+    assert [(r.key, r.value) for r in records[("t", 1)]] == [(b"k0", b"v0"), (None, b"v2")]
+    assert [(r.key, r.value) for r in records[("t", 0)]] == [(b"k1", b"v1"), (None, b"v3")]
+    assert list(records[("t", 1)][1].headers) == [("h", b"x")]

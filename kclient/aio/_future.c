@@ -17,7 +17,9 @@
  * callback or an exception is added.
  *
  * Ready is what send() returns: an awaitable (and, to asyncio.create_task, a coroutine)
- * whose await gives its value at once, with no frame.
+ * whose await gives its value at once, with no frame. AioSend is AIOKafkaProducer.send's
+ * common case (the record queued by KafkaProducer's C send_open, then tracked) without a
+ * Python frame.
  *
  * kclient/aio/completions.py is the code that calls these; its pure-Python path (asyncio
  * futures, KCLIENT_PURE_PYTHON=1) is the reference. Threads: the event loop's, GIL held.
@@ -980,6 +982,154 @@ aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* ---- AioSend: AIOKafkaProducer.send without a Python frame -------------------------------- */
+
+/* send = AioSend(general): a method descriptor. On the class it is `general` (the Python
+ * send: signature, docstring). Called on a producer whose `_fast` is (producer, groups,
+ * loop, new_group) — started, its Sender on the loop, not stopped — it hands the record to
+ * the producer's `_fast_send.send_open` (KafkaProducer.send's common case, _send.c) and
+ * returns track(...) of the record future; anything else (no `_fast`, no `_fast_send`,
+ * send_open declining, an argument it does not know) calls `general` with the same
+ * arguments. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *general;
+    vectorcallfunc vectorcall;
+} AioSendObject;
+
+static PyObject *str_fast, *str_fast_send, *str_send_open;
+static PyObject *send_kw_names[6]; /* topic value key partition timestamp_ms headers */
+
+static PyObject *
+aio_send_call(AioSendObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    /* producer, topic, value, key, partition, timestamp_ms, headers */
+    PyObject *argv[7] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
+    if (nargs < 1 || nargs > 7) {
+        goto general;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        argv[i] = args[i];
+    }
+    if (kwnames != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+            int j = 0;
+            while (j < 6 && name != send_kw_names[j]) { /* interned: the compiler's names */
+                j++;
+            }
+            if (j == 6 || j + 1 < nargs) { /* unknown, or also given positionally */
+                goto general;
+            }
+            argv[j + 1] = args[nargs + i];
+        }
+    }
+    if (argv[1] == NULL) {
+        goto general;
+    }
+    PyObject *fast = PyObject_GetAttr(argv[0], str_fast);
+    if (fast == NULL) {
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 4) {
+        Py_DECREF(fast);
+        goto general;
+    }
+    PyObject *appender = PyObject_GetAttr(PyTuple_GET_ITEM(fast, 0), str_fast_send);
+    if (appender == NULL) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    if (appender == Py_None) {
+        Py_DECREF(appender);
+        Py_DECREF(fast);
+        goto general;
+    }
+    /* send_open(topic, value, key, partition, timestamp_ms, headers, callback) */
+    PyObject *open_args[8] = {appender, argv[1], argv[2], argv[3], argv[4], argv[5], argv[6],
+                              Py_None};
+    PyObject *record = PyObject_VectorcallMethod(str_send_open, open_args, 8, NULL);
+    Py_DECREF(appender);
+    if (record == NULL) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    if (record == Py_None) {
+        Py_DECREF(record);
+        Py_DECREF(fast);
+        goto general;
+    }
+    PyObject *track_args[4] = {PyTuple_GET_ITEM(fast, 1), PyTuple_GET_ITEM(fast, 2),
+                               PyTuple_GET_ITEM(fast, 3), record};
+    PyObject *ready = aio_track(NULL, track_args, 4);
+    Py_DECREF(record);
+    Py_DECREF(fast);
+    return ready;
+general:
+    return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
+}
+
+static PyObject *
+aio_send_get(AioSendObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
+{
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self->general);
+    }
+    return PyMethod_New((PyObject *)self, obj);
+}
+
+static PyObject *
+aio_send_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *general;
+    static char *names[] = {"general", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:AioSend", names, &general)) {
+        return NULL;
+    }
+    AioSendObject *self = (AioSendObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->general = Py_NewRef(general);
+    self->vectorcall = (vectorcallfunc)aio_send_call;
+    return (PyObject *)self;
+}
+
+static void
+aio_send_dealloc(AioSendObject *self)
+{
+    Py_CLEAR(self->general);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* __doc__, __name__, __wrapped__, ...: the Python send's. */
+static PyObject *
+aio_send_getattro(AioSendObject *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return found;
+    }
+    PyErr_Clear();
+    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        return Py_NewRef(self->general);
+    }
+    return PyObject_GetAttr(self->general, name);
+}
+
+static PyTypeObject AioSendType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.AioSend",
+    .tp_basicsize = sizeof(AioSendObject),
+    .tp_dealloc = (destructor)aio_send_dealloc,
+    .tp_vectorcall_offset = offsetof(AioSendObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = (getattrofunc)aio_send_getattro,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_descr_get = (descrgetfunc)aio_send_get,
+    .tp_new = aio_send_new,
+};
+
 static PyMethodDef module_methods[] = {
     {"track", (PyCFunction)(void (*)(void))aio_track, METH_FASTCALL, NULL},
     {"settle_ok", (PyCFunction)(void (*)(void))aio_settle_ok, METH_FASTCALL, NULL},
@@ -1010,6 +1160,14 @@ intern_all(void)
     INTERN(str_timestamp_ms, "_timestamp_ms");
     INTERN(str_key_size, "_key_size");
     INTERN(str_value_size, "_value_size");
+    INTERN(str_fast, "_fast");
+    INTERN(str_fast_send, "_fast_send");
+    INTERN(str_send_open, "send_open");
+    static const char *names[6] = {"topic", "value", "key", "partition", "timestamp_ms",
+                                   "headers"};
+    for (int i = 0; i < 6; i++) {
+        INTERN(send_kw_names[i], names[i]);
+    }
 #undef INTERN
     kwnames_context = PyTuple_Pack(1, str_context);
     return kwnames_context == NULL ? -1 : 0;
@@ -1018,7 +1176,8 @@ intern_all(void)
 PyMODINIT_FUNC
 PyInit__future(void)
 {
-    if (PyType_Ready(&FutureType) < 0 || PyType_Ready(&ReadyType) < 0) {
+    if (PyType_Ready(&FutureType) < 0 || PyType_Ready(&ReadyType) < 0 ||
+        PyType_Ready(&AioSendType) < 0) {
         return NULL;
     }
     if (CancelledError == NULL) {
@@ -1050,7 +1209,8 @@ PyInit__future(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&FutureType) < 0 ||
-        PyModule_AddObjectRef(module, "Ready", (PyObject *)&ReadyType) < 0) {
+        PyModule_AddObjectRef(module, "Ready", (PyObject *)&ReadyType) < 0 ||
+        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

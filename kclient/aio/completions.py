@@ -59,6 +59,7 @@ if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
     _native = None
 
 NATIVE = _native is not None
+AioSend: Any = _native.AioSend if NATIVE else None
 """Whether ``send``'s futures are ``RecordFuture``\\ s (the C extension), not asyncio's."""
 
 _new_metadata = tuple.__new__
@@ -114,6 +115,10 @@ class BatchCompletions:
             if type(loop).create_future is asyncio.BaseEventLoop.create_future:
                 # what it does, without its Python frame
                 self._create_future = functools.partial(asyncio.Future, loop=loop)
+
+    def track_args(self) -> tuple[Any, ...]:
+        """``track``'s first three arguments (for ``AioSend``, the C ``send``)."""
+        return (self._groups, self._loop, self._new_group)
 
     def _new_group(self, record: FutureRecordMetadata) -> Any:
         """``track`` of the first record of a batch: the batch gets a group, watched."""

@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
-from kclient.aio.completions import NATIVE, BatchCompletions, Future
+from kclient.aio.completions import NATIVE, AioSend, BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
@@ -74,6 +74,9 @@ class AIOKafkaProducer:
         """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
         self._completions: BatchCompletions | None = None
         """The futures of ``send``, settled once per batch (the Sender on the loop)."""
+        self._fast: tuple[Any, ...] | None = None
+        """(producer, track's arguments) while ``send`` may take its C path (``AioSend``):
+        started, the Sender on the loop, not stopped."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -119,10 +122,13 @@ class AIOKafkaProducer:
             except BaseException:
                 await self.stop()
                 raise
+        if self._completions is not None and not self._stopped:
+            self._fast = (producer, *self._completions.track_args())
 
     async def stop(self) -> None:
         """Abort a transaction left open, deliver what was sent (or fail it at
         ``delivery.timeout.ms``), then close. Calling it again does nothing."""
+        self._fast = None
         producer = self._producer
         if producer is None or self._stopped:
             self._stopped = True
@@ -527,3 +533,7 @@ class AIOKafkaProducer:
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("started" if self._producer else "new")
         return f"<kclient.aio.AIOKafkaProducer {state}>"
+
+
+if NATIVE:  # the common case of send without its Python frame (``_future.c``)
+    AIOKafkaProducer.send = AioSend(AIOKafkaProducer.send)  # type: ignore[method-assign]
