@@ -43,22 +43,20 @@ class Ready(Generic[_T]):
     def close(self) -> None: ...
 
 def track(
-    groups: dict[ProduceResult, list[tuple[Any, int, int, int, int]]],
+    groups: dict[ProduceResult, list[Any]],
     loop: asyncio.AbstractEventLoop,
     new_group: Callable[[FutureRecordMetadata], Any],
     record: FutureRecordMetadata,
 ) -> Ready[RecordFuture]: ...
 def settle_ok(
-    rows: list[tuple[Any, int, int, int, int]],
+    rows: list[Any],
     topic: str,
     partition: int,
     base_offset: int,
     log_append_time_ms: int,
     pending: list[Any],
 ) -> None: ...
-def settle_error(
-    rows: list[tuple[Any, int, int, int, int]], error: BaseException, pending: list[Any]
-) -> None: ...
+def settle_error(rows: list[Any], error: BaseException, pending: list[Any]) -> None: ...
 def settle_one(
     future: RecordFuture,
     result: RecordMetadata | None,
