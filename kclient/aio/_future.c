@@ -24,39 +24,14 @@
  * kclient/aio/completions.py is the code that calls these; its pure-Python path (asyncio
  * futures, KCLIENT_PURE_PYTHON=1) is the reference. Threads: the event loop's, GIL held.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_future.h"
 
-#include <stddef.h>
-
-enum { PENDING = 0, FINISHED = 1, CANCELLED = 2 };
-
-static PyObject *CancelledError;    /* asyncio.CancelledError */
-static PyObject *InvalidStateError; /* asyncio.InvalidStateError */
-static PyTypeObject *RecordMetadataType;
-static PyObject *str_call_soon, *str_call_exception_handler, *str_context;
-static PyObject *str_produce_result, *str_offset_delta, *str_timestamp_ms, *str_key_size,
-    *str_value_size;
-static PyObject *kwnames_context; /* ("context",) */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *loop;
-    PyObject *result;
-    PyObject *exception;
-    PyObject *cancel_msg;
-    PyObject *cb0; /* the first callback and its context, kept apart: usually the only one */
-    PyObject *ctx0;
-    PyObject *callbacks; /* the others: a list fn, ctx, fn, ctx, ... (or NULL) */
-    PyObject *weakreflist;
-    unsigned char state;
-    unsigned char blocking; /* _asyncio_future_blocking */
-    unsigned char log_tb;   /* an exception nobody retrieved yet */
-} FutureObject;
-
-static PyTypeObject FutureType;
-
-#define Future_Check(op) PyObject_TypeCheck(op, &FutureType)
+PyObject *kaio_CancelledError, *kaio_InvalidStateError;
+PyTypeObject *kaio_RecordMetadataType;
+PyObject *kaio_str_call_soon, *kaio_str_call_exception_handler, *kaio_str_context;
+PyObject *kaio_str_produce_result, *kaio_str_offset_delta, *kaio_str_timestamp_ms,
+    *kaio_str_key_size, *kaio_str_value_size;
+PyObject *kaio_kwnames_context;
 
 static void
 track(FutureObject *self)
@@ -66,7 +41,7 @@ track(FutureObject *self)
     }
 }
 
-static FutureObject *
+FutureObject *
 future_create(PyTypeObject *type, PyObject *loop)
 {
     FutureObject *self = PyObject_GC_New(FutureObject, type);
@@ -84,15 +59,15 @@ future_create(PyTypeObject *type, PyObject *loop)
 }
 
 /* loop.call_soon(fn, future, context=ctx) */
-static int
+int
 call_soon(PyObject *loop, PyObject *fn, PyObject *future, PyObject *ctx)
 {
-    PyObject *meth = PyObject_GetAttr(loop, str_call_soon);
+    PyObject *meth = PyObject_GetAttr(loop, kaio_str_call_soon);
     if (meth == NULL) {
         return -1;
     }
     PyObject *args[3] = {fn, future, ctx};
-    PyObject *res = PyObject_Vectorcall(meth, args, 2, kwnames_context);
+    PyObject *res = PyObject_Vectorcall(meth, args, 2, kaio_kwnames_context);
     Py_DECREF(meth);
     if (res == NULL) {
         return -1;
@@ -142,7 +117,7 @@ take_callbacks(FutureObject *self, PyObject *pending)
 }
 
 /* Mark done with a result (steals nothing) or an exception instance. */
-static int
+int
 finish(FutureObject *self, PyObject *result, PyObject *exception, PyObject *pending)
 {
     if (exception != NULL) {
@@ -161,9 +136,9 @@ static PyObject *
 cancelled_error(FutureObject *self)
 {
     if (self->cancel_msg != NULL && self->cancel_msg != Py_None) {
-        return PyObject_CallOneArg(CancelledError, self->cancel_msg);
+        return PyObject_CallOneArg(kaio_CancelledError, self->cancel_msg);
     }
-    return PyObject_CallNoArgs(CancelledError);
+    return PyObject_CallNoArgs(kaio_CancelledError);
 }
 
 static void
@@ -171,7 +146,7 @@ raise_cancelled(FutureObject *self)
 {
     PyObject *exc = cancelled_error(self);
     if (exc != NULL) {
-        PyErr_SetObject(CancelledError, exc);
+        PyErr_SetObject(kaio_CancelledError, exc);
         Py_DECREF(exc);
     }
 }
@@ -197,7 +172,7 @@ Future_result(FutureObject *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     if (self->state == PENDING) {
-        PyErr_SetString(InvalidStateError, "Result is not set.");
+        PyErr_SetString(kaio_InvalidStateError, "Result is not set.");
         return NULL;
     }
     if (self->exception != NULL) {
@@ -216,7 +191,7 @@ Future_exception(FutureObject *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     if (self->state == PENDING) {
-        PyErr_SetString(InvalidStateError, "Exception is not set.");
+        PyErr_SetString(kaio_InvalidStateError, "Exception is not set.");
         return NULL;
     }
     self->log_tb = 0;
@@ -264,7 +239,7 @@ static PyObject *
 Future_set_result(FutureObject *self, PyObject *result)
 {
     if (self->state != PENDING) {
-        PyErr_SetString(InvalidStateError, "invalid state");
+        PyErr_SetString(kaio_InvalidStateError, "invalid state");
         return NULL;
     }
     track(self); /* a result of the caller's choosing may refer back to the future */
@@ -278,7 +253,7 @@ static PyObject *
 Future_set_exception(FutureObject *self, PyObject *exception)
 {
     if (self->state != PENDING) {
-        PyErr_SetString(InvalidStateError, "invalid state");
+        PyErr_SetString(kaio_InvalidStateError, "invalid state");
         return NULL;
     }
     PyObject *instance;
@@ -407,7 +382,7 @@ Future_await(FutureObject *self)
     return Py_NewRef(self);
 }
 
-static PyObject *
+PyObject *
 stop_iteration(PyObject *value)
 {
     PyObject *exc = PyObject_CallOneArg(PyExc_StopIteration, value);
@@ -488,7 +463,7 @@ Future_finalize(FutureObject *self)
                                       "Future exception was never retrieved", "exception",
                                       self->exception, "future", (PyObject *)self);
     if (context != NULL) {
-        PyObject *res = PyObject_CallMethodOneArg(self->loop, str_call_exception_handler, context);
+        PyObject *res = PyObject_CallMethodOneArg(self->loop, kaio_str_call_exception_handler, context);
         if (res == NULL) {
             PyErr_WriteUnraisable((PyObject *)self);
         }
@@ -566,7 +541,7 @@ static PyGetSetDef Future_getset[] = {
 
 static PyAsyncMethods Future_async = {.am_await = (unaryfunc)Future_await};
 
-static PyTypeObject FutureType = {
+PyTypeObject kaio_FutureType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.RecordFuture",
     .tp_doc = "The future of one record sent with kclient.aio (asyncio-compatible).",
     .tp_basicsize = sizeof(FutureObject),
@@ -585,636 +560,3 @@ static PyTypeObject FutureType = {
     .tp_getset = Future_getset,
 };
 
-/* ---- Ready: an awaitable that is already done ----------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *value;
-} ReadyObject;
-
-static PyTypeObject ReadyType;
-
-static PyObject *
-ready_create(PyObject *value)
-{
-    ReadyObject *self = PyObject_New(ReadyObject, &ReadyType);
-    if (self != NULL) {
-        self->value = Py_NewRef(value);
-    }
-    return (PyObject *)self;
-}
-
-static PyObject *
-Ready_new(PyTypeObject *Py_UNUSED(type), PyObject *args, PyObject *kwds)
-{
-    PyObject *value;
-    if (kwds != NULL && PyDict_GET_SIZE(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "Ready(value) takes no keywords");
-        return NULL;
-    }
-    if (!PyArg_ParseTuple(args, "O:Ready", &value)) {
-        return NULL;
-    }
-    return ready_create(value);
-}
-
-static PyObject *
-Ready_await(PyObject *self)
-{
-    return Py_NewRef(self);
-}
-
-static PyObject *
-Ready_next(ReadyObject *self)
-{
-    return stop_iteration(self->value);
-}
-
-static PyObject *
-Ready_send(ReadyObject *self, PyObject *Py_UNUSED(arg))
-{
-    return stop_iteration(self->value);
-}
-
-static PyObject *
-Ready_throw(PyObject *Py_UNUSED(self), PyObject *args)
-{
-    PyObject *type, *value = NULL, *tb = NULL;
-    if (!PyArg_UnpackTuple(args, "throw", 1, 3, &type, &value, &tb)) {
-        return NULL;
-    }
-    if (PyExceptionInstance_Check(type)) {
-        PyErr_SetObject((PyObject *)Py_TYPE(type), type);
-    }
-    else {
-        PyErr_SetObject(type, value == NULL ? Py_None : value);
-    }
-    return NULL;
-}
-
-static PyObject *
-Ready_close(PyObject *Py_UNUSED(self), PyObject *Py_UNUSED(ignored))
-{
-    Py_RETURN_NONE;
-}
-
-static void
-Ready_dealloc(ReadyObject *self)
-{
-    Py_DECREF(self->value);
-    PyObject_Free(self);
-}
-
-static PyMethodDef Ready_methods[] = {
-    {"send", (PyCFunction)Ready_send, METH_O, NULL},
-    {"throw", (PyCFunction)Ready_throw, METH_VARARGS, NULL},
-    {"close", (PyCFunction)Ready_close, METH_NOARGS, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyAsyncMethods Ready_async = {.am_await = (unaryfunc)Ready_await};
-
-static PyTypeObject ReadyType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.Ready",
-    .tp_doc = "An awaitable whose await returns its value at once (send()'s return).",
-    .tp_basicsize = sizeof(ReadyObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = Ready_new,
-    .tp_dealloc = (destructor)Ready_dealloc,
-    .tp_as_async = &Ready_async,
-    .tp_iter = (getiterfunc)Ready_await,
-    .tp_iternext = (iternextfunc)Ready_next,
-    .tp_methods = Ready_methods,
-};
-
-/* ---- tracking and settling a batch's records ------------------------------------------ */
-
-/* track(groups, loop, new_group, record) -> Ready(future): a new future for record (just
- * queued), its row (future, offset delta, timestamp ms, key size, value size) appended to
- * groups[record._produce_result] (a flat list); new_group(record) answers instead when there is no
- * group for that batch yet. */
-static PyObject *
-aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "track(groups, loop, new_group, record)");
-        return NULL;
-    }
-    PyObject *groups = args[0], *loop = args[1], *record = args[3];
-    if (!PyDict_Check(groups)) {
-        PyErr_SetString(PyExc_TypeError, "track(): groups must be a dict");
-        return NULL;
-    }
-    PyObject *result = PyObject_GetAttr(record, str_produce_result);
-    if (result == NULL) {
-        return NULL;
-    }
-    PyObject *rows = PyDict_GetItemWithError(groups, result);
-    Py_DECREF(result);
-    if (rows == NULL) {
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        return PyObject_CallOneArg(args[2], record);
-    }
-    if (!PyList_Check(rows)) {
-        PyErr_SetString(PyExc_TypeError, "track(): a group must be a list");
-        return NULL;
-    }
-    PyObject *future = (PyObject *)future_create(&FutureType, loop);
-    if (future == NULL) {
-        return NULL;
-    }
-    PyObject *names[4] = {str_offset_delta, str_timestamp_ms, str_key_size, str_value_size};
-    PyObject *row[5] = {future, NULL, NULL, NULL, NULL};
-    int rc = 0;
-    for (int i = 0; i < 4 && rc == 0; i++) {
-        row[i + 1] = PyObject_GetAttr(record, names[i]);
-        rc = row[i + 1] == NULL ? -1 : 0;
-    }
-    /* flat, no tuple per record: one object fewer for the garbage collector to walk */
-    for (int i = 0; i < 5 && rc == 0; i++) {
-        rc = PyList_Append(rows, row[i]);
-    }
-    for (int i = 1; i < 5; i++) {
-        Py_XDECREF(row[i]);
-    }
-    if (rc < 0) {
-        Py_DECREF(future);
-        return NULL;
-    }
-    PyObject *ready = ready_create(future);
-    Py_DECREF(future);
-    return ready;
-}
-
-static int
-check_pending(PyObject *pending)
-{
-    if (!PyList_CheckExact(pending)) {
-        PyErr_SetString(PyExc_TypeError, "pending must be a list");
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *
-metadata(PyObject *topic, PyObject *partition, long long base_offset, long long append_ms,
-         PyObject **row)
-{
-    long long delta = PyLong_AsLongLong(row[1]);
-    if (delta == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    PyObject *md = RecordMetadataType->tp_alloc(RecordMetadataType, 6);
-    if (md == NULL) {
-        return NULL;
-    }
-    PyObject *offset = PyLong_FromLongLong(base_offset >= 0 ? base_offset + delta : -1);
-    PyObject *timestamp = append_ms >= 0 ? PyLong_FromLongLong(append_ms) : Py_NewRef(row[2]);
-    if (offset == NULL || timestamp == NULL) {
-        Py_XDECREF(offset);
-        Py_XDECREF(timestamp);
-        Py_DECREF(md);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(md, 0, Py_NewRef(topic));
-    PyTuple_SET_ITEM(md, 1, Py_NewRef(partition));
-    PyTuple_SET_ITEM(md, 2, offset);
-    PyTuple_SET_ITEM(md, 3, timestamp);
-    PyTuple_SET_ITEM(md, 4, Py_NewRef(row[3]));
-    PyTuple_SET_ITEM(md, 5, Py_NewRef(row[4]));
-    return md;
-}
-
-/* rows: a list of (future, offset delta, timestamp ms, key size, value size), flat. */
-static int
-check_rows(PyObject *rows)
-{
-    if (!PyList_CheckExact(rows) || PyList_GET_SIZE(rows) % 5) {
-        PyErr_SetString(PyExc_TypeError, "rows: a flat list of (future, delta, ts, k, v)");
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i += 5) {
-        if (!Future_Check(PyList_GET_ITEM(rows, i))) {
-            PyErr_SetString(PyExc_TypeError, "rows: each row starts with its RecordFuture");
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* settle_ok(rows, topic, partition, base_offset, log_append_time_ms, pending): each row's
- * future (not cancelled by its caller) gets its RecordMetadata; their callbacks go to
- * pending, for run_callbacks once every future of the batch is done. */
-static PyObject *
-aio_settle_ok(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError,
-                        "settle_ok(rows, topic, partition, base_offset, log_append_time_ms, "
-                        "pending)");
-        return NULL;
-    }
-    PyObject *rows = args[0], *topic = args[1], *partition = args[2], *pending = args[5];
-    long long base_offset = PyLong_AsLongLong(args[3]);
-    long long append_ms = PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred() || check_pending(pending) < 0) {
-        return NULL;
-    }
-    if (check_rows(rows) < 0) {
-        return NULL;
-    }
-    PyObject **items = ((PyListObject *)rows)->ob_item; /* not resized below: no user code */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i += 5) {
-        FutureObject *future = (FutureObject *)items[i];
-        if (future->state != PENDING) {
-            continue; /* cancelled by its caller */
-        }
-        PyObject *md = metadata(topic, partition, base_offset, append_ms, items + i);
-        if (md == NULL) {
-            return NULL;
-        }
-        int rc = finish(future, md, NULL, pending);
-        Py_DECREF(md);
-        if (rc < 0) {
-            return NULL;
-        }
-    }
-    Py_RETURN_NONE;
-}
-
-/* settle_error(rows, error, pending): each row's future (not cancelled) fails with error. */
-static PyObject *
-aio_settle_error(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3 || !PyList_CheckExact(args[0]) || !PyExceptionInstance_Check(args[1]) ||
-        check_pending(args[2]) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "settle_error(rows: list, error, pending: list)");
-        }
-        return NULL;
-    }
-    PyObject *rows = args[0];
-    if (check_rows(rows) < 0) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(rows); i += 5) {
-        FutureObject *future = (FutureObject *)PyList_GET_ITEM(rows, i);
-        if (future->state == PENDING && finish(future, NULL, args[1], args[2]) < 0) {
-            return NULL;
-        }
-    }
-    Py_RETURN_NONE;
-}
-
-/* settle_one(future, result, error, pending): one future (unless cancelled): error if not
- * None, else result; its callbacks go to pending. */
-static PyObject *
-aio_settle_one(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4 || !Future_Check(args[0]) || check_pending(args[3]) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "settle_one(future, result, error, pending)");
-        }
-        return NULL;
-    }
-    FutureObject *future = (FutureObject *)args[0];
-    if (future->state == PENDING) {
-        PyObject *error = args[2] == Py_None ? NULL : args[2];
-        if (finish(future, args[1], error, args[3]) < 0) {
-            return NULL;
-        }
-    }
-    Py_RETURN_NONE;
-}
-
-/* A callback run directly raised an Exception: to the loop's exception handler, as the
- * loop does for a callback it runs. */
-static int
-report(PyObject *loop, PyObject *fn, PyObject *future)
-{
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
-    PyObject *message = PyUnicode_FromFormat("Exception in callback %R", fn);
-    PyObject *context = NULL;
-    if (message != NULL) {
-        context = Py_BuildValue("{s:O,s:O,s:O}", "message", message, "exception",
-                                value ? value : Py_None, "future", future);
-    }
-    Py_XDECREF(message);
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-    if (context == NULL) {
-        return -1;
-    }
-    PyObject *res = PyObject_CallMethodOneArg(loop, str_call_exception_handler, context);
-    Py_DECREF(context);
-    if (res == NULL) {
-        return -1;
-    }
-    Py_DECREF(res);
-    return 0;
-}
-
-/* run_callbacks(pending, loop, direct): pending is (future, fn, ctx) flat. direct: call
- * each fn(future) now in ctx (not inside a running Task); else loop.call_soon each. A
- * KeyboardInterrupt or SystemExit stops the pass: the callbacks left go to call_soon. */
-static PyObject *
-aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3 || check_pending(args[0]) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "run_callbacks(pending, loop, direct)");
-        }
-        return NULL;
-    }
-    PyObject *pending = args[0], *loop = args[1];
-    int direct = PyObject_IsTrue(args[2]);
-    if (direct < 0) {
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(pending);
-    for (Py_ssize_t i = 0; i + 2 < n; i += 3) {
-        PyObject *future = Py_NewRef(PyList_GET_ITEM(pending, i));
-        PyObject *fn = Py_NewRef(PyList_GET_ITEM(pending, i + 1));
-        PyObject *ctx = Py_NewRef(PyList_GET_ITEM(pending, i + 2));
-        int rc = 0;
-        if (direct && PyContext_Enter(ctx) == 0) {
-            PyObject *res = PyObject_CallOneArg(fn, future);
-            PyContext_Exit(ctx);
-            if (res != NULL) {
-                Py_DECREF(res);
-            }
-            else if (PyErr_ExceptionMatches(PyExc_Exception)) {
-                rc = report(loop, fn, future);
-            }
-            else {
-                rc = -2;
-            }
-        }
-        else {
-            PyErr_Clear(); /* a context already entered: that callback goes the loop's way */
-            rc = call_soon(loop, fn, future, ctx);
-        }
-        Py_DECREF(future);
-        Py_DECREF(fn);
-        Py_DECREF(ctx);
-        if (rc == -2) { /* KeyboardInterrupt, SystemExit: the rest later, then raise */
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            for (Py_ssize_t j = i + 3; j + 2 < n; j += 3) {
-                if (call_soon(loop, PyList_GET_ITEM(pending, j + 1), PyList_GET_ITEM(pending, j),
-                              PyList_GET_ITEM(pending, j + 2)) < 0) {
-                    PyErr_WriteUnraisable(loop);
-                }
-            }
-            PyErr_Restore(type, value, tb);
-            return NULL;
-        }
-        if (rc < 0) {
-            return NULL;
-        }
-    }
-    Py_RETURN_NONE;
-}
-
-/* ---- AioSend: AIOKafkaProducer.send without a Python frame -------------------------------- */
-
-/* send = AioSend(general): a method descriptor. On the class it is `general` (the Python
- * send: signature, docstring). Called on a producer whose `_fast` is (producer, groups,
- * loop, new_group) — started, its Sender on the loop, not stopped — it hands the record to
- * the producer's `_fast_send.send_open` (KafkaProducer.send's common case, _send.c) and
- * returns track(...) of the record future; anything else (no `_fast`, no `_fast_send`,
- * send_open declining, an argument it does not know) calls `general` with the same
- * arguments. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *general;
-    vectorcallfunc vectorcall;
-} AioSendObject;
-
-static PyObject *str_fast, *str_fast_send, *str_send_open;
-static PyObject *send_kw_names[6]; /* topic value key partition timestamp_ms headers */
-
-static PyObject *
-aio_send_call(AioSendObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    /* producer, topic, value, key, partition, timestamp_ms, headers */
-    PyObject *argv[7] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
-    if (nargs < 1 || nargs > 7) {
-        goto general;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        argv[i] = args[i];
-    }
-    if (kwnames != NULL) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-            int j = 0;
-            while (j < 6 && name != send_kw_names[j]) { /* interned: the compiler's names */
-                j++;
-            }
-            if (j == 6 || j + 1 < nargs) { /* unknown, or also given positionally */
-                goto general;
-            }
-            argv[j + 1] = args[nargs + i];
-        }
-    }
-    if (argv[1] == NULL) {
-        goto general;
-    }
-    PyObject *fast = PyObject_GetAttr(argv[0], str_fast);
-    if (fast == NULL) {
-        return NULL;
-    }
-    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 4) {
-        Py_DECREF(fast);
-        goto general;
-    }
-    PyObject *appender = PyObject_GetAttr(PyTuple_GET_ITEM(fast, 0), str_fast_send);
-    if (appender == NULL) {
-        Py_DECREF(fast);
-        return NULL;
-    }
-    if (appender == Py_None) {
-        Py_DECREF(appender);
-        Py_DECREF(fast);
-        goto general;
-    }
-    /* send_open(topic, value, key, partition, timestamp_ms, headers, callback) */
-    PyObject *open_args[8] = {appender, argv[1], argv[2], argv[3], argv[4], argv[5], argv[6],
-                              Py_None};
-    PyObject *record = PyObject_VectorcallMethod(str_send_open, open_args, 8, NULL);
-    Py_DECREF(appender);
-    if (record == NULL) {
-        Py_DECREF(fast);
-        return NULL;
-    }
-    if (record == Py_None) {
-        Py_DECREF(record);
-        Py_DECREF(fast);
-        goto general;
-    }
-    PyObject *track_args[4] = {PyTuple_GET_ITEM(fast, 1), PyTuple_GET_ITEM(fast, 2),
-                               PyTuple_GET_ITEM(fast, 3), record};
-    PyObject *ready = aio_track(NULL, track_args, 4);
-    Py_DECREF(record);
-    Py_DECREF(fast);
-    return ready;
-general:
-    return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
-}
-
-static PyObject *
-aio_send_get(AioSendObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
-{
-    if (obj == NULL || obj == Py_None) {
-        return Py_NewRef(self->general);
-    }
-    return PyMethod_New((PyObject *)self, obj);
-}
-
-static PyObject *
-aio_send_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    PyObject *general;
-    static char *names[] = {"general", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:AioSend", names, &general)) {
-        return NULL;
-    }
-    AioSendObject *self = (AioSendObject *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->general = Py_NewRef(general);
-    self->vectorcall = (vectorcallfunc)aio_send_call;
-    return (PyObject *)self;
-}
-
-static void
-aio_send_dealloc(AioSendObject *self)
-{
-    Py_CLEAR(self->general);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* __doc__, __name__, __wrapped__, ...: the Python send's. */
-static PyObject *
-aio_send_getattro(AioSendObject *self, PyObject *name)
-{
-    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-        return found;
-    }
-    PyErr_Clear();
-    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-        return Py_NewRef(self->general);
-    }
-    return PyObject_GetAttr(self->general, name);
-}
-
-static PyTypeObject AioSendType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.AioSend",
-    .tp_basicsize = sizeof(AioSendObject),
-    .tp_dealloc = (destructor)aio_send_dealloc,
-    .tp_vectorcall_offset = offsetof(AioSendObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_getattro = (getattrofunc)aio_send_getattro,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_descr_get = (descrgetfunc)aio_send_get,
-    .tp_new = aio_send_new,
-};
-
-static PyMethodDef module_methods[] = {
-    {"track", (PyCFunction)(void (*)(void))aio_track, METH_FASTCALL, NULL},
-    {"settle_ok", (PyCFunction)(void (*)(void))aio_settle_ok, METH_FASTCALL, NULL},
-    {"settle_error", (PyCFunction)(void (*)(void))aio_settle_error, METH_FASTCALL, NULL},
-    {"settle_one", (PyCFunction)(void (*)(void))aio_settle_one, METH_FASTCALL, NULL},
-    {"run_callbacks", (PyCFunction)(void (*)(void))aio_run_callbacks, METH_FASTCALL, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef future_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "kclient.aio._future",
-    .m_doc = "kclient.aio's record future and per-batch settle (see completions.py).",
-    .m_size = -1,
-    .m_methods = module_methods,
-};
-
-static int
-intern_all(void)
-{
-#define INTERN(var, text)                                                                      \
-    if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
-    INTERN(str_call_soon, "call_soon");
-    INTERN(str_call_exception_handler, "call_exception_handler");
-    INTERN(str_context, "context");
-    INTERN(str_produce_result, "_produce_result");
-    INTERN(str_offset_delta, "_offset_delta");
-    INTERN(str_timestamp_ms, "_timestamp_ms");
-    INTERN(str_key_size, "_key_size");
-    INTERN(str_value_size, "_value_size");
-    INTERN(str_fast, "_fast");
-    INTERN(str_fast_send, "_fast_send");
-    INTERN(str_send_open, "send_open");
-    static const char *names[6] = {"topic", "value", "key", "partition", "timestamp_ms",
-                                   "headers"};
-    for (int i = 0; i < 6; i++) {
-        INTERN(send_kw_names[i], names[i]);
-    }
-#undef INTERN
-    kwnames_context = PyTuple_Pack(1, str_context);
-    return kwnames_context == NULL ? -1 : 0;
-}
-
-PyMODINIT_FUNC
-PyInit__future(void)
-{
-    if (PyType_Ready(&FutureType) < 0 || PyType_Ready(&ReadyType) < 0 ||
-        PyType_Ready(&AioSendType) < 0) {
-        return NULL;
-    }
-    if (CancelledError == NULL) {
-        PyObject *asyncio = PyImport_ImportModule("asyncio");
-        if (asyncio == NULL) {
-            return NULL;
-        }
-        CancelledError = PyObject_GetAttrString(asyncio, "CancelledError");
-        InvalidStateError = PyObject_GetAttrString(asyncio, "InvalidStateError");
-        Py_DECREF(asyncio);
-        PyObject *future = PyImport_ImportModule("kclient.sender.future");
-        if (future == NULL) {
-            return NULL;
-        }
-        RecordMetadataType = (PyTypeObject *)PyObject_GetAttrString(future, "RecordMetadata");
-        Py_DECREF(future);
-        if (CancelledError == NULL || InvalidStateError == NULL || RecordMetadataType == NULL ||
-            intern_all() < 0) {
-            return NULL;
-        }
-        if (!PyType_Check(RecordMetadataType) ||
-            !PyType_IsSubtype(RecordMetadataType, &PyTuple_Type)) {
-            PyErr_SetString(PyExc_TypeError, "RecordMetadata must be a tuple type");
-            return NULL;
-        }
-    }
-    PyObject *module = PyModule_Create(&future_module);
-    if (module == NULL) {
-        return NULL;
-    }
-    if (PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&FutureType) < 0 ||
-        PyModule_AddObjectRef(module, "Ready", (PyObject *)&ReadyType) < 0 ||
-        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
-}

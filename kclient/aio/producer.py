@@ -9,7 +9,9 @@ would block (topic metadata not there yet, ``buffer.memory`` full) it fails at o
 ``send`` here awaits (short sleeps, 1 ms doubling to 50 ms, waking the Sender for
 metadata) and tries again until the user's ``max_block_ms`` (default 60000) runs out. A
 cancelled ``send`` has queued nothing; a ``send`` that returned has queued its record,
-which is then delivered or failed and reported through the future it returned.
+which is then delivered or failed and reported through the future it returned. Its
+common case queues the record at the call and returns an awaitable already done (no
+coroutine; with the C extension, no Python frame either: ``AioSend``, ``_future.c``).
 
 A scripted ``kafka_client`` (tests) without ``on_ready`` keeps the Sender on its own
 thread, as ``KafkaProducer`` has it; completions then cross to the loop in bursts, one
@@ -22,7 +24,6 @@ Thread contract: call every method from the event loop that ran ``start()``. Aft
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ from kclient.aio.batch import BatchBuilder, BatchDelivery
 from kclient.aio.completions import NATIVE, AioSend, BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
+from kclient.aio.threaded import ThreadCompletions
 from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
 from kclient.errors import (
     BufferExhaustedError,
@@ -65,10 +67,8 @@ class AIOKafkaProducer:
         self._producer: KafkaProducer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
-        self._done: collections.deque[
-            tuple[asyncio.Future[RecordMetadata], RecordMetadata | None, BaseException | None]
-        ] = collections.deque()
-        self._scheduled = False
+        self._threaded = ThreadCompletions(log)
+        """``send``'s futures with the Sender on its own thread (a scripted client)."""
         self._pending: set[asyncio.Future[RecordMetadata]] = set()
         self._on_loop = False
         """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
@@ -142,7 +142,7 @@ class AIOKafkaProducer:
                 await producer.aclose(5.0)
             else:
                 producer.close(timeout=5.0)
-            self._deliver()
+            self._threaded.deliver()
 
     async def __aenter__(self) -> AIOKafkaProducer:
         await self.start()
@@ -222,7 +222,7 @@ class AIOKafkaProducer:
         loop = self._loop
         assert loop is not None
         future: asyncio.Future[RecordMetadata] = loop.create_future()
-        callback = self._callback(future)
+        callback = self._threaded.callback(loop, future)
         try:
             producer.send(
                 topic,
@@ -494,38 +494,6 @@ class AIOKafkaProducer:
             producer.wakeup()
         else:
             producer._sender.wakeup()
-
-    def _callback(
-        self, future: asyncio.Future[RecordMetadata]
-    ) -> Callable[[RecordMetadata | None, BaseException | None], None]:
-        done = self._done
-
-        def completed(metadata: RecordMetadata | None, error: BaseException | None) -> None:
-            done.append((future, metadata, error))
-            if not self._scheduled:
-                self._scheduled = True
-                loop = self._loop
-                assert loop is not None
-                try:
-                    loop.call_soon_threadsafe(self._deliver)
-                except RuntimeError:  # the loop was closed without stop()
-                    log.warning("a record completed after its event loop was closed")
-
-        return completed
-
-    def _deliver(self) -> None:
-        """On the loop: settle every future completed since the last call."""
-        self._scheduled = False
-        done = self._done
-        while done:
-            future, metadata, error = done.popleft()
-            if future.done():
-                continue
-            if error is not None:
-                future.set_exception(error)
-            else:
-                assert metadata is not None
-                future.set_result(metadata)
 
     def metrics(self) -> dict[str, float]:
         return self._started().metrics()
