@@ -7,10 +7,12 @@
 
 Modules: ``producer`` (``AIOKafkaProducer``), ``config`` (aiokafka's keywords →
 kclient settings), ``completions`` (``send``'s futures, settled once per batch),
-``batch`` (``create_batch``/``send_batch``), ``transactions`` (``transaction()`` and
-awaiting the ``TransactionManager``), ``loop_sender`` (the producer's Sender driven by
-the event loop) and ``loop_selector`` (socket readiness from the event loop, for
-``KSelector``). Everything runs on the event loop that called ``start()``.
+``_future`` (C: the ``RecordFuture`` they are, the per-batch settle, ``send``'s common
+case), ``threaded`` (the futures with the Sender on a thread of its own), ``batch``
+(``create_batch``/``send_batch``), ``transactions`` (``transaction()`` and awaiting the
+``TransactionManager``), ``loop_sender`` (the producer's Sender driven by the event loop)
+and ``loop_selector`` (socket readiness from the event loop, for ``KSelector``).
+Everything runs on the event loop that called ``start()``.
 """
 
 from kclient.aio.batch import BatchBuilder

@@ -2,11 +2,23 @@
 
 Java's counterpart is ``ProducerBatch.completeFutureAndFireCallbacks``: a batch's outcome
 is one ``ProduceRequestResult`` and its records' futures read it. Here each record
-``send`` queued gets an asyncio future; the records are grouped by the batch they went
-into (its ``ProduceResult``), and only the group's first record watches the batch. When
-the batch completes, one call settles every future of the group: no callback, partial or
-record future is kept per record (a group holds the asyncio future and four ints), so
-there is less to run and less for the garbage collector to walk.
+``send`` queued gets a future; the records are grouped by the batch they went into (its
+``ProduceResult``), and only the group's first record watches the batch. When the batch
+completes, one call settles every future of the group: no callback, partial or record
+future is kept per record (a group holds a row per record: the future and four ints).
+
+With the C extension (``kclient/aio/_future.c``) the futures are ``RecordFuture``\\ s:
+asyncio-compatible (``await``, ``gather``, ``wait``, ``wait_for``, ``shield``, Tasks),
+but settling a batch marks all of them done first and puts their waiting callbacks on
+``pending``; the driver (``LoopSender``) runs those in one pass after its step
+(``dispatch``), each in its own context, instead of a ``loop.call_soon`` per callback. A
+Task awaiting a record is resumed in that pass, not one loop iteration later. Inside a
+running Task (a Task cannot be entered from another) and outside a Sender step they go
+through ``call_soon``. Without the extension (or with ``KCLIENT_PURE_PYTHON=1``) they
+are asyncio futures, settled the same way, their callbacks scheduled by asyncio.
+
+``send`` returns ``track``'s answer: an awaitable whose ``await`` gives the future at
+once (``Ready``), with no coroutine frame.
 
 A record that moved to another batch (the batch was split after ``MESSAGE_TOO_LARGE``)
 or has an error of its own is settled on its own, when its new batch completes.
@@ -19,9 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
-from typing import Any
+import os
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
+from kclient.record._accel import PURE_PYTHON_ENV
 from kclient.sender.future import (
     FutureRecordMetadata,
     ProduceResult,
@@ -30,31 +44,103 @@ from kclient.sender.future import (
     record_metadata,
 )
 
+if TYPE_CHECKING:
+    from kclient.aio._future import RecordFuture
+
+Future: TypeAlias = "RecordFuture | asyncio.Future[RecordMetadata]"
+"""What ``await send(...)`` gives: ``await`` it for the record's ``RecordMetadata``."""
+
+_native: Any
+try:
+    from kclient.aio import _future as _native
+except ImportError:  # not built: asyncio futures
+    _native = None
+if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+    _native = None
+
+NATIVE = _native is not None
+AioSend: Any = _native.AioSend if NATIVE else None
+"""Whether ``send``'s futures are ``RecordFuture``\\ s (the C extension), not asyncio's."""
+
 _new_metadata = tuple.__new__
 _InvalidStateError = asyncio.InvalidStateError
+_current_task = asyncio.current_task
+_T = TypeVar("_T")
+
+
+class PyReady(Generic[_T]):
+    """``Ready`` without the extension: ``await`` gives ``value`` at once. A coroutine to
+    ``asyncio.create_task`` (``send``/``throw``/``close``), as ``send`` was."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: _T) -> None:
+        self._value = value
+
+    def __await__(self) -> Generator[Any, None, _T]:
+        return self._value
+        yield  # a generator: the await finishes at once
+
+    def send(self, _value: object) -> None:
+        raise StopIteration(self._value)
+
+    def throw(self, error: BaseException, *_: object) -> None:
+        raise error
+
+    def close(self) -> None:
+        pass
 
 
 class BatchCompletions:
-    """The asyncio futures of records still in flight, grouped by batch."""
+    """The futures of records still in flight, grouped by batch.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
-        if type(loop).create_future is asyncio.BaseEventLoop.create_future:
-            # what it does, without its Python frame
-            self._create_future = functools.partial(asyncio.Future, loop=loop)
+    ``in_step()`` says whether the Sender's step is running: settled then, callbacks wait
+    for ``dispatch`` (the driver calls it after the step); otherwise they go to the loop
+    at once."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, in_step: Callable[[], bool]) -> None:
+        self._loop = loop
+        self._in_step = in_step
         self._groups: dict[ProduceResult, list[Any]] = {}
         """Per batch: (future, offset delta, timestamp ms, key size, value size) per record,
-        flat."""
+        flat (no tuple per record: less for the garbage collector to walk)."""
+        self.pending: list[Any] = []
+        """(future, callback, context) flat: callbacks of settled futures not run yet."""
+        self.track: Callable[[FutureRecordMetadata], Any]
+        """The ``Ready`` of a new future for ``record`` (just queued by ``send``)."""
+        self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
+        if NATIVE:
+            self.track = functools.partial(_native.track, self._groups, loop, self._new_group)
+        else:
+            self.track = self._track
+            if type(loop).create_future is asyncio.BaseEventLoop.create_future:
+                # what it does, without its Python frame
+                self._create_future = functools.partial(asyncio.Future, loop=loop)
 
-    def track(self, record: FutureRecordMetadata) -> asyncio.Future[RecordMetadata]:
-        """The asyncio future of ``record`` (just queued by ``KafkaProducer.send``)."""
+    def track_args(self) -> tuple[Any, ...]:
+        """``track``'s first three arguments (for ``AioSend``, the C ``send``)."""
+        return (self._groups, self._loop, self._new_group)
+
+    def _new_group(self, record: FutureRecordMetadata) -> Any:
+        """``track`` of the first record of a batch: the batch gets a group, watched."""
+        result = record._produce_result
+        if result.done or result.superseded:  # not expected: completions come later
+            future = _native.RecordFuture(self._loop)
+            record.add_done_callback(functools.partial(self._settle_one, future))
+            return _native.Ready(future)
+        self._groups[result] = []
+        record.add_done_callback(functools.partial(self._settle, result))
+        return self.track(record)
+
+    def _track(self, record: FutureRecordMetadata) -> PyReady[asyncio.Future[RecordMetadata]]:
+        """``track`` with asyncio futures (no extension)."""
         future: asyncio.Future[RecordMetadata] = self._create_future()
         result = record._produce_result
         rows = self._groups.get(result)
         if rows is None:
             if result.done or result.superseded:  # not expected: completions come later
-                record.add_done_callback(functools.partial(_settle_one, future))
-                return future
+                record.add_done_callback(functools.partial(self._settle_one, future))
+                return PyReady(future)
             rows = self._groups[result] = []
             record.add_done_callback(functools.partial(self._settle, result))
         rows.extend(
@@ -66,30 +152,59 @@ class BatchCompletions:
                 record._value_size,
             )
         )
-        return future
+        return PyReady(future)
+
+    def dispatch(self) -> None:
+        """Run the callbacks of the futures settled so far: directly, unless inside a
+        running Task (then ``call_soon``). The driver calls it after each step."""
+        pending = self.pending
+        if pending:
+            self.pending = []
+            loop = self._loop
+            _native.run_callbacks(pending, loop, _current_task(loop) is None)
+
+    def _settled(self) -> None:
+        if self.pending and not self._in_step():  # not in a Sender step: the loop's way
+            pending, self.pending = self.pending, []
+            _native.run_callbacks(pending, self._loop, False)
 
     def _settle(self, result: ProduceResult, _watched: FutureRecordMetadata) -> None:
         """``result``'s batch completed (or was split): settle its records' futures."""
-        rows = iter(self._groups.pop(result))
+        rows = self._groups.pop(result)
+        each = iter(rows)
         if result.superseded or result.record_errors is not None:
             for future, delta, timestamp_ms, key_size, value_size in zip(
-                rows, rows, rows, rows, rows, strict=True
+                each, each, each, each, each, strict=True
             ):
                 record = FutureRecordMetadata(result, delta, timestamp_ms, key_size, value_size)
-                record.add_done_callback(functools.partial(_settle_one, future))
+                record.add_done_callback(functools.partial(self._settle_one, future))
             return
         error = result.error
+        tp = result.tp
+        if NATIVE:
+            if error is not None:
+                _native.settle_error(rows, error, self.pending)
+            else:
+                _native.settle_ok(
+                    rows,
+                    tp.topic,
+                    tp.partition,
+                    result.base_offset,
+                    result.log_append_time_ms,
+                    self.pending,
+                )
+            self._settled()
+            return
         if error is not None:
-            for future, *_ in zip(rows, rows, rows, rows, rows, strict=True):
+            for future, *_ in zip(each, each, each, each, each, strict=True):
                 if not future.done():  # not cancelled by its caller
                     future.set_exception(error)
             return
-        tp = result.tp
         topic, partition = tp.topic, tp.partition
         base_offset = result.base_offset
         log_append_time_ms = result.log_append_time_ms
         for future, delta, timestamp_ms, key_size, value_size in zip(
-            rows, rows, rows, rows, rows, strict=True
+            each, each, each, each, each, strict=True
         ):
             metadata = _new_metadata(
                 RecordMetadata,
@@ -107,22 +222,25 @@ class BatchCompletions:
             except _InvalidStateError:  # cancelled by its caller
                 pass
 
-
-def _settle_one(future: asyncio.Future[Any], record: FutureRecordMetadata) -> None:
-    """One record's future, from its own (done) record future."""
-    if future.done():
-        return
-    result = record._follow()
-    error = record_error(result, record._offset_delta)
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(
-            record_metadata(
+    def _settle_one(self, future: Any, record: FutureRecordMetadata) -> None:
+        """One record's future, from its own (done) record future."""
+        if future.done():
+            return
+        result = record._follow()
+        error = record_error(result, record._offset_delta)
+        metadata = None
+        if error is None:
+            metadata = record_metadata(
                 result,
                 record._offset_delta,
                 record._timestamp_ms,
                 record._key_size,
                 record._value_size,
             )
-        )
+        if NATIVE:
+            _native.settle_one(future, metadata, error, self.pending)
+            self._settled()
+        elif error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(metadata)

@@ -7,7 +7,8 @@ reads readiness from the event loop (``LoopSelector``) and ``LoopSender`` runs
 when the accumulator or a caller wakes it, and at the Sender's next deadline
 (``loop.call_at``: linger, retry backoff, request and delivery timeouts, metadata
 refreshes; the timeout the Sender polled with). ``run_once`` never blocks: ``select``
-returns at once. Record callbacks therefore run on the loop, inside ``run_once``.
+returns at once. Record callbacks therefore run on the loop, inside ``run_once``; the
+callbacks waiting on ``kclient.aio``'s futures run right after it (``after_step``).
 
 ``aclose`` is ``KafkaProducer.close`` awaited: it drives the Sender until what was sent
 is delivered (or the timeout), then fails the rest and closes the connections.
@@ -63,13 +64,28 @@ class LoopSender:
         self._timer_at = math.inf
         self._turns: list[asyncio.Future[None]] = []
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
+        self.after_step: Callable[[], None] = lambda: None
+        """Runs after each step (``BatchCompletions.dispatch``: the callbacks of the records
+        it completed). A task it resumes may queue a record and start a step (``run_now``,
+        nested); a step it only asks for (``schedule``) is deferred to the end of the pass,
+        so that ``run_now`` takes it without a ``call_soon`` to cancel."""
+        self._dispatching = False
+        self._steps = 0
+
+    @property
+    def running(self) -> bool:
+        """Whether a step is running (records completing now wait for ``after_step``)."""
+        return self._running
 
     def schedule(self) -> None:
         """Run a step soon (after the current callback): the accumulator or a caller has
         work for the Sender."""
         if not self.scheduled and not self.stopped:
             self.scheduled = True
-            self._handle = self._loop.call_soon(self._scheduled_run)
+            if self._dispatching:  # asked of the loop once the pass is over (_after_step)
+                self._handle = None
+            else:
+                self._handle = self._loop.call_soon(self._scheduled_run)
 
     def run_now(self) -> None:
         """Run a step now instead of soon (a caller about to wait for what it queued:
@@ -104,12 +120,17 @@ class LoopSender:
         try:
             timeout_ms = sender.run_once()
         except BaseException as exc:
-            sender.fail_on_error(exc)
-            self.stop()
-            self.on_failure(exc)
+            try:
+                sender.fail_on_error(exc)
+                self.stop()
+                self.on_failure(exc)
+            finally:
+                self._running = False
+                self._after_step()
             raise
-        finally:
-            self._running = False
+        self._running = False
+        self._steps += 1
+        steps = self._steps
         selector = self.selector
         if selector is not None:
             # I/O done in this step (a response, a connection): go round again at once,
@@ -120,6 +141,9 @@ class LoopSender:
             for turn in turns:
                 if not turn.done():
                     turn.set_result(None)
+        self._after_step()
+        if self._steps != steps or self.stopped:
+            return  # a task resumed after the step ran another: that one's schedule stands
         if timeout_ms <= 0:
             self.schedule()
             return
@@ -129,6 +153,16 @@ class LoopSender:
                 self._timer.cancel()
             self._timer = self._loop.call_at(at, self._on_timer)
             self._timer_at = at
+
+    def _after_step(self) -> None:
+        outer = self._dispatching
+        self._dispatching = True
+        try:
+            self.after_step()
+        finally:
+            self._dispatching = outer
+            if not outer and self.scheduled and self._handle is None and not self.stopped:
+                self._handle = self._loop.call_soon(self._scheduled_run)
 
     async def turn(self, timeout_s: float | None = None) -> None:
         """Wait for the next step to have run (when I/O, a wakeup or the timer brings it:

@@ -9,7 +9,9 @@ would block (topic metadata not there yet, ``buffer.memory`` full) it fails at o
 ``send`` here awaits (short sleeps, 1 ms doubling to 50 ms, waking the Sender for
 metadata) and tries again until the user's ``max_block_ms`` (default 60000) runs out. A
 cancelled ``send`` has queued nothing; a ``send`` that returned has queued its record,
-which is then delivered or failed and reported through the future it returned.
+which is then delivered or failed and reported through the future it returned. Its
+common case queues the record at the call and returns an awaitable already done (no
+coroutine; with the C extension, no Python frame either: ``AioSend``, ``_future.c``).
 
 A scripted ``kafka_client`` (tests) without ``on_ready`` keeps the Sender on its own
 thread, as ``KafkaProducer`` has it; completions then cross to the loop in bursts, one
@@ -22,15 +24,15 @@ Thread contract: call every method from the event loop that ran ``start()``. Aft
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
-from kclient.aio.completions import BatchCompletions
+from kclient.aio.completions import NATIVE, AioSend, BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
+from kclient.aio.threaded import ThreadCompletions
 from kclient.aio.transactions import TransactionContext, aiokafka_offsets, await_result
 from kclient.errors import (
     BufferExhaustedError,
@@ -65,15 +67,16 @@ class AIOKafkaProducer:
         self._producer: KafkaProducer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopped = False
-        self._done: collections.deque[
-            tuple[asyncio.Future[RecordMetadata], RecordMetadata | None, BaseException | None]
-        ] = collections.deque()
-        self._scheduled = False
+        self._threaded = ThreadCompletions(log)
+        """``send``'s futures with the Sender on its own thread (a scripted client)."""
         self._pending: set[asyncio.Future[RecordMetadata]] = set()
         self._on_loop = False
         """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
         self._completions: BatchCompletions | None = None
         """The futures of ``send``, settled once per batch (the Sender on the loop)."""
+        self._fast: tuple[Any, ...] | None = None
+        """(producer, track's arguments) while ``send`` may take its C path (``AioSend``):
+        started, the Sender on the loop, not stopped."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -89,7 +92,9 @@ class AIOKafkaProducer:
         if client is None or hasattr(client, "on_ready"):
             producer = LoopProducer(settings, self._loop, client)
             self._on_loop = True
-            self._completions = BatchCompletions(self._loop)
+            driver = producer.driver
+            completions = self._completions = BatchCompletions(self._loop, lambda: driver.running)
+            driver.after_step = completions.dispatch if NATIVE else driver.after_step
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
@@ -117,10 +122,13 @@ class AIOKafkaProducer:
             except BaseException:
                 await self.stop()
                 raise
+        if self._completions is not None and not self._stopped:
+            self._fast = (producer, *self._completions.track_args())
 
     async def stop(self) -> None:
         """Abort a transaction left open, deliver what was sent (or fail it at
         ``delivery.timeout.ms``), then close. Calling it again does nothing."""
+        self._fast = None
         producer = self._producer
         if producer is None or self._stopped:
             self._stopped = True
@@ -134,7 +142,7 @@ class AIOKafkaProducer:
                 await producer.aclose(5.0)
             else:
                 producer.close(timeout=5.0)
-            self._deliver()
+            self._threaded.deliver()
 
     async def __aenter__(self) -> AIOKafkaProducer:
         await self.start()
@@ -151,7 +159,7 @@ class AIOKafkaProducer:
             raise IllegalStateError(f"the producer is {state}")
         return self._producer
 
-    async def send(  # noqa: PLR0917 -- aiokafka's signature
+    def send(  # noqa: PLR0917 -- aiokafka's signature
         self,
         topic: str,
         value: Any = None,
@@ -159,32 +167,62 @@ class AIOKafkaProducer:
         partition: int | None = None,
         timestamp_ms: int | None = None,
         headers: Sequence[Header] | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
-        """Queue a record; returns a future of its ``RecordMetadata``. Awaits (without
-        blocking the loop) topic metadata and ``buffer.memory`` up to ``max_block_ms``."""
+    ) -> Awaitable[Future]:
+        """Queue a record; ``await`` it for a future of its ``RecordMetadata``. Awaits
+        (without blocking the loop) topic metadata and ``buffer.memory`` up to
+        ``max_block_ms``. The common case queues the record at the call and returns an
+        awaitable that is already done (no coroutine); the rest is a coroutine."""
         producer = self._producer
-        if producer is None or self._stopped:
-            producer = self._started()  # raises
         completions = self._completions
-        if completions is not None:  # the Sender on the loop: settled once per batch
-            try:
-                record = producer.send(
-                    topic,
-                    value,
-                    key,
-                    headers=headers,
-                    partition=partition,
-                    timestamp_ms=timestamp_ms,
-                )
-            except KafkaTimeoutError as exc:
-                record = await self._send_when_possible(
-                    exc, topic, value, key, partition, timestamp_ms, headers, None
-                )
-            return completions.track(record)
+        if completions is None or producer is None or self._stopped:
+            return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
+        try:  # the Sender on the loop: settled once per batch
+            record = producer.send(
+                topic,
+                value,
+                key,
+                headers=headers,
+                partition=partition,
+                timestamp_ms=timestamp_ms,
+            )
+        except KafkaTimeoutError as exc:
+            return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
+        return completions.track(record)  # type: ignore[no-any-return]
+
+    async def _send_later(  # noqa: PLR0917
+        self,
+        error: KafkaTimeoutError,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+    ) -> Future:
+        """``send`` once metadata or buffer memory is there (see ``_send_when_possible``)."""
+        record = await self._send_when_possible(
+            error, topic, value, key, partition, timestamp_ms, headers, None
+        )
+        completions = self._completions
+        assert completions is not None
+        return await completions.track(record)  # type: ignore[no-any-return]
+
+    async def _send_threaded(  # noqa: PLR0917
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+    ) -> Future:
+        """``send`` with the Sender on its own thread (or before start / after stop: the
+        error is raised at the ``await``)."""
+        producer = self._started()
         loop = self._loop
         assert loop is not None
         future: asyncio.Future[RecordMetadata] = loop.create_future()
-        callback = self._callback(future)
+        callback = self._threaded.callback(loop, future)
         try:
             producer.send(
                 topic,
@@ -458,41 +496,13 @@ class AIOKafkaProducer:
         else:
             producer._sender.wakeup()
 
-    def _callback(
-        self, future: asyncio.Future[RecordMetadata]
-    ) -> Callable[[RecordMetadata | None, BaseException | None], None]:
-        done = self._done
-
-        def completed(metadata: RecordMetadata | None, error: BaseException | None) -> None:
-            done.append((future, metadata, error))
-            if not self._scheduled:
-                self._scheduled = True
-                loop = self._loop
-                assert loop is not None
-                try:
-                    loop.call_soon_threadsafe(self._deliver)
-                except RuntimeError:  # the loop was closed without stop()
-                    log.warning("a record completed after its event loop was closed")
-
-        return completed
-
-    def _deliver(self) -> None:
-        """On the loop: settle every future completed since the last call."""
-        self._scheduled = False
-        done = self._done
-        while done:
-            future, metadata, error = done.popleft()
-            if future.done():
-                continue
-            if error is not None:
-                future.set_exception(error)
-            else:
-                assert metadata is not None
-                future.set_result(metadata)
-
     def metrics(self) -> dict[str, float]:
         return self._started().metrics()
 
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("started" if self._producer else "new")
         return f"<kclient.aio.AIOKafkaProducer {state}>"
+
+
+if NATIVE:  # the common case of send without its Python frame (``_future.c``)
+    AIOKafkaProducer.send = AioSend(AIOKafkaProducer.send)  # type: ignore[method-assign]

@@ -1,0 +1,242 @@
+/*
+ * kclient.aio._future's AioSend (AIOKafkaProducer.send's common case without a Python
+ * frame) and the module: its functions, types and the names it interns.
+ *
+ * Threads: the event loop's, GIL held.
+ */
+#include "_future.h"
+
+/* ---- AioSend: AIOKafkaProducer.send without a Python frame -------------------------------- */
+
+/* send = AioSend(general): a method descriptor. On the class it is `general` (the Python
+ * send: signature, docstring). Called on a producer whose `_fast` is (producer, groups,
+ * loop, new_group) — started, its Sender on the loop, not stopped — it hands the record to
+ * the producer's `_fast_send.send_open` (KafkaProducer.send's common case, _send.c) and
+ * returns track(...) of the record future; anything else (no `_fast`, no `_fast_send`,
+ * send_open declining, an argument it does not know) calls `general` with the same
+ * arguments. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *general;
+    vectorcallfunc vectorcall;
+} AioSendObject;
+
+static PyObject *str_fast, *str_fast_send, *str_send_open;
+static PyObject *send_kw_names[6]; /* topic value key partition timestamp_ms headers */
+
+static PyObject *
+aio_send_call(AioSendObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    /* producer, topic, value, key, partition, timestamp_ms, headers */
+    PyObject *argv[7] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
+    if (nargs < 1 || nargs > 7) {
+        goto general;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        argv[i] = args[i];
+    }
+    if (kwnames != NULL) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+            int j = 0;
+            while (j < 6 && name != send_kw_names[j]) { /* interned: the compiler's names */
+                j++;
+            }
+            if (j == 6 || j + 1 < nargs) { /* unknown, or also given positionally */
+                goto general;
+            }
+            argv[j + 1] = args[nargs + i];
+        }
+    }
+    if (argv[1] == NULL) {
+        goto general;
+    }
+    PyObject *fast = PyObject_GetAttr(argv[0], str_fast);
+    if (fast == NULL) {
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 4) {
+        Py_DECREF(fast);
+        goto general;
+    }
+    PyObject *appender = PyObject_GetAttr(PyTuple_GET_ITEM(fast, 0), str_fast_send);
+    if (appender == NULL) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    if (appender == Py_None) {
+        Py_DECREF(appender);
+        Py_DECREF(fast);
+        goto general;
+    }
+    /* send_open(topic, value, key, partition, timestamp_ms, headers, callback) */
+    PyObject *open_args[8] = {appender, argv[1], argv[2], argv[3], argv[4], argv[5], argv[6],
+                              Py_None};
+    PyObject *record = PyObject_VectorcallMethod(str_send_open, open_args, 8, NULL);
+    Py_DECREF(appender);
+    if (record == NULL) {
+        Py_DECREF(fast);
+        return NULL;
+    }
+    if (record == Py_None) {
+        Py_DECREF(record);
+        Py_DECREF(fast);
+        goto general;
+    }
+    PyObject *track_args[4] = {PyTuple_GET_ITEM(fast, 1), PyTuple_GET_ITEM(fast, 2),
+                               PyTuple_GET_ITEM(fast, 3), record};
+    PyObject *ready = aio_track(NULL, track_args, 4);
+    Py_DECREF(record);
+    Py_DECREF(fast);
+    return ready;
+general:
+    return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
+}
+
+static PyObject *
+aio_send_get(AioSendObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
+{
+    if (obj == NULL || obj == Py_None) {
+        return Py_NewRef(self->general);
+    }
+    return PyMethod_New((PyObject *)self, obj);
+}
+
+static PyObject *
+aio_send_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *general;
+    static char *names[] = {"general", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:AioSend", names, &general)) {
+        return NULL;
+    }
+    AioSendObject *self = (AioSendObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->general = Py_NewRef(general);
+    self->vectorcall = (vectorcallfunc)aio_send_call;
+    return (PyObject *)self;
+}
+
+static void
+aio_send_dealloc(AioSendObject *self)
+{
+    Py_CLEAR(self->general);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* __doc__, __name__, __wrapped__, ...: the Python send's. */
+static PyObject *
+aio_send_getattro(AioSendObject *self, PyObject *name)
+{
+    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
+    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        return found;
+    }
+    PyErr_Clear();
+    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
+        return Py_NewRef(self->general);
+    }
+    return PyObject_GetAttr(self->general, name);
+}
+
+static PyTypeObject AioSendType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.AioSend",
+    .tp_basicsize = sizeof(AioSendObject),
+    .tp_dealloc = (destructor)aio_send_dealloc,
+    .tp_vectorcall_offset = offsetof(AioSendObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_getattro = (getattrofunc)aio_send_getattro,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_descr_get = (descrgetfunc)aio_send_get,
+    .tp_new = aio_send_new,
+};
+
+static PyMethodDef module_methods[] = {
+    {"track", (PyCFunction)(void (*)(void))aio_track, METH_FASTCALL, NULL},
+    {"settle_ok", (PyCFunction)(void (*)(void))aio_settle_ok, METH_FASTCALL, NULL},
+    {"settle_error", (PyCFunction)(void (*)(void))aio_settle_error, METH_FASTCALL, NULL},
+    {"settle_one", (PyCFunction)(void (*)(void))aio_settle_one, METH_FASTCALL, NULL},
+    {"run_callbacks", (PyCFunction)(void (*)(void))aio_run_callbacks, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef future_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kclient.aio._future",
+    .m_doc = "kclient.aio's record future and per-batch settle (see completions.py).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+static int
+intern_all(void)
+{
+#define INTERN(var, text)                                                                      \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) return -1
+    INTERN(kaio_str_call_soon, "call_soon");
+    INTERN(kaio_str_call_exception_handler, "call_exception_handler");
+    INTERN(kaio_str_context, "context");
+    INTERN(kaio_str_produce_result, "_produce_result");
+    INTERN(kaio_str_offset_delta, "_offset_delta");
+    INTERN(kaio_str_timestamp_ms, "_timestamp_ms");
+    INTERN(kaio_str_key_size, "_key_size");
+    INTERN(kaio_str_value_size, "_value_size");
+    INTERN(str_fast, "_fast");
+    INTERN(str_fast_send, "_fast_send");
+    INTERN(str_send_open, "send_open");
+    static const char *names[6] = {"topic", "value", "key", "partition", "timestamp_ms",
+                                   "headers"};
+    for (int i = 0; i < 6; i++) {
+        INTERN(send_kw_names[i], names[i]);
+    }
+#undef INTERN
+    kaio_kwnames_context = PyTuple_Pack(1, kaio_str_context);
+    return kaio_kwnames_context == NULL ? -1 : 0;
+}
+
+PyMODINIT_FUNC
+PyInit__future(void)
+{
+    if (PyType_Ready(&kaio_FutureType) < 0 || PyType_Ready(&kaio_ReadyType) < 0 ||
+        PyType_Ready(&AioSendType) < 0) {
+        return NULL;
+    }
+    if (kaio_CancelledError == NULL) {
+        PyObject *asyncio = PyImport_ImportModule("asyncio");
+        if (asyncio == NULL) {
+            return NULL;
+        }
+        kaio_CancelledError = PyObject_GetAttrString(asyncio, "CancelledError");
+        kaio_InvalidStateError = PyObject_GetAttrString(asyncio, "InvalidStateError");
+        Py_DECREF(asyncio);
+        PyObject *future = PyImport_ImportModule("kclient.sender.future");
+        if (future == NULL) {
+            return NULL;
+        }
+        kaio_RecordMetadataType = (PyTypeObject *)PyObject_GetAttrString(future, "RecordMetadata");
+        Py_DECREF(future);
+        if (kaio_CancelledError == NULL || kaio_InvalidStateError == NULL || kaio_RecordMetadataType == NULL ||
+            intern_all() < 0) {
+            return NULL;
+        }
+        if (!PyType_Check(kaio_RecordMetadataType) ||
+            !PyType_IsSubtype(kaio_RecordMetadataType, &PyTuple_Type)) {
+            PyErr_SetString(PyExc_TypeError, "RecordMetadata must be a tuple type");
+            return NULL;
+        }
+    }
+    PyObject *module = PyModule_Create(&future_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&kaio_FutureType) < 0 ||
+        PyModule_AddObjectRef(module, "Ready", (PyObject *)&kaio_ReadyType) < 0 ||
+        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
