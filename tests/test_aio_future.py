@@ -304,3 +304,35 @@ def test_send_takes_aiokafkas_arguments_by_position_or_name_on_every_path() -> N
     assert [(r.key, r.value) for r in records[("t", 1)]] == [(b"k0", b"v0"), (None, b"v2")]
     assert [(r.key, r.value) for r in records[("t", 0)]] == [(b"k1", b"v1"), (None, b"v3")]
     assert list(records[("t", 1)][1].headers) == [("h", b"x")]
+
+
+@native
+@pytest.mark.parametrize("return_exceptions", [True, False])
+def test_gather_over_a_cancelled_record_future_behaves_as_over_asyncios(
+    return_exceptions: bool,
+) -> None:
+    """gather reads a cancelled child's ``_cancel_message`` (or asks it for
+    ``_make_cancelled_error()``): without them it failed in its callback and never finished."""
+
+    async def main() -> None:
+        step = Step()
+        result = ProduceResult(TP)
+        futures = await step.track(result, 3)
+        gathered = asyncio.gather(*futures, return_exceptions=return_exceptions)
+        futures[1].cancel("gave up")
+        step.complete(result)
+        if return_exceptions:
+            done = await gathered
+            assert [type(x) for x in done] == [
+                RecordMetadata,
+                asyncio.CancelledError,
+                RecordMetadata,
+            ]
+            assert str(done[1]) == "gave up"
+        else:
+            with pytest.raises(asyncio.CancelledError):
+                await gathered
+        assert futures[1]._make_cancelled_error().args == ("gave up",)
+        assert futures[0]._cancel_message is None and futures[1]._cancel_message == "gave up"
+
+    run(main())

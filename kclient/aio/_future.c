@@ -413,6 +413,19 @@ Future_next(FutureObject *self)
     return NULL;
 }
 
+/* asyncio's gather reads a cancelled child's message, or asks it for its error. */
+static PyObject *
+Future_get_cancel_message(FutureObject *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->cancel_msg != NULL ? self->cancel_msg : Py_None);
+}
+
+static PyObject *
+Future_make_cancelled_error(FutureObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return cancelled_error(self);
+}
+
 static PyObject *
 Future_get_blocking(FutureObject *self, void *Py_UNUSED(closure))
 {
@@ -529,6 +542,7 @@ static PyMethodDef Future_methods[] = {
     {"add_done_callback", (PyCFunction)(void (*)(void))Future_add_done_callback,
      METH_FASTCALL | METH_KEYWORDS, "fn(future) once done, in context (default: a copy)."},
     {"remove_done_callback", (PyCFunction)Future_remove_done_callback, METH_O, NULL},
+    {"_make_cancelled_error", (PyCFunction)Future_make_cancelled_error, METH_NOARGS, NULL},
     {"__class_getitem__", Py_GenericAlias, METH_O | METH_CLASS, NULL},
     {NULL, NULL, 0, NULL},
 };
@@ -536,6 +550,7 @@ static PyMethodDef Future_methods[] = {
 static PyGetSetDef Future_getset[] = {
     {"_asyncio_future_blocking", (getter)Future_get_blocking, (setter)Future_set_blocking, NULL,
      NULL},
+    {"_cancel_message", (getter)Future_get_cancel_message, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
