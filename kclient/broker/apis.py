@@ -231,10 +231,6 @@ class Apis:
         buffers = encode_response(h.api_key, api_version, h.correlation_id, body)
         self.channel.send_response(SendResponse(request, buffers))
 
-    def _body(self, request: Request) -> dict[str, Any]:
-        assert request.body is not None
-        return request.body
-
     # ---- ApiVersions -------------------------------------------------------------------
 
     def handle_api_versions(self, request: Request) -> None:
@@ -297,7 +293,7 @@ class Apis:
     # ---- Produce -----------------------------------------------------------------------
 
     def handle_produce(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         acks = body["acks"]
         now_ms = self._time_ms()
@@ -379,7 +375,7 @@ class Apis:
     # ---- ListOffsets -------------------------------------------------------------------
 
     def handle_list_offsets(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         read_committed = body.get("isolation_level", 0) == 1
         topics_out = []
         for t in body["topics"]:

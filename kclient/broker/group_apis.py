@@ -92,15 +92,10 @@ class GroupApis:
             request.api_remote_complete_time_ns = self._monotonic_ns()
         self._send(request, body)
 
-    @staticmethod
-    def _body(request: Request) -> dict[str, Any]:
-        assert request.body is not None
-        return request.body
-
     # ---- FindCoordinator ---------------------------------------------------------------
 
     def handle_find_coordinator(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         key_type = body.get("key_type", find_coordinator.GROUP)
         keys = body["coordinator_keys"] if version >= 4 else [body["key"]]
@@ -139,7 +134,7 @@ class GroupApis:
     # ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------
 
     def handle_join_group(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         session_timeout_ms = body["session_timeout_ms"]
         join = JoinRequest(
@@ -185,7 +180,7 @@ class GroupApis:
         self.coordinator.join_group(join, answer)
 
     def handle_sync_group(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
 
         def answer(result: SyncGroupResult) -> None:
@@ -218,7 +213,7 @@ class GroupApis:
         )
 
     def handle_heartbeat(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         error = self.coordinator.heartbeat(
             body["group_id"],
             body["generation_id"],
@@ -228,7 +223,7 @@ class GroupApis:
         self._reply(request, {"error_code": error}, 1 if error else 0)
 
     def handle_leave_group(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         if request.header.api_version < 3:
             error, results = self.coordinator.leave_group(
                 body["group_id"], [(body["member_id"], None, None)]
@@ -254,7 +249,7 @@ class GroupApis:
         return 0 if t is not None and 0 <= index < len(t.partitions) else _UNKNOWN_TOPIC
 
     def handle_offset_commit(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         now_ms = self.coordinator.time_ms()
 
@@ -282,7 +277,7 @@ class GroupApis:
         self._reply(request, {"topics": topics}, sum(1 for c in codes.values() if c))
 
     def handle_offset_fetch(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         if version >= 8:
             groups = []
@@ -336,7 +331,7 @@ class GroupApis:
         return error, [{"name": topic, "partitions": parts} for topic, parts in rows.items()]
 
     def handle_offset_delete(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         codes: dict[TopicPartition, int] = {}
         for t in body["topics"]:
             for p in t["partitions"]:
@@ -369,7 +364,7 @@ class GroupApis:
     # ---- ListGroups / DescribeGroups / DeleteGroups ------------------------------------
 
     def handle_list_groups(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         error, groups = self.coordinator.list_groups(
             body.get("states_filter") or (), body.get("types_filter") or ()
         )
@@ -385,7 +380,7 @@ class GroupApis:
         self._reply(request, {"error_code": error, "groups": listed}, 1 if error else 0)
 
     def handle_describe_groups(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         include_operations = body.get("include_authorized_operations", False)
         described = []
@@ -421,7 +416,7 @@ class GroupApis:
         self._reply(request, {"groups": described}, failed)
 
     def handle_delete_groups(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         results = self.coordinator.delete_groups(body["groups_names"])
         out = [{"group_id": g, "error_code": code} for g, code in results.items()]
         self._reply(request, {"results": out}, sum(1 for code in results.values() if code))

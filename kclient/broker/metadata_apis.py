@@ -24,11 +24,6 @@ from kclient.protocol import ApiKey
 log = logging.getLogger(__name__)
 
 
-def _body(request: Request) -> dict[str, Any]:
-    assert request.body is not None
-    return request.body
-
-
 class MetadataApis:
     """Metadata for one broker."""
 
@@ -51,7 +46,7 @@ class MetadataApis:
         return {ApiKey.METADATA: self.handle_metadata}
 
     def handle_metadata(self, request: Request) -> None:
-        body = _body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         requested = body["topics"]
         allow_auto = bool(body.get("allow_auto_topic_creation", True))

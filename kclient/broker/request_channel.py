@@ -68,6 +68,11 @@ class Request:
         "unsupported_version",
     )
 
+    def parsed_body(self) -> dict[str, Any]:
+        """``body`` for a handler: every request that reaches one was parsed."""
+        assert self.body is not None
+        return self.body
+
     def __init__(
         self,
         *,

@@ -25,11 +25,6 @@ from kclient.broker.request_helper import RequestHandlerHelper
 from kclient.protocol import ApiKey
 
 
-def _body(request: Request) -> dict[str, Any]:
-    assert request.body is not None
-    return request.body
-
-
 class TopicApis:
     """CreateTopics and DeleteTopics for one broker."""
 
@@ -57,7 +52,7 @@ class TopicApis:
         }
 
     def handle_create_topics(self, request: Request) -> None:
-        body = _body(request)
+        body = request.parsed_body()
         validate_only = bool(body.get("validate_only", False))
         counts = collections.Counter(t["name"] for t in body["topics"])
         results = []
@@ -134,7 +129,7 @@ class TopicApis:
         self._send(request, {"topics": results})
 
     def handle_delete_topics(self, request: Request) -> None:
-        body = _body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         if version >= 6:
             wanted = [(t["name"], t["topic_id"]) for t in body["topics"]]

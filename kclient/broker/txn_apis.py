@@ -111,11 +111,6 @@ class TxnApis:
         request.error_count += failed
         self._send(request, body)
 
-    @staticmethod
-    def _body(request: Request) -> dict[str, Any]:
-        assert request.body is not None
-        return request.body
-
     def _exists(self, topic: str, index: int) -> bool:
         t = self.controller.topic(topic)
         return t is not None and 0 <= index < len(t.partitions)
@@ -125,7 +120,7 @@ class TxnApis:
     def handle_init_producer_id(self, request: Request) -> None:
         """InitProducerId: the transaction coordinator's for a transactional id, else (an
         idempotent producer) a fresh producer id at epoch 0, as Kafka does."""
-        body = self._body(request)
+        body = request.parsed_body()
         producer_id = body.get("producer_id", -1)
         epoch = body.get("producer_epoch", -1)
         if (producer_id == -1) != (epoch == -1):
@@ -151,7 +146,7 @@ class TxnApis:
     # ---- AddPartitionsToTxn ------------------------------------------------------------
 
     def handle_add_partitions_to_txn(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         if request.header.api_version <= 3:
             codes = self._add_partitions(
                 body["v3_and_below_transactional_id"],
@@ -222,14 +217,14 @@ class TxnApis:
     # ---- AddOffsetsToTxn / EndTxn ------------------------------------------------------
 
     def handle_add_offsets_to_txn(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         error = self.coordinator.handle_add_offsets(
             body["transactional_id"], body["producer_id"], body["producer_epoch"], body["group_id"]
         )
         self._reply(request, {"error_code": error}, 1 if error else 0)
 
     def handle_end_txn(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         if version > self._max_versions.get(ApiKey.END_TXN, version):
             result = EndTxnResult(_UNSUPPORTED)  # transaction version 2 is off
@@ -254,7 +249,7 @@ class TxnApis:
     # ---- TxnOffsetCommit ---------------------------------------------------------------
 
     def handle_txn_offset_commit(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         version = request.header.api_version
         group_id = body["group_id"]
         now_ms = self.group_coordinator.time_ms()
@@ -315,7 +310,7 @@ class TxnApis:
     # ---- ListTransactions / DescribeTransactions ---------------------------------------
 
     def handle_list_transactions(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         known = {s.value for s in TransactionState}
         wanted = set(body["state_filters"])
         error, found = self.coordinator.list_transactions(
@@ -341,7 +336,7 @@ class TxnApis:
         )
 
     def handle_describe_transactions(self, request: Request) -> None:
-        body = self._body(request)
+        body = request.parsed_body()
         described = []
         for transactional_id in body["transactional_ids"]:
             error, m = self.coordinator.describe_transaction(transactional_id)
@@ -375,7 +370,7 @@ class TxnApis:
 
     def handle_describe_producers(self, request: Request) -> None:
         topics = []
-        for t in self._body(request)["topics"]:
+        for t in request.parsed_body()["topics"]:
             partitions = []
             for index in t["partition_indexes"]:
                 error, partition = self._led(t["name"], index)
@@ -407,7 +402,7 @@ class TxnApis:
         now_ms = self.coordinator.time_ms()
         results = []
         failed = 0
-        for marker in self._body(request)["markers"]:
+        for marker in request.parsed_body()["markers"]:
             topics = []
             for t in marker["topics"]:
                 partitions = []

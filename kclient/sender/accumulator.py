@@ -20,9 +20,9 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, MutableSequence, Sequence
+from collections.abc import Callable, Sequence
 
-from kclient.errors import IllegalStateError, KafkaTimeoutError
+from kclient.errors import IllegalStateError
 from kclient.network.cluster import Cluster, Node, TopicPartition
 from kclient.network.connection_states import ExponentialBackoff
 from kclient.record import RecordBatch
@@ -31,7 +31,7 @@ from kclient.sender.appender import Appender, make_appender
 from kclient.sender.batch import BatchBuilder, Callback, Header, ProducerBatch
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.drain import BatchDrainer, ReadyCheckResult
-from kclient.sender.future import FutureRecordMetadata, ProduceResult
+from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.incomplete import IncompleteBatches
 from kclient.sender.topic_queues import (
@@ -176,24 +176,8 @@ class RecordAccumulator:
             size_estimate,
         )
 
-    def append_bulk(  # noqa: PLR0917 (send_batch's call passes positionally)
-        self,
-        queues: TopicQueues,
-        partitions: MutableSequence[int] | None,
-        timestamps: Sequence[int],
-        keys: Sequence[bytes | None] | None,
-        values: Sequence[bytes | None],
-        start: int,
-        stop: int,
-        results: list[ProduceResult | None],
-        deltas: MutableSequence[int],
-        max_block_ms: int,
-    ) -> KafkaTimeoutError | None:
-        """``send_batch``'s rows ``start``..``stop - 1`` (``kclient.sender.append_rows``)."""
-        return append_rows.append_bulk(
-            self, queues, partitions, timestamps, keys, values, start, stop, results, deltas,
-            max_block_ms,
-        )  # fmt: skip
+    #: ``send_batch``'s rows ``start``..``stop - 1`` (``kclient.sender.append_rows``).
+    append_bulk = append_rows.append_bulk
 
     def _append_new_batch(  # noqa: PLR0917
         self,
