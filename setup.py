@@ -29,6 +29,7 @@ setup(
                 "kclient/record/_writer.h",
                 "kclient/record/_lock.h",
                 "kclient/record/_append.h",
+                "kclient/_fallback_method.h",
             ],
             optional=True,
         ),
@@ -46,7 +47,7 @@ setup(
         Extension(
             "kclient.aio._future",
             ["kclient/aio/_future.c", "kclient/aio/_settle.c", "kclient/aio/_future_module.c"],
-            depends=["kclient/aio/_future.h"],
+            depends=["kclient/aio/_future.h", "kclient/_fallback_method.h"],
             optional=True,
         ),
     ]

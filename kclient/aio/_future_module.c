@@ -5,6 +5,7 @@
  * Threads: the event loop's, GIL held.
  */
 #include "_future.h"
+#include "../_fallback_method.h"
 
 /* ---- AioSend: AIOKafkaProducer.send without a Python frame -------------------------------- */
 
@@ -15,41 +16,15 @@
  * returns track(...) of the record future; anything else (no `_fast`, no `_fast_send`,
  * send_open declining, an argument it does not know) calls `general` with the same
  * arguments. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *general;
-    vectorcallfunc vectorcall;
-} AioSendObject;
-
 static PyObject *str_fast, *str_fast_send, *str_send_open;
 static PyObject *send_kw_names[6]; /* topic value key partition timestamp_ms headers */
 
 static PyObject *
-aio_send_call(AioSendObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+aio_send_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     /* producer, topic, value, key, partition, timestamp_ms, headers */
     PyObject *argv[7] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
-    if (nargs < 1 || nargs > 7) {
-        goto general;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        argv[i] = args[i];
-    }
-    if (kwnames != NULL) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-            int j = 0;
-            while (j < 6 && name != send_kw_names[j]) { /* interned: the compiler's names */
-                j++;
-            }
-            if (j == 6 || j + 1 < nargs) { /* unknown, or also given positionally */
-                goto general;
-            }
-            argv[j + 1] = args[nargs + i];
-        }
-    }
-    if (argv[1] == NULL) {
+    if (!fallback_bind(args, PyVectorcall_NARGS(nargsf), kwnames, send_kw_names, 6, 7, argv)) {
         goto general;
     }
     PyObject *fast = PyObject_GetAttr(argv[0], str_fast);
@@ -91,66 +66,22 @@ aio_send_call(AioSendObject *self, PyObject *const *args, size_t nargsf, PyObjec
     Py_DECREF(fast);
     return ready;
 general:
-    return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
-}
-
-static PyObject *
-aio_send_get(AioSendObject *self, PyObject *obj, PyObject *Py_UNUSED(type))
-{
-    if (obj == NULL || obj == Py_None) {
-        return Py_NewRef(self->general);
-    }
-    return PyMethod_New((PyObject *)self, obj);
+    return fallback_general(self, args, nargsf, kwnames);
 }
 
 static PyObject *
 aio_send_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *general;
-    static char *names[] = {"general", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:AioSend", names, &general)) {
-        return NULL;
-    }
-    AioSendObject *self = (AioSendObject *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->general = Py_NewRef(general);
-    self->vectorcall = (vectorcallfunc)aio_send_call;
-    return (PyObject *)self;
+    return fallback_new(type, args, kwds, (vectorcallfunc)aio_send_call, "O:AioSend");
 }
 
-static void
-aio_send_dealloc(AioSendObject *self)
-{
-    Py_CLEAR(self->general);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* __doc__, __name__, __wrapped__, ...: the Python send's. */
-static PyObject *
-aio_send_getattro(AioSendObject *self, PyObject *name)
-{
-    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-        return found;
-    }
-    PyErr_Clear();
-    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-        return Py_NewRef(self->general);
-    }
-    return PyObject_GetAttr(self->general, name);
-}
+static PyGetSetDef aio_send_getset[] = {FALLBACK_GETSET};
 
 static PyTypeObject AioSendType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.AioSend",
-    .tp_basicsize = sizeof(AioSendObject),
-    .tp_dealloc = (destructor)aio_send_dealloc,
-    .tp_vectorcall_offset = offsetof(AioSendObject, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_getattro = (getattrofunc)aio_send_getattro,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_descr_get = (descrgetfunc)aio_send_get,
+    .tp_basicsize = sizeof(FallbackMethod),
+    FALLBACK_SLOTS,
+    .tp_getset = aio_send_getset,
     .tp_new = aio_send_new,
 };
 

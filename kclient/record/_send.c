@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "_append.h"
+#include "../_fallback_method.h"
 
 /* send_open(topic, value, key, partition, timestamp_ms, headers, callback)
  * -> the future, or None: KafkaProducer.send's common case — bytes (or None) key and value,
@@ -139,138 +140,50 @@ kclient_appender_configure_send(Appender *self, PyObject *args)
  * than its arguments' types) and, when that returns None or the call has arguments it does
  * not read, calls `_send_general` (or `general`) — the Python send — with the same
  * arguments. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *general;
-    vectorcallfunc vectorcall;
-} SendMethod;
-
 static PyObject *str_fast_send;    /* "_fast_send" */
 static PyObject *str_send_general; /* "_send_general" */
 static PyObject *kw_names[7];      /* topic value key headers partition timestamp_ms callback */
 
 static PyObject *
-send_method_call(SendMethod *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+send_method_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     /* producer, topic, value, key, headers, partition, timestamp_ms, callback */
     PyObject *argv[8] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
-    if (nargs < 1 || nargs > 4) {
-        goto general;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        argv[i] = args[i];
-    }
-    if (kwnames != NULL) {
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
-            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-            int j = 0;
-            while (j < 7 && name != kw_names[j]) { /* interned: the compiler's names */
-                j++;
-            }
-            if (j == 7 || j + 1 < nargs) { /* unknown, or also given positionally */
-                goto general;
-            }
-            argv[j + 1] = args[nargs + i];
-        }
-    }
-    if (argv[1] == NULL) {
-        goto general;
+    if (!fallback_bind(args, PyVectorcall_NARGS(nargsf), kwnames, kw_names, 7, 4, argv)) {
+        return fallback_general(self, args, nargsf, kwnames);
     }
     PyObject *fast = PyObject_GetAttr(argv[0], str_fast_send);
     if (fast == NULL) {
         return NULL;
     }
-    if (Py_TYPE(fast) == &kclient_AppenderType) {
-        Appender *appender = (Appender *)fast;
-        PyObject *open_args[7] = {argv[1], argv[2], argv[3], argv[5], argv[6], argv[4], argv[7]};
-        PyObject *future = kclient_appender_send_open(appender, open_args, 7);
+    if (Py_TYPE(fast) != &kclient_AppenderType) {
         Py_DECREF(fast);
-        if (future != Py_None) {
-            return future; /* the record's future, or NULL with its exception */
-        }
-        Py_DECREF(future);
-        /* the general way, without trying the common case again */
-        return PyObject_VectorcallMethod(str_send_general, argv, 8, NULL);
+        return fallback_general(self, args, nargsf, kwnames);
     }
+    PyObject *open_args[7] = {argv[1], argv[2], argv[3], argv[5], argv[6], argv[4], argv[7]};
+    PyObject *future = kclient_appender_send_open((Appender *)fast, open_args, 7);
     Py_DECREF(fast);
-general:
-    return PyObject_Vectorcall(self->general, args, nargsf, kwnames);
-}
-
-static PyObject *
-send_method_get(SendMethod *self, PyObject *obj, PyObject *Py_UNUSED(type))
-{
-    if (obj == NULL || obj == Py_None) {
-        return Py_NewRef(self->general);
+    if (future != Py_None) {
+        return future; /* the record's future, or NULL with its exception */
     }
-    return PyMethod_New((PyObject *)self, obj);
+    Py_DECREF(future);
+    /* the general way, without trying the common case again */
+    return PyObject_VectorcallMethod(str_send_general, argv, 8, NULL);
 }
 
 static PyObject *
 send_method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *general;
-    static char *names[] = {"general", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:SendMethod", names, &general)) {
-        return NULL;
-    }
-    SendMethod *self = (SendMethod *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->general = Py_NewRef(general);
-    self->vectorcall = (vectorcallfunc)send_method_call;
-    return (PyObject *)self;
+    return fallback_new(type, args, kwds, (vectorcallfunc)send_method_call, "O:SendMethod");
 }
 
-static void
-send_method_dealloc(SendMethod *self)
-{
-    Py_CLEAR(self->general);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* __wrapped__, __doc__, __name__, ...: the Python send's (inspect.signature follows
- * __wrapped__). */
-static PyObject *
-send_method_getattro(SendMethod *self, PyObject *name)
-{
-    PyObject *found = PyObject_GenericGetAttr((PyObject *)self, name);
-    if (found != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError)) {
-        return found;
-    }
-    PyErr_Clear();
-    if (PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0) {
-        return Py_NewRef(self->general);
-    }
-    return PyObject_GetAttr(self->general, name);
-}
-
-static PyObject *
-send_method_general_attr(SendMethod *self, void *closure)
-{
-    return PyObject_GetAttrString(self->general, (const char *)closure);
-}
-
-static PyGetSetDef send_method_getset[] = {
-    {"__doc__", (getter)send_method_general_attr, NULL, NULL, "__doc__"},
-    {"__module__", (getter)send_method_general_attr, NULL, NULL, "__module__"},
-    {"__qualname__", (getter)send_method_general_attr, NULL, NULL, "__qualname__"},
-    {"__name__", (getter)send_method_general_attr, NULL, NULL, "__name__"},
-    {NULL, NULL, NULL, NULL, NULL},
-};
+static PyGetSetDef send_method_getset[] = {FALLBACK_GETSET};
 
 PyTypeObject kclient_SendMethodType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kclient.record._speedups.SendMethod",
-    .tp_basicsize = sizeof(SendMethod),
-    .tp_dealloc = (destructor)send_method_dealloc,
-    .tp_vectorcall_offset = offsetof(SendMethod, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_getattro = (getattrofunc)send_method_getattro,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_METHOD_DESCRIPTOR | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_descr_get = (descrgetfunc)send_method_get,
+    .tp_basicsize = sizeof(FallbackMethod),
+    FALLBACK_SLOTS,
     .tp_getset = send_method_getset,
     .tp_new = send_method_new,
 };
