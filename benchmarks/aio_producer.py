@@ -19,15 +19,22 @@ latency. Columns:
   ``max_batch_size``, 16 KiB) and ``send_batch(batch, topic, partition=0)``, every
   returned future awaited at the end: records per second;
 - **send_and_wait p50 / p99**: ``--waits`` records one at a time, each awaited before the
-  next (confluent-kafka: ``produce`` then ``flush``, its synchronous equivalent).
+  next (confluent-kafka: ``produce`` then ``flush``, its synchronous equivalent). Every
+  client is connected first; then they take turns, ``--chunk`` waits each, so that the
+  machine's drift hits them alike. Two rows with no client at all give the floor: one
+  ProduceRequest encoded once and sent again and again on a plain socket, the answer read
+  with a blocking ``recv`` ("raw socket"), or on the event loop (``add_reader`` and a
+  future: "asyncio, raw socket", what any asyncio client pays before its own work).
 
-Prints a Markdown table of medians over the rounds.
+Prints a Markdown table of medians over the rounds (latency: over all waits), then the
+p50 ratios of the latency rows to confluent-kafka's.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import statistics
 import sys
 import time
@@ -46,8 +53,15 @@ from integration.peers import run_tansu  # noqa: E402
 from kclient.aio import AIOKafkaProducer  # noqa: E402
 from kclient.config import ProducerConfig  # noqa: E402
 from kclient.network import NetworkClient, NetworkClientConfig  # noqa: E402
+from kclient.protocol import ApiKey  # noqa: E402
+from kclient.protocol.frame import encode_request  # noqa: E402
+from kclient.record import CompressionType, RecordBatchBuilder  # noqa: E402
 
 VALUE = b"x" * 100
+CONFLUENT = "confluent-kafka (produce + flush)"
+RAW = "floor: raw socket, blocking recv"
+RAW_ASYNC = "floor: asyncio, raw socket"
+RAW_PRODUCE_VERSION = 9  # ProduceRequest v9: every broker here serves it
 
 
 def kclient_aio(bootstrap: str) -> Any:
@@ -127,34 +141,125 @@ async def batch_throughput(make: Callable[[str], Any], bootstrap: str, topic: st
     return n / elapsed
 
 
-async def latencies(make: Callable[[str], Any], bootstrap: str, topic: str, n: int) -> list[float]:
-    producer = make(bootstrap)
-    await producer.start()
-    out = []
-    try:
-        await producer.send_and_wait(topic, VALUE)
-        for _ in range(n):
-            t0 = time.perf_counter()
-            await producer.send_and_wait(topic, VALUE)
-            out.append(time.perf_counter() - t0)
-    finally:
-        await producer.stop()
-    return out
+class RawProduce:
+    """One ProduceRequest (one 100 B record, acks=all) encoded once and sent again and
+    again on a plain socket: the floor under every client's send_and_wait."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        builder = RecordBatchBuilder(CompressionType.NONE, 16384)
+        builder.append(int(time.time() * 1000), None, VALUE)
+        body = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 30_000,
+            "topic_data": [
+                {"name": topic, "partition_data": [{"index": 0, "records": builder.build()}]}
+            ],
+        }
+        buffers = encode_request(ApiKey.PRODUCE, RAW_PRODUCE_VERSION, 1, "floor", body)
+        self.frame = b"".join(bytes(buffer) for buffer in buffers)
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = bytearray(65536)
+        self.view = memoryview(self.buffer)
+        self.got = 0
+        self.answered: asyncio.Future[None] | None = None
+
+    def _read(self) -> bool:
+        """One ``recv``; True once a whole response frame is in."""
+        n = self.sock.recv_into(self.view[self.got :])
+        if n == 0:
+            raise ConnectionError("tansu closed the floor's connection")
+        self.got += n
+        if self.got >= 4 and self.got >= 4 + int.from_bytes(self.buffer[:4], "big"):
+            self.got = 0
+            return True
+        return False
+
+    def blocking_round_trip(self) -> None:
+        self.sock.sendall(self.frame)
+        while not self._read():
+            pass
+
+    def start_async(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.sock.setblocking(False)
+        loop.add_reader(self.sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        if self._read() and self.answered is not None:
+            self.answered.set_result(None)
+
+    async def async_round_trip(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.answered = loop.create_future()
+        self.sock.send(self.frame)  # 200-odd bytes: an idle socket takes them whole
+        await self.answered
+
+    def close(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        if loop is not None:
+            loop.remove_reader(self.sock.fileno())
+        self.sock.close()
 
 
-def confluent_latencies(bootstrap: str, topic: str, n: int) -> list[float]:
-    producer = confluent_kafka.Producer(
+async def paired_latencies(
+    makers: dict[str, Callable[[str], Any]],
+    bootstrap: str,
+    topics: dict[str, str],
+    waits: int,
+    chunk: int,
+) -> dict[str, list[float]]:
+    """send_and_wait latencies (seconds) of every client and the floors, taking turns."""
+    loop = asyncio.get_running_loop()
+    clock = time.perf_counter
+    samples: dict[str, list[float]] = {name: [] for name in topics}
+    producers: dict[str, Any] = {}
+    confluent = confluent_kafka.Producer(
         {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False, "linger.ms": 0}
     )
-    producer.produce(topic, VALUE)
-    producer.flush(10)
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        producer.produce(topic, VALUE)
-        producer.flush(10)
-        out.append(time.perf_counter() - t0)
-    return out
+    raw = RawProduce(bootstrap, topics[RAW])
+    raw_async = RawProduce(bootstrap, topics[RAW_ASYNC])
+    raw_async.start_async(loop)
+    try:
+        for name, make in makers.items():
+            producer = producers[name] = make(bootstrap)
+            await producer.start()
+            await producer.send_and_wait(topics[name], VALUE)  # connected, metadata known
+        confluent.produce(topics[CONFLUENT], VALUE)
+        confluent.flush(10)
+        raw.blocking_round_trip()
+        await raw_async.async_round_trip(loop)
+        done = 0
+        while done < waits:
+            n = min(chunk, waits - done)
+            for name, producer in producers.items():
+                topic, out = topics[name], samples[name]
+                for _ in range(n):
+                    t0 = clock()
+                    await producer.send_and_wait(topic, VALUE)
+                    out.append(clock() - t0)
+            topic, out = topics[CONFLUENT], samples[CONFLUENT]
+            for _ in range(n):
+                t0 = clock()
+                confluent.produce(topic, VALUE)
+                confluent.flush(10)
+                out.append(clock() - t0)
+            out = samples[RAW]
+            for _ in range(n):
+                t0 = clock()
+                raw.blocking_round_trip()
+                out.append(clock() - t0)
+            out = samples[RAW_ASYNC]
+            for _ in range(n):
+                t0 = clock()
+                await raw_async.async_round_trip(loop)
+                out.append(clock() - t0)
+            done += n
+    finally:
+        for producer in producers.values():
+            await producer.stop()
+        raw.close()
+        raw_async.close(loop)
+    return samples
 
 
 def pct(values: list[float], q: float) -> float:
@@ -166,8 +271,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--waits", type=int, default=2000)
+    parser.add_argument("--chunk", type=int, default=100, help="waits per client per turn")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--latency-only", action="store_true", help="only the send_and_wait columns"
+    )
     args = parser.parse_args()
+    if min(args.records, args.waits, args.chunk, args.rounds) < 1:
+        parser.error("--records, --waits, --chunk and --rounds must be at least 1")
     makers = {
         "kclient.aio": kclient_aio,
         "kclient.aio, Sender thread": kclient_aio_sender_thread,
@@ -176,33 +287,41 @@ def main() -> int:
     rates: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
     dropped: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
     batch_rates: dict[str, list[float]] = {name: [] for name in makers}
-    lat: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
-    lat["confluent-kafka (produce + flush)"] = []
+    lat: dict[str, list[float]] = {name: [] for name in [*makers, CONFLUENT, RAW, RAW_ASYNC]}
+    ratios: dict[str, list[float]] = {name: [] for name in lat}
     with run_tansu() as tansu:
         bootstrap = tansu.bootstrap_servers
         for r in range(args.rounds):
-            for name, make in makers.items():
-                topic = f"aio-{name.replace(',', '').replace(' ', '-')}-{r}"
+            if not args.latency_only:
+                for name, make in makers.items():
+                    topic = f"aio-{name.replace(',', '').replace(' ', '-')}-{r}"
+                    tansu.create_topic(topic, 1)
+                    rates[name].append(
+                        asyncio.run(throughput(make, bootstrap, topic, args.records))
+                    )
+                    dropped[name].append(
+                        asyncio.run(fire_and_forget(make, bootstrap, topic, args.records))
+                    )
+                    batch_rates[name].append(
+                        asyncio.run(batch_throughput(make, bootstrap, topic, args.records))
+                    )
+            topics = {name: f"wait-{i}-{r}" for i, name in enumerate(lat)}
+            for topic in topics.values():
                 tansu.create_topic(topic, 1)
-                rates[name].append(asyncio.run(throughput(make, bootstrap, topic, args.records)))
-                dropped[name].append(
-                    asyncio.run(fire_and_forget(make, bootstrap, topic, args.records))
-                )
-                batch_rates[name].append(
-                    asyncio.run(batch_throughput(make, bootstrap, topic, args.records))
-                )
-                waits = asyncio.run(latencies(make, bootstrap, topic, args.waits))
-                lat[name].append((pct(waits, 0.5), pct(waits, 0.99)))
-            topic = f"aio-confluent-{r}"
-            tansu.create_topic(topic, 1)
-            waits = confluent_latencies(bootstrap, topic, args.waits)
-            lat["confluent-kafka (produce + flush)"].append((pct(waits, 0.5), pct(waits, 0.99)))
+            samples = asyncio.run(
+                paired_latencies(makers, bootstrap, topics, args.waits, args.chunk)
+            )
+            for name, waits in samples.items():
+                lat[name].extend(waits)
+            confluent_p50 = pct(samples[CONFLUENT], 0.5)
+            for name, waits in samples.items():
+                ratios[name].append(pct(waits, 0.5) / confluent_p50)
     print(
         "| client | await send(): records/s | CPU µs/record | await send(), flush(): "
         "records/s | CPU µs/record | send_batch(): records/s | send_and_wait p50 µs | p99 µs |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for name, waits_by_round in lat.items():
+    for name, waits in lat.items():
         rate, forgot = rates.get(name), dropped.get(name)
         r_text = f"{statistics.median(x for x, _ in rate):,.0f}" if rate else "-"
         c_text = f"{statistics.median(c for _, c in rate):.1f}" if rate else "-"
@@ -210,12 +329,13 @@ def main() -> int:
         fc_text = f"{statistics.median(c for _, c in forgot):.1f}" if forgot else "-"
         batched = batch_rates.get(name)
         b_text = f"{statistics.median(batched):,.0f}" if batched else "-"
-        p50 = statistics.median(p for p, _ in waits_by_round)
-        p99 = statistics.median(p for _, p in waits_by_round)
         print(
             f"| {name} | {r_text} | {c_text} | {f_text} | {fc_text} | {b_text} "
-            f"| {p50:.0f} | {p99:.0f} |"
+            f"| {pct(waits, 0.5):.0f} | {pct(waits, 0.99):.0f} |"
         )
+    print("\nsend_and_wait p50 ÷ confluent-kafka's, per round:")
+    for name, per_round in ratios.items():
+        print(f"- {name}: {', '.join(f'{x:.2f}x' for x in per_round)}")
     return 0
 
 
