@@ -238,6 +238,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         """``send`` beyond its common case: serializers, conversions, a transaction, a
         closed producer, metadata to wait for, headers, a custom partitioner, a record too
         large, a new batch."""
+        if topic.__class__ is not str:
+            topic = record_args.checked_topic(topic)
         if partition is not None and partition.__class__ is not int:
             partition = record_args.checked_partition(partition)
         if timestamp_ms is not None and (timestamp_ms.__class__ is not int or timestamp_ms < 0):
@@ -484,6 +486,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
         """The topic's partitions (waits up to ``max.block.ms`` for its metadata)."""
+        if topic.__class__ is not str:
+            topic = record_args.checked_topic(topic)
         if self._unusable is not None:
             self._raise_unusable()
         self._wait_on_metadata(topic, None)

@@ -13,6 +13,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kclient import record_args
 from kclient.errors import (
     IllegalStateError,
     KafkaError,
@@ -106,6 +107,8 @@ class ProducerBatches:
         keys and values are bytes already and skip ``key.serializer``/``value.serializer``
         (as aiokafka's ``BatchBuilder`` takes them).
         """
+        if topic.__class__ is not str:
+            topic = record_args.checked_topic(topic)
         values = columns.bytes_column("values", values, None)
         rows = len(values)
         keys = columns.bytes_column("keys", keys, rows)

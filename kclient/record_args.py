@@ -1,4 +1,4 @@
-"""Checks of ``send``'s optional record arguments (partition, timestamp, headers), run on
+"""Checks of ``send``'s record arguments (topic, partition, timestamp, headers), run on
 its general path only: each bad value gets a typed error naming the argument and what
 it must be, before anything is queued (Java's ProducerRecord checks, in our words)."""
 
@@ -28,6 +28,14 @@ def _int(name: str, value: Any, meaning: str) -> int:
     if number < 0:
         raise ValueError(f"{name} must be >= 0 or None, got {number}")
     return number
+
+
+def checked_topic(topic: Any) -> str:
+    """The topic as a plain ``str`` (a ``str`` subclass, e.g. a ``str`` enum, gives its
+    value); anything else is a TypeError before it reaches the producer's metadata."""
+    if isinstance(topic, str):
+        return str.__str__(topic)
+    raise TypeError(f"topic must be a str, got {type(topic).__name__}: {topic!r:.80}")
 
 
 def checked_partition(partition: Any) -> int | None:

@@ -291,10 +291,19 @@ class AIOKafkaProducer:
                 "keeping up or unreachable"
             )
         what = f"topic {topic!r}"
+        detail = ""
         if partition is not None:
             what = f"partition {partition} of {what}"
+            producer = self._producer
+            count = (
+                None
+                if producer is None
+                else producer._metadata.fetch().partition_count_for_topic(topic)
+            )
+            if count:
+                detail = f" (the topic's partition count is {count})"
         return KafkaTimeoutError(
-            f"{what} not present in metadata after {ms} ms ('max_block_ms'): {error}"
+            f"{what} not present in metadata after {ms} ms ('max_block_ms'){detail}"
         )
 
     async def send_and_wait(  # noqa: PLR0917 -- aiokafka's signature
