@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from kclient.cli.line_reader import LineReader, LineReaderConfig, MalformedLineError
 from kclient.cli.properties import load_properties, parse_pairs
-from kclient.errors import ConfigError, KafkaError, KafkaTimeoutError
+from kclient.errors import ConfigError, KafkaError, KafkaTimeoutError, RecordTooLargeError
 from kclient.settings import COMPRESSION_TYPES
 
 CODECS = COMPRESSION_TYPES
@@ -143,13 +143,17 @@ def run(args: argparse.Namespace, lines: Iterable[str], err: IO[str], interactiv
                 skipped += 1
                 print(f"warning: skipped {exc}", file=err)
                 continue
-            future = producer.send(
-                args.topic,
-                value=parsed.value,
-                key=parsed.key,
-                headers=parsed.headers or None,
-                callback=tally.callback,
-            )
+            try:
+                future = producer.send(
+                    args.topic,
+                    value=parsed.value,
+                    key=parsed.key,
+                    headers=parsed.headers or None,
+                    callback=tally.callback,
+                )
+            except RecordTooLargeError as exc:  # this line only: reported, the rest go on
+                tally.callback(None, exc)
+                continue
             if args.sync:
                 try:
                     future.result()
@@ -168,6 +172,9 @@ def run(args: argparse.Namespace, lines: Iterable[str], err: IO[str], interactiv
         print("\ninterrupted: flushing what was read so far", file=err)
     except KafkaTimeoutError as exc:
         print(f"error: {exc} (bootstrap servers: {args.bootstrap_server})", file=err)
+        aborted = True
+    except KafkaError as exc:  # the topic's (invalid, not authorized) or the producer's
+        print(f"error: {type(exc).__name__}: {exc}", file=err)
         aborted = True
     finally:
         producer.flush()
