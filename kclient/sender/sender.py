@@ -461,7 +461,10 @@ class Sender:
             self.metrics.batch_splits += 1
             return
         message = part.get("error_message") or ""
-        error: KafkaError = errors.for_code(code)(f"{tp}: {message}" if message else str(tp))
+        text = (
+            message if message.startswith(f"{tp}:") else f"{tp}: {message}" if message else str(tp)
+        )
+        error: KafkaError = errors.for_code(code)(text)  # (a broker may name the partition)
         if code == _MESSAGE_TOO_LARGE:
             error = RecordTooLargeError(
                 f"the record for {tp} ({len(batch.records or b'')} bytes as a one-record batch)"
