@@ -416,6 +416,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             raise IllegalStateError(
                 "flush() inside a send callback would deadlock; it is not permitted"
             )
+        timeout = _checked_timeout("flush", timeout)
         up_to = self._accumulator.begin_flush()
         try:
             self._sender.wakeup()
@@ -428,6 +429,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         """Deliver what was sent (waiting up to ``timeout`` seconds; None = until every record
         is delivered or has failed, at most ``delivery.timeout.ms``), then fail what is left,
         stop the I/O thread and close the connections. Calling it again does nothing."""
+        timeout = _checked_timeout("close", timeout)
         with self._close_lock:
             if self._unusable == _FORKED:
                 return  # the I/O thread and sockets belong to the parent process
@@ -442,9 +444,10 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             self._sender.initiate_close()
             self._thread.join(timeout)
             if self._thread.is_alive():
-                log.warning(
-                    "%sclose timed out; failing the records not yet delivered", self._prefix
-                )
+                if self._accumulator.incomplete:  # else only the thread's own wind-down
+                    log.warning(
+                        "%sclose timed out; failing the records not yet delivered", self._prefix
+                    )
                 self._sender.force_close()
                 self._thread.join()
             self._pool.close()
@@ -509,6 +512,19 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
 
 
 install_fast_send(KafkaProducer)
+
+
+def _checked_timeout(method: str, timeout: object) -> float | None:
+    """``flush``/``close``'s timeout: seconds >= 0, or None (as Java refuses a negative one)."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(
+            f"{method}() timeout must be a number of seconds or None, got {type(timeout).__name__}"
+        )
+    if not timeout >= 0:  # also NaN
+        raise ValueError(f"{method}() timeout must be >= 0 seconds or None, got {timeout}")
+    return float(timeout)
 
 
 def _set_fatal_error(producer_ref: weakref.ref[KafkaProducer], error: KafkaError) -> None:
