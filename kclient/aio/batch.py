@@ -15,6 +15,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Sequence
 
+from kclient import record_args
 from kclient.errors import SendBatchError
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
@@ -45,7 +46,17 @@ class BatchBuilder:
         value: bytes | None,
         headers: Sequence[Header] = (),
     ) -> object | None:
-        """Add a record; None when it does not fit (the first record always fits)."""
+        """Add a record; None when it does not fit (the first record always fits). A key
+        or value that is not bytes-like, a bad timestamp or headers raise TypeError or
+        ValueError here, as aiokafka's builder does, not later in ``send_batch``."""
+        if key is not None and key.__class__ is not bytes:
+            key = _bytes_like("key", key)
+        if value is not None and value.__class__ is not bytes:
+            value = _bytes_like("value", value)
+        if timestamp is not None and (timestamp.__class__ is not int or timestamp < 0):
+            timestamp = record_args.checked_timestamp(timestamp)
+        if headers:
+            headers = record_args.checked_headers(headers)
         size = 21 + (len(key) if key else 0) + (len(value) if value else 0)
         if headers:
             size += sum(len(k) + len(v or b"") + 10 for k, v in headers)
@@ -72,6 +83,17 @@ class BatchBuilder:
 
     def close(self) -> None:
         self._closed = True
+
+
+def _bytes_like(name: str, data: object) -> bytes:
+    """``data`` as bytes: copied now, as aiokafka's builder copies it into its buffer, so
+    that a bytearray changed after ``append`` does not change the record."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(
+        f"BatchBuilder.append: {name} must be bytes or None, got {type(data).__name__} "
+        "(a batch holds serialized records: encode it first)"
+    )
 
 
 class _Appended:
