@@ -5,10 +5,10 @@
 (this starts connections) → ``accumulator.drain`` → **one ProduceRequest per node** →
 fail batches past ``delivery.timeout.ms`` → ``client.poll``. Responses come back through
 request callbacks inside ``poll``: each partition's batch is completed, retried (with
-exponential backoff), split (MESSAGE_TOO_LARGE) or failed. Threads blocked on a
-completed batch's futures are woken by the next ``client.poll`` just before it blocks
-(``release_before_blocking``): woken earlier, they would find the GIL still held and need
-a second wake-up.
+exponential backoff), split (MESSAGE_TOO_LARGE) or failed (``produce_responses.py``).
+Threads blocked on a completed batch's futures are woken by the next ``client.poll`` just
+before it blocks (``release_before_blocking``): woken earlier, they would find the GIL
+still held and need a second wake-up.
 
 Everything here runs on the Sender thread; other threads only call ``wakeup``,
 ``initiate_close`` and ``force_close``.
@@ -19,25 +19,24 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from kclient import errors
 from kclient.clock import Clock
 from kclient.errors import (
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
-    RecordTooLargeError,
 )
 from kclient.network.cluster import Cluster, TopicPartition
-from kclient.network.kafka_client import ClientRequest, ClientResponse, KafkaClient
+from kclient.network.kafka_client import ClientRequest, KafkaClient
 from kclient.network.selector import release_all
 from kclient.protocol import ApiKey
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
+from kclient.sender.produce_responses import ProduceResponses
 from kclient.sender.transaction_manager import TransactionManager as TransactionalManager
 from kclient.sender.txn_sender import TransactionalRequestSender
 
@@ -51,14 +50,10 @@ PRODUCE_MAX_VERSION_TV1 = 11
 TOPIC_REFRESH_INTERVAL_MS = 1_000
 _NO_TIMEOUT_MS = 2**63 - 1
 
-_MESSAGE_TOO_LARGE = errors.MessageTooLargeError.code
-_DUPLICATE_SEQUENCE = errors.DuplicateSequenceNumberError.code
-_OUT_OF_ORDER_SEQUENCE = errors.OutOfOrderSequenceNumberError.code
-_UNKNOWN_PRODUCER_ID = errors.UnknownProducerIdError.code
 
-
-class Sender:
-    """Drains the accumulator into ProduceRequests and completes batches from responses."""
+class Sender(ProduceResponses):
+    """Drains the accumulator into ProduceRequests and completes batches from responses
+    (``ProduceResponses``, ``produce_responses.py``)."""
 
     def __init__(
         self,
@@ -383,173 +378,6 @@ class Sender:
         if txn is not None and not txn.tm.is_transaction_v2:
             return PRODUCE_MAX_VERSION_TV1
         return PRODUCE_MAX_VERSION
-
-    def _handle_produce_response(
-        self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse
-    ) -> None:
-        now_ms = response.received_time_ms
-        if response.version_mismatch is not None:
-            for batch in batches.values():
-                self._fail_batch(batch, response.version_mismatch, now_ms)
-            return
-        if response.disconnected:
-            cls = (
-                errors.RequestTimedOutError if response.timed_out else errors.NetworkExceptionError
-            )
-            reason = f"{response.error}" if response.error is not None else "disconnected"
-            for tp, batch in batches.items():
-                self._complete_batch(
-                    batch,
-                    cls.code,
-                    {"error_message": f"{tp} on node {response.destination}: {reason}"},
-                    now_ms,
-                )
-            return
-        self.metrics.record_latency(response.request_latency_ms, now_ms)
-        body = response.body
-        if body is None:  # acks=0: done once written
-            for batch in batches.values():
-                self._complete_success(batch, -1, -1, now_ms)
-            return
-        for topic in body.get("responses") or ():
-            name = topic.get("name")
-            for part in topic.get("partition_responses") or ():
-                # a plain tuple finds the TopicPartition key (a NamedTuple) and is cheaper
-                found = batches.pop((name, part["index"]), None)  # type: ignore[call-overload]
-                if found is None:
-                    log.warning(
-                        "%sproduce response for %s-%s, which was not in the request",
-                        self._prefix,
-                        name,
-                        part["index"],
-                    )
-                    continue
-                self._complete_batch(found, part.get("error_code", 0), part, now_ms)
-        for tp, batch in batches.items():
-            message = f"{tp}: node {response.destination} did not answer for this partition"
-            self._complete_batch(
-                batch, errors.NetworkExceptionError.code, {"error_message": message}, now_ms
-            )
-
-    def _complete_batch(
-        self, batch: ProducerBatch, code: int, part: Mapping[str, Any], now_ms: int
-    ) -> None:
-        tp = batch.tp
-        if self._guarantee_order:
-            self._accumulator.unmute(tp)
-        if code == 0 or (code == _DUPLICATE_SEQUENCE and self._tm is not None):
-            self._complete_success(
-                batch, part.get("base_offset", -1), part.get("log_append_time_ms", -1), now_ms
-            )
-            return
-        if batch.is_done:  # expired while in flight; the broker's answer changes nothing
-            self._remove_in_flight(batch)
-            return
-        if code == _MESSAGE_TOO_LARGE and batch.record_count > 1:
-            self._remove_in_flight(batch)
-            children = self._accumulator.split_and_reenqueue(batch, now_ms)
-            log.warning(
-                "%sbatch of %d records (%d bytes) for %s too large for the broker; "
-                "split into %d batches",
-                self._prefix,
-                batch.record_count,
-                len(batch.records or b""),
-                tp,
-                len(children),
-            )
-            self._accumulator.deallocate(batch)
-            self.metrics.batch_splits += 1
-            return
-        message = part.get("error_message") or ""
-        text = (
-            message if message.startswith(f"{tp}:") else f"{tp}: {message}" if message else str(tp)
-        )
-        error: KafkaError = errors.for_code(code)(text)  # (a broker may name the partition)
-        if code == _MESSAGE_TOO_LARGE:
-            error = RecordTooLargeError(
-                f"the record for {tp} ({len(batch.records or b'')} bytes as a one-record batch)"
-                " is larger than the broker accepts (its 'message.max.bytes' / the topic's "
-                f"'max.message.bytes'){f': {message}' if message else ''}"
-            )
-        if self._can_retry(batch, code, error, now_ms):
-            log.warning(
-                "%sretrying a batch for %s (attempt %d, %s)",
-                self._prefix,
-                tp,
-                batch.attempts + 1,
-                type(error).__name__,
-            )
-            tm = self._tm
-            if tm is not None and (
-                code == _UNKNOWN_PRODUCER_ID
-                or (code == _OUT_OF_ORDER_SEQUENCE and tm.should_resequence(batch))
-            ):
-                tm.on_rejected(batch, self._in_flight_batches.get(tp, ()))
-            self._remove_in_flight(batch)
-            self._accumulator.reenqueue(batch, now_ms)
-            self.metrics.record_retries_for(batch.record_count, now_ms)
-        else:
-            record_errors = self._record_errors(part, tp)
-            self._fail_batch(batch, error, now_ms, record_errors)
-        if error.invalid_metadata:
-            log.warning("%s%s for %s; refreshing metadata", self._prefix, type(error).__name__, tp)
-            self._metadata.request_update()
-
-    def _can_retry(self, batch: ProducerBatch, code: int, error: KafkaError, now_ms: int) -> bool:
-        if batch.has_reached_delivery_timeout(self._accumulator.delivery_timeout_ms, now_ms):
-            return False
-        if batch.attempts >= self._retries:
-            return False
-        if self._tm is not None and code in (_OUT_OF_ORDER_SEQUENCE, _UNKNOWN_PRODUCER_ID):
-            return self._tm.can_retry_sequence_error(batch, code)
-        return error.retriable
-
-    @staticmethod
-    def _record_errors(
-        part: Mapping[str, Any], tp: TopicPartition
-    ) -> dict[int, BaseException] | None:
-        entries = part.get("record_errors") or ()
-        if not entries:
-            return None
-        return {
-            e["batch_index"]: errors.InvalidRecordError(
-                f"{tp} record {e['batch_index']}: {e.get('batch_index_error_message') or ''}"
-            )
-            for e in entries
-        }
-
-    def _complete_success(
-        self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int, now_ms: int
-    ) -> None:
-        self._remove_in_flight(batch)
-        if self._tm is not None:
-            self._tm.on_success(batch)
-        if batch.final_state is None:
-            self.metrics.record_sent(batch.builder.record_count, now_ms)
-            batch.complete(base_offset, log_append_time_ms, self._wakeups)
-        self._accumulator.deallocate(batch)
-
-    def _fail_batch(
-        self,
-        batch: ProducerBatch,
-        error: BaseException,
-        now_ms: int,
-        record_errors: dict[int, BaseException] | None = None,
-    ) -> None:
-        self._remove_in_flight(batch)
-        if self._guarantee_order:
-            self._accumulator.unmute(batch.tp)
-        if self._tm is not None:
-            self._tm.on_failure(batch, error)
-        if not batch.is_done:
-            batch.fail(error, record_errors)
-            self.metrics.record_errors_for(batch.record_count, now_ms)
-        self._accumulator.deallocate(batch)
-
-    def _remove_in_flight(self, batch: ProducerBatch) -> None:
-        batches = self._in_flight_batches.get(batch.tp)
-        if batches and batch in batches:
-            batches.remove(batch)
 
     # ---- InitProducerId ----------------------------------------------------------------------
 
