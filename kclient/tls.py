@@ -151,6 +151,8 @@ def server_context(
 
 def _readable_file(setting: str, location: str) -> str:
     path = Path(location)
+    if path.is_dir():
+        raise ConfigError(f"'{setting}' is {location!r}: a directory; give a PEM file")
     if not path.is_file():
         raise ConfigError(f"'{setting}' is {location!r}: no such file")
     try:
