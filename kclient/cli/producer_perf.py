@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from kclient.cli.properties import load_properties, parse_pairs
 from kclient.clock import SYSTEM_CLOCK, Clock
-from kclient.errors import ConfigError
+from kclient.errors import ConfigError, KafkaError
 
 REPORTING_INTERVAL_MS = 5000
 MAX_LATENCY_SAMPLES = 500_000
@@ -210,6 +210,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KafkaError as exc:  # no broker, a refused topic, a fatal producer error
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
