@@ -13,7 +13,6 @@ import os
 import threading
 import warnings
 from collections import defaultdict
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -88,17 +87,6 @@ class LiveMockClient(MockClient):
             self._wake.wait(min(timeout_ms, 100) / 1000)
             self._wake.clear()
         return responses
-
-
-@pytest.fixture
-def client() -> LiveMockClient:
-    return LiveMockClient()
-
-
-@pytest.fixture
-def producer(client: LiveMockClient) -> Iterator[KafkaProducer]:
-    with KafkaProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=0, kafka_client=client) as p:
-        yield p
 
 
 def test_send_returns_a_future_of_record_metadata(producer: KafkaProducer) -> None:

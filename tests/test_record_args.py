@@ -4,7 +4,6 @@ types or a headers mapping are taken."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,17 +20,6 @@ class NumpyLikeInt:
 
     def __index__(self) -> int:
         return self.value
-
-
-@pytest.fixture
-def client() -> LiveMockClient:
-    return LiveMockClient()
-
-
-@pytest.fixture
-def producer(client: LiveMockClient) -> Iterator[KafkaProducer]:
-    with KafkaProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=0, kafka_client=client) as p:
-        yield p
 
 
 @pytest.mark.parametrize(

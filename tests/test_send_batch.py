@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,17 +18,6 @@ from kclient.protocol import ApiKey
 from kclient.sender.future import RecordMetadata
 from kclient.sender.partitioner import keyed_partition
 from tests.test_producer import LiveMockClient
-
-
-@pytest.fixture
-def client() -> LiveMockClient:
-    return LiveMockClient()
-
-
-@pytest.fixture
-def producer(client: LiveMockClient) -> Iterator[KafkaProducer]:
-    with KafkaProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=0, kafka_client=client) as p:
-        yield p
 
 
 def test_every_row_arrives_and_the_result_lists_their_metadata_in_row_order(

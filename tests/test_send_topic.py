@@ -9,7 +9,7 @@ kclient.aio's ``send`` to a partition the topic lacks says so in one sentence on
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,17 +25,6 @@ BAD_TOPICS = [None, 5, b"t"]
 
 class Topic(str, enum.Enum):
     ORDERS = "t"
-
-
-@pytest.fixture
-def client() -> LiveMockClient:
-    return LiveMockClient()
-
-
-@pytest.fixture
-def producer(client: LiveMockClient) -> Iterator[KafkaProducer]:
-    with KafkaProducer(bootstrap_servers="127.0.0.1:9092", linger_ms=0, kafka_client=client) as p:
-        yield p
 
 
 CALLS: dict[str, Callable[[KafkaProducer, Any], object]] = {
