@@ -255,6 +255,11 @@ class EmbeddedCluster:
         """Create a topic (replication factor -1: every broker holds a replica)."""
         self.controller.create_topic(name, partitions, replication_factor, configs)
 
+    def create_partitions(self, name: str, count: int) -> None:
+        """Grow a topic to ``count`` partitions (as CreatePartitions does); producers and
+        consumers see them at their next metadata refresh."""
+        self.controller.create_partitions(name, count)
+
     def delete_topic(self, name: str) -> None:
         """Delete a topic, and every group's committed offsets of it."""
         topic = self.controller.delete_topic(name)

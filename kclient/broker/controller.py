@@ -301,6 +301,86 @@ class Controller:
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> int:
+        """Grow topic ``name`` to ``count`` partitions (CreatePartitions, the Python API);
+        the new ones get the topic's replication factor, their leaders spread over the
+        brokers. Returns how many were added. Raises the Kafka error for an unknown topic,
+        a count that is not larger, or one over ``max.partitions.per.topic``."""
+        cap = self.config.max_partitions_per_topic
+        with self.lock:
+            topic = self.topics.get(name)
+            if topic is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            if name in self._creating:
+                raise errors.ReassignmentInProgressError(
+                    f"partitions of topic {name!r} are being created; try again"
+                )
+            current = len(topic.partitions)
+            if count < current:
+                raise errors.InvalidPartitionsError(
+                    f"topic {name!r} has {current} partitions, more than the {count} asked "
+                    "for; partitions can only be added"
+                )
+            if count == current:
+                raise errors.InvalidPartitionsError(
+                    f"topic {name!r} already has {count} partitions"
+                )
+            if count > cap:
+                raise errors.InvalidPartitionsError(
+                    f"{count} partitions is more than this broker allows per topic "
+                    f"('max.partitions.per.topic' is {cap})"
+                )
+            replication_factor = len(topic.partitions[0].replicas)
+            n_brokers = len(self.broker_ids)
+            if replication_factor > n_brokers:
+                raise errors.InvalidReplicationFactorError(
+                    f"topic {name!r} has replication factor {replication_factor}, more than "
+                    f"the {n_brokers} brokers the cluster has now"
+                )
+            if validate_only:
+                return count - current
+            start = self._next_leader_start
+            self._next_leader_start += 1
+            self._creating.add(name)  # one change to the topic at a time
+        added: list[Partition] = []
+        try:
+            try:
+                for p in range(current, count):
+                    replicas = [
+                        self.broker_ids[(start + p + i) % n_brokers]
+                        for i in range(replication_factor)
+                    ]
+                    added.append(
+                        Partition(topic, p, replicas, self._open_log(name, p, topic.topic_id))
+                    )
+                with self.lock:
+                    if topic.deleted:
+                        raise errors.UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
+                    for partition in added:
+                        with partition.lock:
+                            self._elect(partition)
+                    topic.partitions.extend(added)  # complete partitions, appended at once
+                    try:
+                        self._save_topics()  # the partitions exist once this is written
+                    except OSError:
+                        del topic.partitions[current:]
+                        raise
+            except OSError as exc:
+                raise errors.KafkaStorageError(
+                    f"cannot add partitions to topic {name!r}: {exc}"
+                ) from exc
+        except errors.BrokerResponseError:
+            for partition in added:
+                with partition.lock, contextlib.suppress(OSError):
+                    partition.leader_id = -1
+                    partition.log.delete()
+            raise
+        finally:
+            with self.lock:
+                self._creating.discard(name)
+        log.info("topic %s now has %d partitions (%d added)", name, count, count - current)
+        return count - current
+
     def _register(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
         self.topics_by_id[topic.topic_id] = topic

@@ -45,6 +45,7 @@ CLIENT_THROTTLES_FROM: Mapping[int, int] = MappingProxyType(
         ApiKey.API_VERSIONS: 2,
         ApiKey.CREATE_TOPICS: 3,
         ApiKey.DELETE_TOPICS: 2,
+        ApiKey.CREATE_PARTITIONS: 1,
         ApiKey.INIT_PRODUCER_ID: 1,
         ApiKey.ADD_PARTITIONS_TO_TXN: 1,
         ApiKey.ADD_OFFSETS_TO_TXN: 1,

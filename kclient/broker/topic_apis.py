@@ -1,13 +1,15 @@
-"""CreateTopics and DeleteTopics: the topic admin APIs of Kafka's ``KafkaApis`` /
-``ControllerApis``, over the cluster's Controller.
+"""CreateTopics, CreatePartitions and DeleteTopics: the topic admin APIs of Kafka's
+``KafkaApis`` / ``ControllerApis``, over the cluster's Controller.
 
 CreateTopics checks every topic (name, count, replication factor, configs, the
 ``max.partitions.per.topic`` cap per topic and per request in all) before creating it;
-DeleteTopics drops the topic's committed offsets with it. Both count the partitions they
-create or delete against the client's controller mutation quota (KIP-599,
-``controller_mutation_quota``): strictly from CreateTopics v6 / DeleteTopics v5 (a topic
-over the quota is refused with THROTTLING_QUOTA_EXCEEDED and not created), permissively
-before (created, and the client throttled). Run on request handler threads.
+CreatePartitions grows a topic to the count asked for (never shrinks it; replica
+assignments are not taken); DeleteTopics drops the topic's committed offsets with it. All
+three count the partitions they create or delete against the client's controller mutation
+quota (KIP-599, ``controller_mutation_quota``): strictly from CreateTopics v6 /
+CreatePartitions v3 / DeleteTopics v5 (a topic over the quota is refused with
+THROTTLING_QUOTA_EXCEEDED and not changed), permissively before (changed, and the client
+throttled). Run on request handler threads.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from kclient.protocol import ApiKey
 
 
 class TopicApis:
-    """CreateTopics and DeleteTopics for one broker."""
+    """CreateTopics, CreatePartitions and DeleteTopics for one broker."""
 
     def __init__(
         self,
@@ -49,6 +51,7 @@ class TopicApis:
         return {
             ApiKey.CREATE_TOPICS: self.handle_create_topics,
             ApiKey.DELETE_TOPICS: self.handle_delete_topics,
+            ApiKey.CREATE_PARTITIONS: self.handle_create_partitions,
         }
 
     def handle_create_topics(self, request: Request) -> None:
@@ -127,6 +130,36 @@ class TopicApis:
             results.append(result)
         self._helper.controller_throttle_time_ms(request, quota, self._monotonic_ns())
         self._send(request, {"topics": results})
+
+    def handle_create_partitions(self, request: Request) -> None:
+        body = request.parsed_body()
+        validate_only = bool(body.get("validate_only", False))
+        counts = collections.Counter(t["name"] for t in body["topics"])
+        quota = self._helper.controller_mutation_quota(request, 3)
+        controller = self._controller
+        results = []
+        for spec in body["topics"]:
+            name, count = spec["name"], spec["count"]
+            result: dict[str, Any] = {"name": name, "error_code": 0, "error_message": None}
+            try:
+                if counts[name] > 1:
+                    raise errors.InvalidRequestError(f"topic {name!r} is listed more than once")
+                if spec.get("assignments"):
+                    raise errors.InvalidReplicaAssignmentError(
+                        "replica assignments for new partitions are not supported by the "
+                        "embedded broker; leave them out"
+                    )
+                # checked first, so that a refused topic counts nothing
+                added = controller.create_partitions(name, count, validate_only=True)
+                if not validate_only:
+                    quota.record(added, self._monotonic_ns() // 1_000_000)
+                    controller.create_partitions(name, count)
+            except errors.BrokerResponseError as exc:
+                request.error_count += 1
+                result.update(error_code=exc.code, error_message=exc.detail or None)
+            results.append(result)
+        self._helper.controller_throttle_time_ms(request, quota, self._monotonic_ns())
+        self._send(request, {"results": results})
 
     def handle_delete_topics(self, request: Request) -> None:
         body = request.parsed_body()

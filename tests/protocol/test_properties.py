@@ -42,6 +42,8 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
     from kafka.protocol.admin import (
         AlterClientQuotasRequest,
         AlterClientQuotasResponse,
+        CreatePartitionsRequest,
+        CreatePartitionsResponse,
         CreateTopicsRequest,
         CreateTopicsResponse,
         DeleteGroupsRequest,
@@ -122,6 +124,7 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
     ApiKey.ADD_PARTITIONS_TO_TXN: (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),

@@ -19,6 +19,7 @@ from kclient.protocol.messages import (
     add_partitions_to_txn,
     alter_client_quotas,
     api_versions,
+    create_partitions,
     create_topics,
     delete_groups,
     delete_topics,
@@ -77,6 +78,7 @@ class ApiKey(IntEnum):
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
     SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
@@ -95,6 +97,7 @@ _MODULES = {
     ApiKey.API_VERSIONS: api_versions,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.CREATE_PARTITIONS: create_partitions,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
