@@ -35,31 +35,12 @@ from kclient.broker.log import Log
 from kclient.broker.metadata_store import MetadataStore, TopicRecord, write_partition_metadata
 from kclient.broker.producer_id_manager import ProducerIdManager
 from kclient.broker.producer_state import ProducerStateManager
+from kclient.broker.topic_config import MAX_MESSAGE_BYTES, TIMESTAMP_TYPE, validate_topic_configs
 
 log = logging.getLogger(__name__)
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
-
-#: Topic configs this broker implements; every other Kafka topic config is accepted,
-#: stored and reported, but has no effect.
-TIMESTAMP_TYPE = "message.timestamp.type"
-MAX_MESSAGE_BYTES = "max.message.bytes"
-KNOWN_TOPIC_CONFIGS = frozenset(
-    {
-        "cleanup.policy", "compression.type", "compression.gzip.level", "compression.lz4.level",
-        "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
-        "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
-        "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
-        MAX_MESSAGE_BYTES, "message.downconversion.enable", "message.format.version",
-        "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
-        "message.timestamp.difference.max.ms", TIMESTAMP_TYPE, "min.cleanable.dirty.ratio",
-        "min.compaction.lag.ms", "max.compaction.lag.ms", "min.insync.replicas", "preallocate",
-        "remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes",
-        "segment.index.bytes", "segment.jitter.ms", "segment.ms",
-        "unclean.leader.election.enable",
-    }
-)  # fmt: skip
 
 
 def validate_topic_name(name: str | None) -> None:
@@ -76,18 +57,6 @@ def validate_topic_name(name: str | None) -> None:
         raise errors.InvalidTopicError(
             f"topic name {name!r} may only contain ASCII letters, digits, '.', '_' and '-'"
         )
-
-
-def validate_topic_configs(configs: dict[str, str]) -> None:
-    for key, value in configs.items():
-        if key not in KNOWN_TOPIC_CONFIGS:
-            raise errors.InvalidConfigError(f"unknown topic config {key!r}")
-        if key == TIMESTAMP_TYPE and value not in ("CreateTime", "LogAppendTime"):
-            raise errors.InvalidConfigError(
-                f"{TIMESTAMP_TYPE} must be CreateTime or LogAppendTime, got {value!r}"
-            )
-        if key == MAX_MESSAGE_BYTES and (not value.isdigit() or int(value) <= 0):
-            raise errors.InvalidConfigError(f"{MAX_MESSAGE_BYTES} must be a positive integer")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,132 @@
+"""Topic configs the embedded broker accepts: Kafka's ``LogConfig`` definitions (names,
+types and the bounds Kafka checks), used to check CreateTopics' and the Python API's
+configs before a topic is created.
+
+Every Kafka topic config is accepted when its value is valid for its type (a bad value is
+INVALID_CONFIG, as Kafka answers), stored and reported; only ``message.timestamp.type``
+and ``max.message.bytes`` take effect here. An unknown name is INVALID_CONFIG too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+
+from kclient import errors
+
+TIMESTAMP_TYPE = "message.timestamp.type"
+MAX_MESSAGE_BYTES = "max.message.bytes"
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+def _whole(
+    bits: tuple[int, int], low: int | None = None, high: int | None = None
+) -> Callable[[str, str], None]:
+    kind = "INT" if bits == _INT32 else "LONG"
+
+    def check(name: str, value: str) -> None:
+        text = value.strip()
+        if not _WHOLE.fullmatch(text):
+            raise errors.InvalidConfigError(
+                f"topic config {name!r} must be a whole number ({kind}), got {value!r}"
+            )
+        number = int(text)
+        least = bits[0] if low is None else low
+        most = bits[1] if high is None else high
+        if not least <= number <= most:
+            raise errors.InvalidConfigError(
+                f"topic config {name!r} must be in {least}..{most}, got {number}"
+            )
+
+    return check
+
+
+def _boolean(name: str, value: str) -> None:
+    if value.strip().lower() not in ("true", "false"):
+        raise errors.InvalidConfigError(
+            f"topic config {name!r} must be true or false, got {value!r}"
+        )
+
+
+def _ratio(name: str, value: str) -> None:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0.0 <= number <= 1.0:
+        raise errors.InvalidConfigError(
+            f"topic config {name!r} must be a number from 0 to 1 (DOUBLE), got {value!r}"
+        )
+
+
+def _one_of(*choices: str) -> Callable[[str, str], None]:
+    def check(name: str, value: str) -> None:
+        if value not in choices:
+            raise errors.InvalidConfigError(
+                f"topic config {name!r} must be one of {', '.join(choices)}; got {value!r}"
+            )
+
+    return check
+
+
+def _cleanup_policy(name: str, value: str) -> None:
+    policies = [p.strip() for p in value.split(",")]
+    if not value.strip() or any(p not in ("delete", "compact") for p in policies):
+        raise errors.InvalidConfigError(
+            f"topic config {name!r} must be delete, compact or both (comma-separated); "
+            f"got {value!r}"
+        )
+
+
+def _any(name: str, value: str) -> None:
+    pass
+
+
+TOPIC_CONFIGS: Mapping[str, Callable[[str, str], None]] = {
+    "cleanup.policy": _cleanup_policy,
+    "compression.type": _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    "compression.gzip.level": _whole(_INT32, -1, 9),
+    "compression.lz4.level": _whole(_INT32, 1, 17),
+    "compression.zstd.level": _whole(_INT32, -131072, 22),
+    "delete.retention.ms": _whole(_INT64, 0),
+    "file.delete.delay.ms": _whole(_INT64, 0),
+    "flush.messages": _whole(_INT64, 1),
+    "flush.ms": _whole(_INT64, 0),
+    "follower.replication.throttled.replicas": _any,
+    "index.interval.bytes": _whole(_INT32, 0),
+    "leader.replication.throttled.replicas": _any,
+    "local.retention.bytes": _whole(_INT64, -2),
+    "local.retention.ms": _whole(_INT64, -2),
+    MAX_MESSAGE_BYTES: _whole(_INT32, 1),
+    "message.downconversion.enable": _boolean,
+    "message.format.version": _any,
+    "message.timestamp.after.max.ms": _whole(_INT64, 0),
+    "message.timestamp.before.max.ms": _whole(_INT64, 0),
+    "message.timestamp.difference.max.ms": _whole(_INT64, 0),
+    TIMESTAMP_TYPE: _one_of("CreateTime", "LogAppendTime"),
+    "min.cleanable.dirty.ratio": _ratio,
+    "min.compaction.lag.ms": _whole(_INT64, 0),
+    "max.compaction.lag.ms": _whole(_INT64, 1),
+    "min.insync.replicas": _whole(_INT32, 1),
+    "preallocate": _boolean,
+    "remote.storage.enable": _boolean,
+    "retention.bytes": _whole(_INT64),
+    "retention.ms": _whole(_INT64, -1),
+    "segment.bytes": _whole(_INT32, 14),
+    "segment.index.bytes": _whole(_INT32, 4),
+    "segment.jitter.ms": _whole(_INT64, 0),
+    "segment.ms": _whole(_INT64, 1),
+    "unclean.leader.election.enable": _boolean,
+}
+
+
+def validate_topic_configs(configs: Mapping[str, str]) -> None:
+    """INVALID_CONFIG for an unknown name or a value its config does not take."""
+    for name, value in configs.items():
+        check = TOPIC_CONFIGS.get(name)
+        if check is None:
+            raise errors.InvalidConfigError(f"unknown topic config {name!r}")
+        check(name, value)
