@@ -599,6 +599,10 @@ def expired_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "SASL session" in r.getMessage()]
 
 
+def renewed_everywhere(cluster: EmbeddedCluster) -> bool:
+    return all(s.successful_reauthentications >= 1 for s in cluster.metrics())
+
+
 def test_confluent_kafka_re_authenticates_while_producing(
     broker_log: pytest.LogCaptureFixture,
 ) -> None:
@@ -627,13 +631,19 @@ def test_confluent_kafka_re_authenticates_while_producing(
                 failures.append(str(err))
 
         sent = 0
-        # two lifetimes and more; with 1 s sessions, the 100 ms librdkafka leaves (it
-        # re-authenticates at 90%) was too little on a loaded machine
-        deadline = time.monotonic() + 7.0
+        # 3 s sessions: with 1 s ones, the 100 ms librdkafka leaves (it re-authenticates at
+        # 90%) was too little on a loaded machine. Produce until every broker has seen a
+        # re-authentication (about 2.7 s), then for 0.5 s more on the renewed sessions.
+        deadline = time.monotonic() + 15.0
+        renewed_at = None
         while time.monotonic() < deadline:
             producer.produce(topic, value=b"r%d" % sent, partition=sent % 2, on_delivery=delivered)
             sent += 1
             producer.poll(0.01)
+            if renewed_at is None and sent % 20 == 0 and renewed_everywhere(cluster):
+                renewed_at = time.monotonic()
+            if renewed_at is not None and time.monotonic() > renewed_at + 0.5:
+                break
         assert producer.flush(15) == 0, "not every record was acknowledged"
         assert failures == [] and reported == []
         stored = [r.value for p in range(2) for r in cluster.read_records(topic, p)]

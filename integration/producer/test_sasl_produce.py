@@ -173,11 +173,20 @@ def test_sessions_are_renewed_on_the_same_connections_while_producing(
             | sasl(mechanism)
         ) as producer:
             futures = []
-            deadline = time.monotonic() + 3.5  # three session lifetimes and more
+            # until every broker renewed the sessions twice (about two lifetimes), then
+            # for half a lifetime more
+            deadline = time.monotonic() + 15.0
+            renewed_at = None
             while time.monotonic() < deadline:
                 n = len(futures)
                 futures.append(producer.send(topic, value=b"%d" % n, partition=n % 4))
                 time.sleep(0.005)
+                if renewed_at is None and n % 20 == 0:
+                    metrics = reauth_cluster.metrics()
+                    if all(s.successful_reauthentications >= 2 for s in metrics):
+                        renewed_at = time.monotonic()
+                if renewed_at is not None and time.monotonic() > renewed_at + 0.5:
+                    break
             producer.flush(30)
             assert [f.exception(0) for f in futures] == [None] * len(futures)
         snapshots = reauth_cluster.metrics()

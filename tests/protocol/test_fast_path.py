@@ -50,7 +50,14 @@ from kclient.protocol.types import (
     Writer,
     uvarint_bytes,
 )
-from tests.protocol.test_properties import CASES, _case_id, _settings, bodies, mutations
+from tests.protocol.test_properties import (
+    CASES,
+    LAYOUTS,
+    _case_id,
+    _settings,
+    bodies,
+    mutations,
+)
 
 
 def _message(kind: str, api_key: int) -> Message:
@@ -114,7 +121,7 @@ def _outcome(fn: Any, *args: Any, careful: bool = False) -> tuple[bool, Any]:
 # ---- valid bodies ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "api_key", "version"), CASES, ids=_case_id)
+@pytest.mark.parametrize(("kind", "api_key", "version"), LAYOUTS, ids=_case_id)
 @_settings(8)
 @given(data=st.data())
 def test_fast_path_encodes_and_decodes_like_the_careful_path(
@@ -168,7 +175,7 @@ def _response_header_version(api_key: int, version: int) -> int:
     return 1 if flexible and api_key != ApiKey.API_VERSIONS else 0
 
 
-@pytest.mark.parametrize(("kind", "api_key", "version"), CASES, ids=_case_id)
+@pytest.mark.parametrize(("kind", "api_key", "version"), LAYOUTS, ids=_case_id)
 @_settings(6)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_whole_frame_fast_paths_match_the_careful_path(
@@ -212,7 +219,7 @@ def test_whole_frame_fast_paths_match_the_careful_path(
 # ---- mutated bytes --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "api_key", "version"), CASES, ids=_case_id)
+@pytest.mark.parametrize(("kind", "api_key", "version"), LAYOUTS, ids=_case_id)
 @_settings(6)
 @given(data=st.data(), seed=st.integers(0, 2**32 - 1))
 def test_fast_decode_succeeds_exactly_when_the_careful_path_does(
@@ -279,7 +286,7 @@ def _slots(value: Any, out: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return out
 
 
-@pytest.mark.parametrize(("kind", "api_key", "version"), CASES, ids=_case_id)
+@pytest.mark.parametrize(("kind", "api_key", "version"), LAYOUTS, ids=_case_id)
 @_settings(10)
 @given(data=st.data())
 def test_fast_encode_succeeds_exactly_when_the_careful_path_does(
