@@ -20,7 +20,6 @@ own lock, held for appends and leadership changes of that partition.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import re
 import threading
@@ -120,6 +119,8 @@ class Controller:
         self.endpoints: dict[int, BrokerEndpoint] = {}
         self.live: set[int] = set()
         self.topics: dict[str, Topic] = {}
+        #: each topic's name with '.' as '_' (how metrics name it) → the topic's name
+        self._by_metric_name: dict[str, str] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._next_leader_start = 0
         #: names of topics whose logs are being opened (outside the lock)
@@ -230,8 +231,10 @@ class Controller:
             if existing is not None or name in self._creating:
                 raise errors.TopicAlreadyExistsError(f"topic {name!r} already exists")
             collision = name.replace(".", "_")
-            for other in itertools.chain(self.topics, self._creating):
-                if other.replace(".", "_") == collision:
+            others = [self._by_metric_name.get(collision)]  # a dict: no walk over the topics
+            others += [n for n in self._creating if n.replace(".", "_") == collision]
+            for other in others:
+                if other is not None:
                     raise errors.InvalidTopicError(
                         f"topic {name!r} collides with existing topic {other!r} "
                         "('.' and '_' are the same in metric names)"
@@ -352,6 +355,7 @@ class Controller:
 
     def _register(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
+        self._by_metric_name[topic.name.replace(".", "_")] = topic.name
         self.topics_by_id[topic.topic_id] = topic
         for partition in topic.partitions:
             with partition.lock:
@@ -361,6 +365,7 @@ class Controller:
         """Undo a topic creation that could not be stored."""
         if self.topics.get(topic.name) is topic:
             del self.topics[topic.name]
+            self._by_metric_name.pop(topic.name.replace(".", "_"), None)
             self.topics_by_id.pop(topic.topic_id, None)
         for partition in topic.partitions:
             with partition.lock, contextlib.suppress(OSError):
@@ -372,6 +377,7 @@ class Controller:
             topic = self.topics.pop(name, None)
             if topic is None:
                 raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            self._by_metric_name.pop(name.replace(".", "_"), None)
             del self.topics_by_id[topic.topic_id]
             topic.deleted = True
             # gone from topics.json first: a crash before the files go leaves only strays

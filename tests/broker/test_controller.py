@@ -78,6 +78,10 @@ def test_topic_validation() -> None:
         c.create_topic("a.b", 1)
     with pytest.raises(errors.UnknownTopicOrPartitionError):
         c.delete_topic("missing")
+    c.delete_topic("a.b")  # its metric name is free again
+    c.create_topic("a_b", 1)
+    with pytest.raises(errors.InvalidTopicError, match="collides with existing topic 'a_b'"):
+        c.create_topic("a.b", 1)
 
 
 def test_topics_survive_a_restart_with_a_log_dir(tmp_path: Path) -> None:
