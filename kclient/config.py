@@ -214,6 +214,12 @@ class ProducerConfig:
                 values["delivery.timeout.ms"],
             )
         _validate_tls(values, explicit)
+        if values["batch.size"] > values["buffer.memory"]:
+            raise ConfigError(
+                f"'batch.size' ({values['batch.size']} bytes) is larger than 'buffer.memory' "
+                f"({values['buffer.memory']} bytes): no batch would ever fit; lower "
+                "'batch.size' or raise 'buffer.memory'"
+            )
         for low, high in (
             ("retry.backoff.ms", "retry.backoff.max.ms"),
             ("reconnect.backoff.ms", "reconnect.backoff.max.ms"),

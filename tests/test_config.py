@@ -149,6 +149,13 @@ def test_delivery_timeout_must_cover_linger_and_request_timeout() -> None:
     assert raised.delivery_timeout_ms == 200_100
 
 
+def test_a_batch_size_larger_than_buffer_memory_is_refused() -> None:
+    # before, every send failed with RecordTooLargeError (no batch fits the buffer)
+    with pytest.raises(ConfigError, match=r"'batch.size' \(67108864 bytes\) is larger than "):
+        ProducerConfig({"bootstrap.servers": "h:1", "batch.size": 64 << 20})
+    ProducerConfig({"bootstrap.servers": "h:1", "batch.size": 32 << 20})  # equal: it fits
+
+
 def test_backoff_above_its_maximum_uses_the_maximum() -> None:
     config = ProducerConfig(BOOT, retry_backoff_ms=5000, retry_backoff_max_ms=2000)
     assert config.retry_backoff_ms == 2000
