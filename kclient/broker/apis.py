@@ -40,6 +40,7 @@ from typing import Any
 from kclient import errors
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
+from kclient.broker.config_apis import ConfigApis
 from kclient.broker.consumer_offsets import ConsumerOffsets
 from kclient.broker.controller import Controller
 from kclient.broker.fetch import FetchHandler
@@ -202,6 +203,7 @@ class Apis:
                 self._send,
                 monotonic_ns=monotonic_ns,
             ).handlers(),
+            **ConfigApis(node_id, controller, config, self._send).handlers(),
         }
         self._api_keys = advertised_versions(
             sasl=config.sasl, served=self._handlers, transaction_version=config.transaction_version

@@ -178,8 +178,16 @@ class BrokerConfig:
     #: ``quota.window.size.seconds``: the length of each sample (Kafka's 1).
     quota_window_size_seconds: int = 1
 
-    def __post_init__(self) -> None:
-        positive = {
+    def kafka_settings(self) -> dict[str, str]:
+        """The broker's settings under Kafka's names, as DescribeConfigs reports them."""
+        settings = {name: str(value) for name, value in self._counts().items()}
+        settings["auto.create.topics.enable"] = str(self.auto_create_topics).lower()
+        settings["delete.topic.enable"] = str(self.delete_topic_enable).lower()
+        return dict(sorted(settings.items()))
+
+    def _counts(self) -> dict[str, int]:
+        """The settings that must be positive integers, under Kafka's names."""
+        return {
             "num.network.threads": self.num_network_threads,
             "num.io.threads": self.num_io_threads,
             "queued.max.requests": self.queued_max_requests,
@@ -211,7 +219,9 @@ class BrokerConfig:
             "quota.window.num": self.quota_window_num,
             "quota.window.size.seconds": self.quota_window_size_seconds,
         }
-        for name, value in positive.items():
+
+    def __post_init__(self) -> None:
+        for name, value in self._counts().items():
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"'{name}' must be a positive integer, got {value!r}")
         if self.transaction_version not in (1, 2) or isinstance(self.transaction_version, bool):

@@ -46,6 +46,7 @@ CLIENT_THROTTLES_FROM: Mapping[int, int] = MappingProxyType(
         ApiKey.CREATE_TOPICS: 3,
         ApiKey.DELETE_TOPICS: 2,
         ApiKey.CREATE_PARTITIONS: 1,
+        ApiKey.DESCRIBE_CONFIGS: 2,
         ApiKey.INIT_PRODUCER_ID: 1,
         ApiKey.ADD_PARTITIONS_TO_TXN: 1,
         ApiKey.ADD_OFFSETS_TO_TXN: 1,

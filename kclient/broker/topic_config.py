@@ -123,6 +123,31 @@ TOPIC_CONFIGS: Mapping[str, Callable[[str, str], None]] = {
 }
 
 
+#: DescribeConfigs' ``ConfigType`` of each topic config (Kafka's ``ConfigDef.Type``).
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
+_LISTS = ("cleanup.policy", "follower.replication.throttled.replicas",
+          "leader.replication.throttled.replicas")  # fmt: skip
+_STRINGS = ("compression.type", "message.format.version", TIMESTAMP_TYPE)
+_INTS = ("compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+         "index.interval.bytes", MAX_MESSAGE_BYTES, "min.insync.replicas", "segment.bytes",
+         "segment.index.bytes")  # fmt: skip
+_BOOLEANS = ("message.downconversion.enable", "preallocate", "remote.storage.enable",
+             "unclean.leader.election.enable")  # fmt: skip
+
+
+def config_type(name: str) -> int:
+    """The ``ConfigType`` DescribeConfigs reports for topic config ``name``."""
+    if name in _LISTS:
+        return LIST
+    if name in _STRINGS:
+        return STRING
+    if name in _INTS:
+        return INT
+    if name in _BOOLEANS:
+        return BOOLEAN
+    return DOUBLE if name == "min.cleanable.dirty.ratio" else LONG
+
+
 def validate_topic_configs(configs: Mapping[str, str]) -> None:
     """INVALID_CONFIG for an unknown name or a value its config does not take."""
     for name, value in configs.items():

@@ -24,6 +24,7 @@ from kclient.protocol.messages import (
     delete_groups,
     delete_topics,
     describe_client_quotas,
+    describe_configs,
     describe_groups,
     describe_producers,
     describe_transactions,
@@ -77,6 +78,7 @@ class ApiKey(IntEnum):
     END_TXN = 26
     WRITE_TXN_MARKERS = 27
     TXN_OFFSET_COMMIT = 28
+    DESCRIBE_CONFIGS = 32
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -98,6 +100,7 @@ _MODULES = {
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
     ApiKey.CREATE_PARTITIONS: create_partitions,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,

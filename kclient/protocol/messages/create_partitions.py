@@ -29,7 +29,6 @@ REQUEST = message(
                     "[]CreatePartitionsAssignment",
                     "0+",
                     nullable="0+",
-                    default=None,
                     fields=(F("BrokerIds", "[]int32", "0+"),),
                 ),
             ),

@@ -1,0 +1,128 @@
+"""DescribeConfigs: Kafka's ``ConfigHelper.describeConfigs`` for the embedded broker's
+topics and its own settings.
+
+A topic resource lists the configs the topic was created with (source TOPIC_CONFIG), then
+the two this broker applies to every topic, ``message.timestamp.type`` and
+``max.message.bytes``, with their defaults (DEFAULT_CONFIG) when the topic did not set
+them; Kafka's defaults of the configs this broker stores but does not apply are not
+listed. A broker resource (this broker's id, or "" for the cluster default) lists the
+broker's settings, read-only (STATIC_BROKER_CONFIG). ``ConfigurationKeys`` narrows the
+list; ``IncludeSynonyms`` adds each value's source as its one synonym. Other resource
+types get INVALID_REQUEST. Run on request handler threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from kclient import errors
+from kclient.broker.config import BrokerConfig
+from kclient.broker.controller import Controller
+from kclient.broker.request_channel import Request
+from kclient.broker.topic_config import (
+    INT,
+    MAX_MESSAGE_BYTES,
+    STRING,
+    TIMESTAMP_TYPE,
+    config_type,
+)
+from kclient.protocol import ApiKey
+
+TOPIC, BROKER = 2, 4
+SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+
+
+class ConfigApis:
+    """DescribeConfigs for broker ``node_id``."""
+
+    def __init__(
+        self,
+        node_id: int,
+        controller: Controller,
+        config: BrokerConfig,
+        send: Callable[[Request, dict[str, Any]], None],
+    ) -> None:
+        self._node_id = node_id
+        self._controller = controller
+        self._config = config
+        self._send = send
+
+    def handlers(self) -> dict[int, Callable[[Request], None]]:
+        return {ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs}
+
+    def handle_describe_configs(self, request: Request) -> None:
+        body = request.parsed_body()
+        synonyms = bool(body.get("include_synonyms", False))
+        results = []
+        for resource in body["resources"]:
+            kind, name = resource["resource_type"], resource["resource_name"]
+            result: dict[str, Any] = {
+                "error_code": 0,
+                "error_message": None,
+                "resource_type": kind,
+                "resource_name": name,
+                "configs": [],
+            }
+            try:
+                entries = self._entries(kind, name)
+                wanted = resource.get("configuration_keys")
+                if wanted is not None:
+                    keys = set(wanted)
+                    entries = [e for e in entries if e[0] in keys]
+                result["configs"] = [_described(entry, synonyms) for entry in entries]
+            except errors.BrokerResponseError as exc:
+                request.error_count += 1
+                result.update(error_code=exc.code, error_message=exc.detail or None)
+            results.append(result)
+        self._send(request, {"results": results})
+
+    def _entries(self, kind: int, name: str) -> list[tuple[str, str, int, bool, int]]:
+        """(name, value, source, read only, type) of each config of the resource."""
+        if kind == TOPIC:
+            topic = self._controller.topic(name)
+            if topic is None:
+                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            own = sorted(topic.configs.items())
+            entries = [(k, v, SOURCE_TOPIC, False, config_type(k)) for k, v in own]
+            applied = {
+                TIMESTAMP_TYPE: ("CreateTime", STRING),
+                MAX_MESSAGE_BYTES: (str(self._config.message_max_bytes), INT),
+            }
+            for key, (value, kind_code) in applied.items():
+                if key not in topic.configs:
+                    entries.append((key, value, SOURCE_DEFAULT, False, kind_code))
+            return sorted(entries)
+        if kind == BROKER:
+            if name not in ("", str(self._node_id)):
+                raise errors.InvalidRequestError(
+                    f"broker {self._node_id} describes its own configs (resource name "
+                    f"{self._node_id!r} or ''), not broker {name!r}'s"
+                )
+            settings = self._config.kafka_settings().items()
+            return [(k, v, SOURCE_STATIC_BROKER, True, _broker_type(v)) for k, v in settings]
+        raise errors.InvalidRequestError(
+            f"resource type {kind} is not served by the embedded broker (topic 2, broker 4)"
+        )
+
+
+def _broker_type(value: str) -> int:
+    return 1 if value in ("true", "false") else 5  # BOOLEAN, else a LONG/INT count
+
+
+def _described(entry: tuple[str, str, int, bool, int], synonyms: bool) -> dict[str, Any]:
+    name, value, source, read_only, kind = entry
+    return {
+        "name": name,
+        "value": value,
+        "read_only": read_only,
+        "config_source": source,
+        "is_sensitive": False,
+        "synonyms": list(_synonyms(name, value, source)) if synonyms else [],
+        "config_type": kind,
+        "documentation": None,
+    }
+
+
+def _synonyms(name: str, value: str, source: int) -> Iterable[dict[str, Any]]:
+    yield {"name": name, "value": value, "source": source}
