@@ -1,5 +1,5 @@
-"""DescribeConfigs: Kafka's ``ConfigHelper.describeConfigs`` for the embedded broker's
-topics and its own settings.
+"""DescribeConfigs and IncrementalAlterConfigs: Kafka's ``ConfigHelper`` and
+``ConfigAdminManager`` for the embedded broker's topics and its own settings.
 
 A topic resource lists the configs the topic was created with (source TOPIC_CONFIG), then
 the two this broker applies to every topic, ``message.timestamp.type`` and
@@ -8,11 +8,17 @@ them; Kafka's defaults of the configs this broker stores but does not apply are 
 listed. A broker resource (this broker's id, or "" for the cluster default) lists the
 broker's settings, read-only (STATIC_BROKER_CONFIG). ``ConfigurationKeys`` narrows the
 list; ``IncludeSynonyms`` adds each value's source as its one synonym. Other resource
-types get INVALID_REQUEST. Run on request handler threads.
+types get INVALID_REQUEST.
+
+IncrementalAlterConfigs changes a topic's configs key by key (set, delete, and append or
+subtract for list configs), checks the result as CreateTopics does, and stores it; it
+takes effect at once. A broker's settings are static (set when it starts): altering them
+is INVALID_REQUEST. Run on request handler threads.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -22,6 +28,7 @@ from kclient.broker.controller import Controller
 from kclient.broker.request_channel import Request
 from kclient.broker.topic_config import (
     INT,
+    LIST,
     MAX_MESSAGE_BYTES,
     STRING,
     TIMESTAMP_TYPE,
@@ -31,6 +38,7 @@ from kclient.protocol import ApiKey
 
 TOPIC, BROKER = 2, 4
 SOURCE_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 class ConfigApis:
@@ -49,7 +57,49 @@ class ConfigApis:
         self._send = send
 
     def handlers(self) -> dict[int, Callable[[Request], None]]:
-        return {ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs}
+        return {
+            ApiKey.DESCRIBE_CONFIGS: self.handle_describe_configs,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs,
+        }
+
+    def handle_incremental_alter_configs(self, request: Request) -> None:
+        body = request.parsed_body()
+        validate_only = bool(body.get("validate_only", False))
+        listed = collections.Counter(
+            (r["resource_type"], r["resource_name"]) for r in body["resources"]
+        )
+        results = []
+        for resource in body["resources"]:
+            kind, name = resource["resource_type"], resource["resource_name"]
+            result: dict[str, Any] = {
+                "error_code": 0,
+                "error_message": None,
+                "resource_type": kind,
+                "resource_name": name,
+            }
+            try:
+                if listed[kind, name] > 1:
+                    raise errors.InvalidRequestError(
+                        f"resource {name!r} (type {kind}) is listed more than once"
+                    )
+                if kind == BROKER:
+                    raise errors.InvalidRequestError(
+                        "the embedded broker's settings are static: set them when it starts"
+                    )
+                if kind != TOPIC:
+                    raise errors.InvalidRequestError(
+                        f"resource type {kind} is not served by the embedded broker (topic 2)"
+                    )
+                topic = self._controller.topic(name)
+                if topic is None:
+                    raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+                configs = _altered(topic.configs, resource["configs"])
+                self._controller.alter_topic_configs(name, configs, validate_only=validate_only)
+            except errors.BrokerResponseError as exc:
+                request.error_count += 1
+                result.update(error_code=exc.code, error_message=exc.detail or None)
+            results.append(result)
+        self._send(request, {"responses": results})
 
     def handle_describe_configs(self, request: Request) -> None:
         body = request.parsed_body()
@@ -104,6 +154,44 @@ class ConfigApis:
         raise errors.InvalidRequestError(
             f"resource type {kind} is not served by the embedded broker (topic 2, broker 4)"
         )
+
+
+def _altered(current: dict[str, str], changes: list[dict[str, Any]]) -> dict[str, str]:
+    """``current`` with ``changes`` (IncrementalAlterConfigs' operations) applied."""
+    names = collections.Counter(c["name"] for c in changes)
+    configs = dict(current)
+    for change in changes:
+        name, op, value = change["name"], change["config_operation"], change["value"]
+        if names[name] > 1:
+            raise errors.InvalidRequestError(f"config {name!r} is changed more than once")
+        if op == DELETE:
+            configs.pop(name, None)
+            continue
+        if op not in (SET, APPEND, SUBTRACT):
+            raise errors.InvalidRequestError(
+                f"config {name!r}: unknown operation {op} (0 set, 1 delete, 2 append, 3 subtract)"
+            )
+        if value is None:
+            raise errors.InvalidConfigError(f"config {name!r}: a null value to set")
+        if op == SET:
+            configs[name] = value
+            continue
+        if config_type(name) != LIST:
+            raise errors.InvalidConfigError(
+                f"config {name!r} is not a list: it can be set or deleted, not appended to "
+                "or subtracted from"
+            )
+        items = [i for i in configs.get(name, "").split(",") if i]
+        given = [i.strip() for i in value.split(",") if i.strip()]
+        if op == APPEND:
+            items += [i for i in given if i not in items]
+        else:
+            items = [i for i in items if i not in given]
+        if items:
+            configs[name] = ",".join(items)
+        else:
+            configs.pop(name, None)
+    return configs
 
 
 def _broker_type(value: str) -> int:

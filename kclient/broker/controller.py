@@ -34,6 +34,7 @@ from kclient.broker.log import Log
 from kclient.broker.metadata_store import MetadataStore, TopicRecord, write_partition_metadata
 from kclient.broker.producer_id_manager import ProducerIdManager
 from kclient.broker.producer_state import ProducerStateManager
+from kclient.broker.topic_changes import TopicChanges
 from kclient.broker.topic_config import MAX_MESSAGE_BYTES, TIMESTAMP_TYPE, validate_topic_configs
 
 log = logging.getLogger(__name__)
@@ -107,8 +108,9 @@ class Topic:
         return int(value) if value is not None else default
 
 
-class Controller:
-    """Cluster metadata and partition logs, shared by the brokers of one process."""
+class Controller(TopicChanges):
+    """Cluster metadata and partition logs, shared by the brokers of one process; a topic
+    grows or changes its configs in ``TopicChanges`` (``topic_changes.py``)."""
 
     def __init__(self, config: BrokerConfig, broker_ids: Iterable[int]) -> None:
         self.config = config
@@ -255,8 +257,7 @@ class Controller:
                         self.broker_ids[(start + p + i) % n_brokers]
                         for i in range(replication_factor)
                     ]
-                    partition_log = self._open_log(name, p, topic.topic_id)
-                    topic.partitions.append(Partition(topic, p, replicas, partition_log))
+                    topic.partitions.append(self._new_partition(topic, p, replicas))
             except OSError as exc:
                 self._unregister(topic)
                 raise errors.KafkaStorageError(f"cannot create topic {name!r}: {exc}") from exc
@@ -272,86 +273,6 @@ class Controller:
                 self._creating.discard(name)
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
-
-    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> int:
-        """Grow topic ``name`` to ``count`` partitions (CreatePartitions, the Python API);
-        the new ones get the topic's replication factor, their leaders spread over the
-        brokers. Returns how many were added. Raises the Kafka error for an unknown topic,
-        a count that is not larger, or one over ``max.partitions.per.topic``."""
-        cap = self.config.max_partitions_per_topic
-        with self.lock:
-            topic = self.topics.get(name)
-            if topic is None:
-                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-            if name in self._creating:
-                raise errors.ReassignmentInProgressError(
-                    f"partitions of topic {name!r} are being created; try again"
-                )
-            current = len(topic.partitions)
-            if count < current:
-                raise errors.InvalidPartitionsError(
-                    f"topic {name!r} has {current} partitions, more than the {count} asked "
-                    "for; partitions can only be added"
-                )
-            if count == current:
-                raise errors.InvalidPartitionsError(
-                    f"topic {name!r} already has {count} partitions"
-                )
-            if count > cap:
-                raise errors.InvalidPartitionsError(
-                    f"{count} partitions is more than this broker allows per topic "
-                    f"('max.partitions.per.topic' is {cap})"
-                )
-            replication_factor = len(topic.partitions[0].replicas)
-            n_brokers = len(self.broker_ids)
-            if replication_factor > n_brokers:
-                raise errors.InvalidReplicationFactorError(
-                    f"topic {name!r} has replication factor {replication_factor}, more than "
-                    f"the {n_brokers} brokers the cluster has now"
-                )
-            if validate_only:
-                return count - current
-            start = self._next_leader_start
-            self._next_leader_start += 1
-            self._creating.add(name)  # one change to the topic at a time
-        added: list[Partition] = []
-        try:
-            try:
-                for p in range(current, count):
-                    replicas = [
-                        self.broker_ids[(start + p + i) % n_brokers]
-                        for i in range(replication_factor)
-                    ]
-                    added.append(
-                        Partition(topic, p, replicas, self._open_log(name, p, topic.topic_id))
-                    )
-                with self.lock:
-                    if topic.deleted:
-                        raise errors.UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
-                    for partition in added:
-                        with partition.lock:
-                            self._elect(partition)
-                    topic.partitions.extend(added)  # complete partitions, appended at once
-                    try:
-                        self._save_topics()  # the partitions exist once this is written
-                    except OSError:
-                        del topic.partitions[current:]
-                        raise
-            except OSError as exc:
-                raise errors.KafkaStorageError(
-                    f"cannot add partitions to topic {name!r}: {exc}"
-                ) from exc
-        except errors.BrokerResponseError:
-            for partition in added:
-                with partition.lock, contextlib.suppress(OSError):
-                    partition.leader_id = -1
-                    partition.log.delete()
-            raise
-        finally:
-            with self.lock:
-                self._creating.discard(name)
-        log.info("topic %s now has %d partitions (%d added)", name, count, count - current)
-        return count - current
 
     def _register(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
@@ -447,6 +368,10 @@ class Controller:
             listener(partition)
 
     # ---- persistence -------------------------------------------------------------------
+
+    def _new_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
+        """Partition ``index`` of ``topic``, its log opened (files created with a log dir)."""
+        return Partition(topic, index, replicas, self._open_log(topic.name, index, topic.topic_id))
 
     def _open_log(self, topic: str, index: int, topic_id: uuid.UUID) -> Log:
         if self._store is None:

@@ -47,6 +47,7 @@ CLIENT_THROTTLES_FROM: Mapping[int, int] = MappingProxyType(
         ApiKey.DELETE_TOPICS: 2,
         ApiKey.CREATE_PARTITIONS: 1,
         ApiKey.DESCRIBE_CONFIGS: 2,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: 0,
         ApiKey.INIT_PRODUCER_ID: 1,
         ApiKey.ADD_PARTITIONS_TO_TXN: 1,
         ApiKey.ADD_OFFSETS_TO_TXN: 1,

@@ -56,6 +56,8 @@ with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11
         DescribeConfigsResponse,
         DescribeGroupsRequest,
         DescribeGroupsResponse,
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
         ListGroupsRequest,
         ListGroupsResponse,
     )
@@ -128,6 +130,10 @@ KAFKA_PYTHON: dict[int, tuple[Any, Any]] = {
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    ),
     ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
     ApiKey.ADD_PARTITIONS_TO_TXN: (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),

@@ -22,6 +22,7 @@ KAFKA_4_1 = {
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
@@ -56,7 +57,7 @@ BELOW_BASELINE = {
     ApiKey.JOIN_GROUP: 0,
 }
 FIRST_FLEXIBLE = {
-    **{0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2, 37: 2, 32: 4},
+    **{0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2, 37: 2, 32: 4, 44: 1},
     **{8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 42: 2, 47: None},
     **{24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 48: 1, 49: 1, 61: 0, 65: 0, 66: 0},
 }

@@ -32,6 +32,7 @@ from kclient.protocol.messages import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -82,6 +83,7 @@ class ApiKey(IntEnum):
     SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
@@ -101,6 +103,7 @@ _MODULES = {
     ApiKey.DELETE_TOPICS: delete_topics,
     ApiKey.CREATE_PARTITIONS: create_partitions,
     ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
