@@ -71,12 +71,7 @@ class ConfigApis:
         results = []
         for resource in body["resources"]:
             kind, name = resource["resource_type"], resource["resource_name"]
-            result: dict[str, Any] = {
-                "error_code": 0,
-                "error_message": None,
-                "resource_type": kind,
-                "resource_name": name,
-            }
+            result = _result(kind, name)
             try:
                 if listed[kind, name] > 1:
                     raise errors.InvalidRequestError(
@@ -107,13 +102,7 @@ class ConfigApis:
         results = []
         for resource in body["resources"]:
             kind, name = resource["resource_type"], resource["resource_name"]
-            result: dict[str, Any] = {
-                "error_code": 0,
-                "error_message": None,
-                "resource_type": kind,
-                "resource_name": name,
-                "configs": [],
-            }
+            result = _result(kind, name) | {"configs": []}
             try:
                 entries = self._entries(kind, name)
                 wanted = resource.get("configuration_keys")
@@ -154,6 +143,11 @@ class ConfigApis:
         raise errors.InvalidRequestError(
             f"resource type {kind} is not served by the embedded broker (topic 2, broker 4)"
         )
+
+
+def _result(kind: int, name: str) -> dict[str, Any]:
+    """A resource's answer before any error: DescribeConfigs' and IncrementalAlterConfigs'."""
+    return {"error_code": 0, "error_message": None, "resource_type": kind, "resource_name": name}
 
 
 def _altered(current: dict[str, str], changes: list[dict[str, Any]]) -> dict[str, str]:
