@@ -85,11 +85,10 @@ class ConfigApis:
                     raise errors.InvalidRequestError(
                         f"resource type {kind} is not served by the embedded broker (topic 2)"
                     )
-                topic = self._controller.topic(name)
-                if topic is None:
-                    raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-                configs = _altered(topic.configs, resource["configs"])
-                self._controller.alter_topic_configs(name, configs, validate_only=validate_only)
+                controller = self._controller
+                with controller.lock:  # read, change and store as one step
+                    configs = _altered(controller.existing_topic(name).configs, resource["configs"])
+                    controller.alter_topic_configs(name, configs, validate_only=validate_only)
             except errors.BrokerResponseError as exc:
                 request.error_count += 1
                 result.update(error_code=exc.code, error_message=exc.detail or None)
@@ -119,10 +118,8 @@ class ConfigApis:
     def _entries(self, kind: int, name: str) -> list[tuple[str, str, int, bool, int]]:
         """(name, value, source, read only, type) of each config of the resource."""
         if kind == TOPIC:
-            topic = self._controller.topic(name)
-            if topic is None:
-                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-            own = sorted(topic.configs.items())
+            topic = self._controller.existing_topic(name)
+            own = topic.configs.items()
             entries = [(k, v, SOURCE_TOPIC, False, config_type(k)) for k, v in own]
             applied = {
                 TIMESTAMP_TYPE: ("CreateTime", STRING),

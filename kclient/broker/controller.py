@@ -253,11 +253,9 @@ class Controller(TopicChanges):
         try:
             try:
                 for p in range(num_partitions):
-                    replicas = [
-                        self.broker_ids[(start + p + i) % n_brokers]
-                        for i in range(replication_factor)
-                    ]
-                    topic.partitions.append(self._new_partition(topic, p, replicas))
+                    topic.partitions.append(
+                        self._new_partition(topic, p, start, replication_factor)
+                    )
             except OSError as exc:
                 self._unregister(topic)
                 raise errors.KafkaStorageError(f"cannot create topic {name!r}: {exc}") from exc
@@ -316,6 +314,13 @@ class Controller(TopicChanges):
     def topic(self, name: str) -> Topic | None:
         return self.topics.get(name)
 
+    def existing_topic(self, name: str) -> Topic:
+        """The topic, or UNKNOWN_TOPIC_OR_PARTITION naming it."""
+        topic = self.topics.get(name)
+        if topic is None:
+            raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        return topic
+
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic | None:
         return self.topics_by_id.get(topic_id)
 
@@ -369,8 +374,16 @@ class Controller(TopicChanges):
 
     # ---- persistence -------------------------------------------------------------------
 
-    def _new_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition:
-        """Partition ``index`` of ``topic``, its log opened (files created with a log dir)."""
+    def _new_partition(
+        self, topic: Topic, index: int, start: int, replication_factor: int
+    ) -> Partition:
+        """Partition ``index`` of ``topic``, its log opened (files created with a log dir);
+        its replicas the next ``replication_factor`` brokers from ``start + index``, so that
+        a topic's leaders go round the brokers."""
+        n_brokers = len(self.broker_ids)
+        replicas = [
+            self.broker_ids[(start + index + i) % n_brokers] for i in range(replication_factor)
+        ]
         return Partition(topic, index, replicas, self._open_log(topic.name, index, topic.topic_id))
 
     def _open_log(self, topic: str, index: int, topic_id: uuid.UUID) -> Log:

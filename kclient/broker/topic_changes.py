@@ -35,7 +35,11 @@ class TopicChanges:
         _creating: set[str]
         _next_leader_start: int
 
-        def _new_partition(self, topic: Topic, index: int, replicas: list[int]) -> Partition: ...
+        def _new_partition(
+            self, topic: Topic, index: int, start: int, replication_factor: int
+        ) -> Partition: ...
+
+        def existing_topic(self, name: str) -> Topic: ...
 
         def _elect(self, partition: Partition) -> bool: ...
 
@@ -48,9 +52,7 @@ class TopicChanges:
         a count that is not larger, or one over ``max.partitions.per.topic``."""
         cap = self.config.max_partitions_per_topic
         with self.lock:
-            topic = self.topics.get(name)
-            if topic is None:
-                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            topic = self.existing_topic(name)
             if name in self._creating:
                 raise errors.ReassignmentInProgressError(
                     f"partitions of topic {name!r} are being created; try again"
@@ -84,34 +86,29 @@ class TopicChanges:
             self._creating.add(name)  # one change to the topic at a time
         added: list[Partition] = []
         try:
-            try:
-                for p in range(current, count):
-                    replicas = [
-                        self.broker_ids[(start + p + i) % n_brokers]
-                        for i in range(replication_factor)
-                    ]
-                    added.append(self._new_partition(topic, p, replicas))
-                with self.lock:
-                    if topic.deleted:
-                        raise errors.UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
-                    for partition in added:
-                        with partition.lock:
-                            self._elect(partition)
-                    topic.partitions.extend(added)  # complete partitions, appended at once
-                    try:
-                        self._save_topics()  # the partitions exist once this is written
-                    except OSError:
-                        del topic.partitions[current:]
-                        raise
-            except OSError as exc:
-                raise errors.KafkaStorageError(
-                    f"cannot add partitions to topic {name!r}: {exc}"
-                ) from exc
-        except errors.BrokerResponseError:
+            for p in range(current, count):  # one by one: a failure leaves the opened ones
+                added.append(self._new_partition(topic, p, start, replication_factor))  # noqa: PERF401
+            with self.lock:
+                if topic.deleted:
+                    raise errors.UnknownTopicOrPartitionError(f"topic {name!r} was deleted")
+                for partition in added:
+                    with partition.lock:
+                        self._elect(partition)
+                topic.partitions.extend(added)  # complete partitions, appended at once
+                try:
+                    self._save_topics()  # the partitions exist once this is written
+                except OSError:
+                    del topic.partitions[current:]
+                    raise
+        except (OSError, errors.BrokerResponseError) as exc:
             for partition in added:
                 with partition.lock, contextlib.suppress(OSError):
                     partition.leader_id = -1
                     partition.log.delete()
+            if isinstance(exc, OSError):
+                raise errors.KafkaStorageError(
+                    f"cannot add partitions to topic {name!r}: {exc}"
+                ) from exc
             raise
         finally:
             with self.lock:
@@ -127,9 +124,7 @@ class TopicChanges:
         unknown topic or a bad config."""
         validate_topic_configs(configs)
         with self.lock:
-            topic = self.topics.get(name)
-            if topic is None:
-                raise errors.UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            topic = self.existing_topic(name)
             if validate_only:
                 return
             before, topic.configs = topic.configs, dict(configs)  # one assignment: readers

@@ -85,73 +85,62 @@ def _any(name: str, value: str) -> None:
     pass
 
 
-TOPIC_CONFIGS: Mapping[str, Callable[[str, str], None]] = {
-    "cleanup.policy": _cleanup_policy,
-    "compression.type": _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-    "compression.gzip.level": _whole(_INT32, -1, 9),
-    "compression.lz4.level": _whole(_INT32, 1, 17),
-    "compression.zstd.level": _whole(_INT32, -131072, 22),
-    "delete.retention.ms": _whole(_INT64, 0),
-    "file.delete.delay.ms": _whole(_INT64, 0),
-    "flush.messages": _whole(_INT64, 1),
-    "flush.ms": _whole(_INT64, 0),
-    "follower.replication.throttled.replicas": _any,
-    "index.interval.bytes": _whole(_INT32, 0),
-    "leader.replication.throttled.replicas": _any,
-    "local.retention.bytes": _whole(_INT64, -2),
-    "local.retention.ms": _whole(_INT64, -2),
-    MAX_MESSAGE_BYTES: _whole(_INT32, 1),
-    "message.downconversion.enable": _boolean,
-    "message.format.version": _any,
-    "message.timestamp.after.max.ms": _whole(_INT64, 0),
-    "message.timestamp.before.max.ms": _whole(_INT64, 0),
-    "message.timestamp.difference.max.ms": _whole(_INT64, 0),
-    TIMESTAMP_TYPE: _one_of("CreateTime", "LogAppendTime"),
-    "min.cleanable.dirty.ratio": _ratio,
-    "min.compaction.lag.ms": _whole(_INT64, 0),
-    "max.compaction.lag.ms": _whole(_INT64, 1),
-    "min.insync.replicas": _whole(_INT32, 1),
-    "preallocate": _boolean,
-    "remote.storage.enable": _boolean,
-    "retention.bytes": _whole(_INT64),
-    "retention.ms": _whole(_INT64, -1),
-    "segment.bytes": _whole(_INT32, 14),
-    "segment.index.bytes": _whole(_INT32, 4),
-    "segment.jitter.ms": _whole(_INT64, 0),
-    "segment.ms": _whole(_INT64, 1),
-    "unclean.leader.election.enable": _boolean,
+#: DescribeConfigs' ``ConfigType`` of a config (Kafka's ``ConfigDef.Type``).
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
+
+#: Each topic config: its ``ConfigType`` and the check of a value for it.
+TOPIC_CONFIGS: Mapping[str, tuple[int, Callable[[str, str], None]]] = {
+    "cleanup.policy": (LIST, _cleanup_policy),
+    "compression.type": (
+        STRING,
+        _one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
+    "compression.gzip.level": (INT, _whole(_INT32, -1, 9)),
+    "compression.lz4.level": (INT, _whole(_INT32, 1, 17)),
+    "compression.zstd.level": (INT, _whole(_INT32, -131072, 22)),
+    "delete.retention.ms": (LONG, _whole(_INT64, 0)),
+    "file.delete.delay.ms": (LONG, _whole(_INT64, 0)),
+    "flush.messages": (LONG, _whole(_INT64, 1)),
+    "flush.ms": (LONG, _whole(_INT64, 0)),
+    "follower.replication.throttled.replicas": (LIST, _any),
+    "index.interval.bytes": (INT, _whole(_INT32, 0)),
+    "leader.replication.throttled.replicas": (LIST, _any),
+    "local.retention.bytes": (LONG, _whole(_INT64, -2)),
+    "local.retention.ms": (LONG, _whole(_INT64, -2)),
+    MAX_MESSAGE_BYTES: (INT, _whole(_INT32, 1)),
+    "message.downconversion.enable": (BOOLEAN, _boolean),
+    "message.format.version": (STRING, _any),
+    "message.timestamp.after.max.ms": (LONG, _whole(_INT64, 0)),
+    "message.timestamp.before.max.ms": (LONG, _whole(_INT64, 0)),
+    "message.timestamp.difference.max.ms": (LONG, _whole(_INT64, 0)),
+    TIMESTAMP_TYPE: (STRING, _one_of("CreateTime", "LogAppendTime")),
+    "min.cleanable.dirty.ratio": (DOUBLE, _ratio),
+    "min.compaction.lag.ms": (LONG, _whole(_INT64, 0)),
+    "max.compaction.lag.ms": (LONG, _whole(_INT64, 1)),
+    "min.insync.replicas": (INT, _whole(_INT32, 1)),
+    "preallocate": (BOOLEAN, _boolean),
+    "remote.storage.enable": (BOOLEAN, _boolean),
+    "retention.bytes": (LONG, _whole(_INT64)),
+    "retention.ms": (LONG, _whole(_INT64, -1)),
+    "segment.bytes": (INT, _whole(_INT32, 14)),
+    "segment.index.bytes": (INT, _whole(_INT32, 4)),
+    "segment.jitter.ms": (LONG, _whole(_INT64, 0)),
+    "segment.ms": (LONG, _whole(_INT64, 1)),
+    "unclean.leader.election.enable": (BOOLEAN, _boolean),
 }
 
 
-#: DescribeConfigs' ``ConfigType`` of each topic config (Kafka's ``ConfigDef.Type``).
-BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7
-_LISTS = ("cleanup.policy", "follower.replication.throttled.replicas",
-          "leader.replication.throttled.replicas")  # fmt: skip
-_STRINGS = ("compression.type", "message.format.version", TIMESTAMP_TYPE)
-_INTS = ("compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-         "index.interval.bytes", MAX_MESSAGE_BYTES, "min.insync.replicas", "segment.bytes",
-         "segment.index.bytes")  # fmt: skip
-_BOOLEANS = ("message.downconversion.enable", "preallocate", "remote.storage.enable",
-             "unclean.leader.election.enable")  # fmt: skip
-
-
 def config_type(name: str) -> int:
-    """The ``ConfigType`` DescribeConfigs reports for topic config ``name``."""
-    if name in _LISTS:
-        return LIST
-    if name in _STRINGS:
-        return STRING
-    if name in _INTS:
-        return INT
-    if name in _BOOLEANS:
-        return BOOLEAN
-    return DOUBLE if name == "min.cleanable.dirty.ratio" else LONG
+    """The ``ConfigType`` DescribeConfigs reports for topic config ``name`` (STRING for a
+    name this table does not hold)."""
+    known = TOPIC_CONFIGS.get(name)
+    return STRING if known is None else known[0]
 
 
 def validate_topic_configs(configs: Mapping[str, str]) -> None:
     """INVALID_CONFIG for an unknown name or a value its config does not take."""
     for name, value in configs.items():
-        check = TOPIC_CONFIGS.get(name)
-        if check is None:
+        known = TOPIC_CONFIGS.get(name)
+        if known is None:
             raise errors.InvalidConfigError(f"unknown topic config {name!r}")
-        check(name, value)
+        known[1](name, value)
