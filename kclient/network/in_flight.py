@@ -74,7 +74,10 @@ class InFlightRequests:
         self.count = 0
         """Requests pending over all nodes (read-only outside this class)."""
         self.earliest_deadline_ms = NO_DELAY_LIMIT_MS
-        """No request times out before this (a lower bound, exact after ``next_timeout_ms``)."""
+        """No request times out before this: a lower bound, exact while ``_deadline_exact``."""
+        self._deadline_exact = True
+        """No request was removed since the deadline was last exact (an ``add`` to an empty
+        set, or ``next_timeout_ms``): ``next_timeout_ms`` need not walk the requests."""
 
     def add(self, request: InFlightRequest) -> None:
         """Record a request just handed to the node's channel (it becomes the newest)."""
@@ -82,9 +85,13 @@ class InFlightRequests:
         if queue is None:
             queue = self._requests[request.destination] = deque()
         queue.append(request)
-        self.count += 1
         deadline_ms = request.send_time_ms + request.request_timeout_ms + 1
-        self.earliest_deadline_ms = min(self.earliest_deadline_ms, deadline_ms)
+        if self.count:
+            self.earliest_deadline_ms = min(self.earliest_deadline_ms, deadline_ms)
+        else:  # the only one: its deadline is the earliest
+            self.earliest_deadline_ms = deadline_ms
+            self._deadline_exact = True
+        self.count += 1
 
     def _queue(self, node_id: int) -> deque[InFlightRequest]:
         queue = self._requests.get(node_id)
@@ -96,6 +103,7 @@ class InFlightRequests:
         """Remove and return the oldest request to the node (the one a response answers)."""
         request = self._queue(node_id).popleft()
         self.count -= 1
+        self._deadline_exact = False
         return request
 
     def complete_next_or_none(self, node_id: int) -> InFlightRequest | None:
@@ -104,6 +112,7 @@ class InFlightRequests:
         if not queue:
             return None
         self.count -= 1
+        self._deadline_exact = False
         return queue.popleft()
 
     def last_sent(self, node_id: int) -> InFlightRequest:
@@ -114,6 +123,7 @@ class InFlightRequests:
         """Remove and return the newest request (one that expects no response, e.g. acks=0)."""
         request = self._queue(node_id).pop()
         self.count -= 1
+        self._deadline_exact = False
         return request
 
     def can_send_more(self, node_id: int) -> bool:
@@ -139,6 +149,7 @@ class InFlightRequests:
         if not queue:
             return []
         self.count -= len(queue)
+        self._deadline_exact = False
         return list(queue)
 
     def nodes_with_timed_out_requests(self, now_ms: int) -> list[int]:
@@ -156,12 +167,18 @@ class InFlightRequests:
         if not self.count:
             return NO_DELAY_LIMIT_MS
         deadline_ms = now_ms + NO_DELAY_LIMIT_MS
+        if self._deadline_exact:
+            earliest_ms = self.earliest_deadline_ms
+            if earliest_ms < deadline_ms:  # noqa: PLR1730 -- min() is a call
+                deadline_ms = earliest_ms
+            return deadline_ms - now_ms if deadline_ms > now_ms else 0
         for queue in self._requests.values():
             for r in queue:
                 request_deadline_ms = r.send_time_ms + r.request_timeout_ms + 1
                 if request_deadline_ms < deadline_ms:  # noqa: PLR1730 -- min() is a call
                     deadline_ms = request_deadline_ms
         self.earliest_deadline_ms = deadline_ms
+        self._deadline_exact = deadline_ms < now_ms + NO_DELAY_LIMIT_MS  # not capped
         return deadline_ms - now_ms if deadline_ms > now_ms else 0
 
     def __iter__(self) -> Iterator[InFlightRequest]:

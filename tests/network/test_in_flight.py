@@ -91,6 +91,33 @@ def test_nodes_with_timed_out_requests() -> None:
     assert inflight.next_timeout_ms(20_000) == 10_001
 
 
+@pytest.mark.parametrize(
+    "remove",
+    [
+        lambda inflight: inflight.complete_next(1),
+        lambda inflight: inflight.complete_next_or_none(1),
+        lambda inflight: inflight.clear_all(1),
+    ],
+    ids=["complete_next", "complete_next_or_none", "clear_all"],
+)
+def test_next_timeout_follows_the_requests_left(remove) -> None:  # type: ignore[no-untyped-def]
+    # the poll timeout: a request answered no longer holds the deadline
+    inflight = InFlightRequests(5)
+    inflight.add(request(1, 0, sent_ms=0))  # due at 30,001
+    inflight.add(request(2, 1, sent_ms=10_000))  # due at 40,001
+    assert inflight.next_timeout_ms(20_000) == 10_001
+    remove(inflight)
+    assert inflight.next_timeout_ms(20_000) == 20_001
+    inflight.complete_last_sent(2)
+    assert inflight.next_timeout_ms(20_000) > 3_600_000  # nothing in flight
+    inflight.add(request(2, 2, sent_ms=50_000))  # alone again: due at 80,001
+    assert inflight.next_timeout_ms(60_000) == 20_001
+    inflight.add(request(1, 3, sent_ms=55_000))  # due sooner: 85,001 is later, 80,001 stays
+    inflight.add(request(1, 4, sent_ms=45_000))  # due at 75,001
+    assert inflight.next_timeout_ms(60_000) == 15_001
+    assert inflight.next_timeout_ms(90_000) == 0  # overdue
+
+
 def test_completing_on_a_node_with_nothing_in_flight_is_a_bug() -> None:
     inflight = InFlightRequests(5)
     with pytest.raises(IllegalStateError, match="node 4"):
