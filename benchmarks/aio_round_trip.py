@@ -1,0 +1,200 @@
+"""Where one kclient.aio ``send_and_wait`` round trip spends its time, on tansu.
+
+    .venv/bin/python benchmarks/aio_round_trip.py [--waits 3000]
+    .venv/bin/python benchmarks/aio_round_trip.py --opcodes [--waits 300] [--top 40]
+
+acks=all, no idempotence, linger 0, 100 B values, one partition, every record awaited
+before the next (``benchmarks/aio_producer.py`` compares the clients; this one looks
+inside kclient's).
+
+- Default: the **timeline**. Timestamps at the steps of the round trip (the producer's
+  methods wrapped: each wrapper costs about 0.5 µs, so the total is above an unwrapped
+  run's) and the median µs between consecutive ones, over the round trips that took the
+  most common path. What counts for latency is the time from the call to the request's
+  write, and from the response's readability to the caller resuming. The work after the
+  write overlaps the broker's, up to its answer. The floor row repeats the split for one
+  pre-encoded request sent again and again on a plain socket read by the event loop.
+- ``--opcodes``: the **Python opcodes** executed per round trip, by function (a
+  ``sys.settrace`` opcode count: deterministic, unlike times on a shared machine; a
+  change that saves opcodes on the path saves time, in proportion roughly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import functools
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.aio_producer import RawProduce  # noqa: E402
+from integration.peers import run_tansu  # noqa: E402
+from kclient.aio import AIOKafkaProducer, completions, loop_selector  # noqa: E402
+from kclient.network import channel, client  # noqa: E402
+from kclient.sender import accumulator, drain, produce_responses, sender  # noqa: E402
+
+VALUE = b"x" * 100
+WARM_UP = 50
+_clock = time.perf_counter
+_marks: list[tuple[str, float]] = []
+
+# (class, method, label, also mark its return): the steps of the round trip, in order
+_STEPS: list[tuple[type, str, str, bool]] = [
+    (accumulator.RecordAccumulator, "_append_new_batch", "new batch", True),
+    (sender.Sender, "_send_producer_data", "send_producer_data", True),
+    (drain.BatchDrainer, "ready", "ready", True),
+    (drain.BatchDrainer, "drain", "drain", True),
+    (sender.Sender, "_send_produce_request", "produce request", False),
+    (client.NetworkClient, "_do_send", "network send", False),
+    (channel.NetworkSend, "write_to", "write", False),
+    (loop_selector.LoopSelector, "_readable", "readable", False),
+    (client.NetworkClient, "poll", "client poll", True),
+    (channel.KafkaChannel, "read", "read", True),
+    (client.NetworkClient, "_handle_completed_receives", "responses", False),
+    (produce_responses.ProduceResponses, "_handle_produce_response", "produce response", False),
+    (completions.BatchCompletions, "_settle", "futures settled", False),
+    (completions.BatchCompletions, "dispatch", "dispatch", False),
+]
+
+
+def _wrap(cls: type, name: str, label: str, at_return: bool) -> None:
+    method = getattr(cls, name)
+
+    @functools.wraps(method)
+    def marked(*args: Any, **kwargs: Any) -> Any:
+        _marks.append((label, _clock()))
+        result = method(*args, **kwargs)
+        if at_return:
+            _marks.append((label + " returns", _clock()))
+        return result
+
+    setattr(cls, name, marked)
+
+
+def _producer(bootstrap: str) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", enable_idempotence=False, linger_ms=0
+    )
+
+
+async def timeline(bootstrap: str, topic: str, floor_topic: str, waits: int) -> None:
+    for step in _STEPS:  # before the producer exists: it keeps bound methods
+        _wrap(*step)
+    producer = _producer(bootstrap)
+    await producer.start()
+    for _ in range(WARM_UP):
+        await producer.send_and_wait(topic, VALUE)
+    runs: list[list[tuple[str, float]]] = []
+    for _ in range(waits):
+        _marks.clear()
+        _marks.append(("send_and_wait", _clock()))
+        await producer.send_and_wait(topic, VALUE)
+        _marks.append(("returns", _clock()))
+        runs.append(list(_marks))
+    await producer.stop()
+    paths = collections.Counter(tuple(label for label, _ in run) for run in runs)
+    path, _ = paths.most_common(1)[0]
+    same = [run for run in runs if tuple(label for label, _ in run) == path]
+    print(f"kclient.aio: {len(same)} of {waits} round trips took this path; median µs\n")
+    print("| from | to | µs |")
+    print("|---|---|---:|")
+    for i in range(1, len(path)):
+        gap = statistics.median(run[i][1] - run[i - 1][1] for run in same) * 1e6
+        print(f"| {path[i - 1]} | {path[i]} | {gap:.1f} |")
+    write, readable = path.index("write"), path.index("readable")
+    before = statistics.median(run[write][1] - run[0][1] for run in same) * 1e6
+    after = statistics.median(run[-1][1] - run[readable][1] for run in same) * 1e6
+    total = statistics.median(run[-1][1] - run[0][1] for run in same) * 1e6
+    print(f"\ncall to write {before:.1f} µs, readable to return {after:.1f} µs, total {total:.1f}")
+    await _floor(bootstrap, floor_topic, waits)
+
+
+async def _floor(bootstrap: str, topic: str, waits: int) -> None:
+    loop = asyncio.get_running_loop()
+    raw = RawProduce(bootstrap, topic)
+    readable_at = [0.0]
+    read = raw._readable
+
+    def readable() -> None:
+        readable_at[0] = _clock()
+        read()
+
+    raw._readable = readable  # type: ignore[method-assign]
+    raw.start_async(loop)
+    rows = []
+    for i in range(WARM_UP + waits):
+        t0 = _clock()
+        await raw.async_round_trip(loop)
+        t1 = _clock()
+        if i >= WARM_UP:
+            rows.append((readable_at[0] - t0, t1 - readable_at[0], t1 - t0))
+    raw.close(loop)
+    split = [statistics.median(row[i] for row in rows) * 1e6 for i in range(3)]
+    print(
+        f"floor (asyncio, raw socket): call to readable {split[0]:.1f} µs, readable to "
+        f"return {split[1]:.1f} µs, total {split[2]:.1f}"
+    )
+
+
+async def opcodes(bootstrap: str, topic: str, waits: int, top: int) -> None:
+    counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    root = str(ROOT) + "/"
+
+    def trace(frame: FrameType, event: str, arg: object) -> Callable[..., Any]:
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        if event == "opcode":
+            code = frame.f_code
+            where = code.co_filename.removeprefix(root).rpartition("/lib/python3")[2]
+            counts[where, code.co_name] += 1
+        return trace
+
+    producer = _producer(bootstrap)
+    await producer.start()
+    for _ in range(WARM_UP):
+        await producer.send_and_wait(topic, VALUE)
+    sys.settrace(trace)
+    try:
+        for _ in range(waits):
+            await producer.send_and_wait(topic, VALUE)
+    finally:
+        sys.settrace(None)
+    await producer.stop()
+    print(f"Python opcodes per round trip: {sum(counts.values()) / waits:,.0f}\n")
+    print("| opcodes | function |")
+    print("|---:|---|")
+    for (where, name), count in counts.most_common(top):
+        print(f"| {count / waits:,.0f} | {where}:{name} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--waits", type=int, default=None, help="round trips measured")
+    parser.add_argument("--opcodes", action="store_true", help="count opcodes instead")
+    parser.add_argument("--top", type=int, default=40, help="functions listed (--opcodes)")
+    args = parser.parse_args()
+    waits = args.waits or (300 if args.opcodes else 3000)
+    if waits < 1 or args.top < 0:
+        parser.error("--waits must be at least 1 and --top at least 0")
+    with run_tansu() as tansu:
+        tansu.create_topic("round-trip", 1)
+        tansu.create_topic("round-trip-floor", 1)
+        if args.opcodes:
+            asyncio.run(opcodes(tansu.bootstrap_servers, "round-trip", waits, args.top))
+        else:
+            asyncio.run(timeline(tansu.bootstrap_servers, "round-trip", "round-trip-floor", waits))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
