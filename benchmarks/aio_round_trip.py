@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import collections
 import functools
+import re
 import statistics
 import sys
 import time
@@ -45,6 +46,7 @@ from kclient.sender import accumulator, drain, produce_responses, sender  # noqa
 
 VALUE = b"x" * 100
 WARM_UP = 50
+_STDLIB = re.compile(r"^.*/lib/python3\.\d+/")
 _clock = time.perf_counter
 _marks: list[tuple[str, float]] = []
 
@@ -155,7 +157,7 @@ async def opcodes(bootstrap: str, topic: str, waits: int, top: int) -> None:
         frame.f_trace_lines = False
         if event == "opcode":
             code = frame.f_code
-            where = code.co_filename.removeprefix(root).rpartition("/lib/python3")[2]
+            where = _STDLIB.sub("", code.co_filename.removeprefix(root))
             counts[where, code.co_name] += 1
         return trace
 
