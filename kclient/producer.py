@@ -177,6 +177,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             self._max_record_bytes,
             None if self._partitioner is not None or self._ignore_keys else keyed_partition,
             self._partitioner is None,
+            self._accumulator.open_batch_now,
         )
         self._fast_send: Appender | None = (
             None if self._checked_send else self._accumulator.appender

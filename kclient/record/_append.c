@@ -409,8 +409,24 @@ appender_set_closed(Appender *self, PyObject *value, void *Py_UNUSED(closure))
     return 0;
 }
 
-static void
-appender_dealloc(Appender *self)
+/* Garbage-collected: open_batch is a bound method of the accumulator holding this Appender. */
+static int
+appender_traverse(Appender *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->queues_type);
+    Py_VISIT(self->sticky_type);
+    Py_VISIT(self->batch_type);
+    Py_VISIT(self->future_type);
+    Py_VISIT(self->closed_error);
+    Py_VISIT(self->time_ns);
+    Py_VISIT(self->keyed_partition);
+    Py_VISIT(self->queues_by_topic);
+    Py_VISIT(self->open_batch);
+    return 0;
+}
+
+static int
+appender_clear(Appender *self)
 {
     Py_CLEAR(self->queues_type);
     Py_CLEAR(self->sticky_type);
@@ -420,6 +436,15 @@ appender_dealloc(Appender *self)
     Py_CLEAR(self->time_ns);
     Py_CLEAR(self->keyed_partition);
     Py_CLEAR(self->queues_by_topic);
+    Py_CLEAR(self->open_batch);
+    return 0;
+}
+
+static void
+appender_dealloc(Appender *self)
+{
+    PyObject_GC_UnTrack(self);
+    appender_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -431,7 +456,8 @@ static PyMethodDef appender_methods[] = {
      "send_open(topic, value, key, partition, timestamp_ms, headers, callback) -> the "
      "future of KafkaProducer.send's common case, or None"},
     {"configure_send", (PyCFunction)kclient_appender_configure_send, METH_VARARGS,
-     "configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless)"},
+     "configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless, "
+     "open_batch=None)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -446,8 +472,10 @@ PyTypeObject kclient_AppenderType = {
     .tp_name = "kclient.record._speedups.Appender",
     .tp_basicsize = sizeof(Appender),
     .tp_dealloc = (destructor)appender_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "RecordAccumulator.append's common case (an open batch with room), in C.",
+    .tp_traverse = (traverseproc)appender_traverse,
+    .tp_clear = (inquiry)appender_clear,
     .tp_methods = appender_methods,
     .tp_getset = appender_getset,
     .tp_init = (initproc)appender_init,

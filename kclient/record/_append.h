@@ -24,6 +24,10 @@ typedef struct {
                                  * general way (a custom partitioner, or ignored keys) */
     int sticky_keyless;         /* keyless records: -1, the sticky partition (no custom
                                  * partitioner) */
+    PyObject *open_batch;       /* open_batch(queues, partition, timestamp_ms, key, value,
+                                 * headers, callback, size_estimate): the record in a new
+                                 * batch when the open one had no room, or None (memory
+                                 * short: the general way waits); NULL: the general way */
 } Appender;
 
 /* A __slots__ member of `obj` read or written at its descriptor's offset. */

@@ -2,10 +2,12 @@
  * Appender.send_open and configure_send (kclient.record._speedups; the Appender is in
  * _append.c): KafkaProducer.send's common case in one call. It makes send's own choices —
  * the record's types, its topic's partitions, its partition (explicit, by key, or the
- * sticky one), its size bound — and hands the record to the Appender's append; anything
- * uncommon returns None before any state is touched, and send goes the general way, which
- * converts, waits for metadata, refuses or opens a batch. kclient/sender/appender.py's
- * PyAppender.send_open is the reference it follows.
+ * sticky one), its size bound — and hands the record to the Appender's append, or, when the
+ * open batch has no room, to open_batch (configure_send: the accumulator's new batch while
+ * buffer.memory has room now). Anything uncommon returns None before any state is touched,
+ * and send goes the general way, which converts, waits for metadata or memory, refuses or
+ * opens a batch. kclient/sender/appender.py's PyAppender.send_open is the reference it
+ * follows.
  *
  * Threads: the GIL is held (the Appender takes the topic's lock).
  */
@@ -20,8 +22,9 @@
 /* send_open(topic, value, key, partition, timestamp_ms, headers, callback)
  * -> the future, or None: KafkaProducer.send's common case — bytes (or None) key and value,
  * a topic with known partitions, no headers, the built-in partitioner, a record within
- * max_record_bytes, an open batch with room — and None, having done nothing, for anything
- * else (send then goes the general way, which converts, waits, refuses or opens a batch). */
+ * max_record_bytes, an open batch with room (or memory for a new one, given open_batch) — and
+ * None, having done nothing, for anything else (send then goes the general way, which
+ * converts, waits, refuses or opens a batch). */
 static PyObject *send_queues(Appender *self, PyObject *queues, PyObject *const *args);
 
 PyObject *
@@ -107,23 +110,34 @@ send_queues(Appender *self, PyObject *queues, PyObject *const *args)
     }
     PyObject *rest[7] = {chosen, args[4], key, value, headers, args[6], size_obj};
     PyObject *out = kclient_append_to(self, queues, rest);
+    if (out == Py_None && self->open_batch != NULL) { /* no room: a new batch, memory allowing */
+        Py_DECREF(out);
+        PyObject *open_args[8] = {queues, chosen, args[4], key, value, headers, args[6], size_obj};
+        out = PyObject_Vectorcall(self->open_batch, open_args, 8, NULL);
+    }
     Py_DECREF(size_obj);
     Py_DECREF(chosen);
     return out;
 }
 
-/* configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless):
- * send_open's settings (keyed_partition None: keyed records go the general way). */
+/* configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless,
+ * open_batch=None): send_open's settings (keyed_partition None: keyed records go the general
+ * way; open_batch None: so do records the open batch has no room for). */
 PyObject *
 kclient_appender_configure_send(Appender *self, PyObject *args)
 {
     Py_ssize_t max_record_bytes;
-    PyObject *queues_by_topic, *keyed_partition;
+    PyObject *queues_by_topic, *keyed_partition, *open_batch = Py_None;
     int sticky_keyless;
-    if (!PyArg_ParseTuple(args, "O!nOp:configure_send", &PyDict_Type, &queues_by_topic,
-                          &max_record_bytes, &keyed_partition, &sticky_keyless)) {
+    if (!PyArg_ParseTuple(args, "O!nOp|O:configure_send", &PyDict_Type, &queues_by_topic,
+                          &max_record_bytes, &keyed_partition, &sticky_keyless, &open_batch)) {
         return NULL;
     }
+    if (open_batch != Py_None && !PyCallable_Check(open_batch)) {
+        PyErr_SetString(PyExc_TypeError, "configure_send: open_batch must be callable or None");
+        return NULL;
+    }
+    Py_XSETREF(self->open_batch, open_batch == Py_None ? NULL : Py_NewRef(open_batch));
     Py_XSETREF(self->queues_by_topic, Py_NewRef(queues_by_topic));
     self->max_record_bytes = max_record_bytes;
     Py_XSETREF(self->keyed_partition,

@@ -111,6 +111,7 @@ class Appender:
         max_record_bytes: int,
         keyed_partition: Callable[[bytes, int], int] | None,
         sticky_keyless: bool,
+        open_batch: Callable[..., Any] | None = None,
         /,
     ) -> None: ...
     def send_open(

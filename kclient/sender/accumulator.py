@@ -193,6 +193,55 @@ class RecordAccumulator:
     ) -> FutureRecordMetadata:
         size = max(self.batch_size, size_estimate)
         self.pool.allocate(size, max_block_ms)
+        return self._open_batch(
+            queues, partition, timestamp_ms, key, value, headers, callback, size, size_estimate
+        )
+
+    def open_batch_now(  # noqa: PLR0917 (the C send_open calls it positionally)
+        self,
+        queues: TopicQueues,
+        partition: int,
+        timestamp_ms: int | None,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] | None,
+        callback: Callback | None,
+        size_estimate: int,
+    ) -> FutureRecordMetadata | None:
+        """``Appender.send_open``'s record when the open batch had no room: appended as
+        ``append`` would, if ``buffer.memory`` has room for a new batch now; else None,
+        nothing done (``send``'s general way then waits up to ``max.block.ms``)."""
+        size = max(self.batch_size, size_estimate)
+        if not self.pool.try_allocate(size):
+            return None
+        if timestamp_ms is None:
+            timestamp_ms = self._wall_time_ns() // 1_000_000
+        return self._open_batch(
+            queues,
+            partition,
+            timestamp_ms,
+            key,
+            value,
+            NO_HEADERS if headers is None else headers,
+            callback,
+            size,
+            size_estimate,
+        )
+
+    def _open_batch(  # noqa: PLR0917
+        self,
+        queues: TopicQueues,
+        partition: int,
+        timestamp_ms: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        size: int,
+        size_estimate: int,
+    ) -> FutureRecordMetadata:
+        """The record in the partition's open batch, or in a new one taking the ``size``
+        bytes just reserved (given back when not used)."""
         reserved = size
         try:
             with queues.lock:

@@ -29,6 +29,22 @@ from kclient.sender.topic_queues import BATCH_OVERHEAD, NO_HEADERS, TopicQueues
 
 _new_object = object.__new__
 
+OpenBatch = Callable[
+    [
+        TopicQueues,
+        int,
+        int | None,
+        bytes | None,
+        bytes | None,
+        Sequence[Header] | None,
+        Callback | None,
+        int,
+    ],
+    FutureRecordMetadata | None,
+]
+"""``open_batch(queues, partition, timestamp_ms, key, value, headers, callback,
+size_estimate)``: ``send_open``'s record in a new batch, or None (see ``configure_send``)."""
+
 
 class Appender(Protocol):
     closed: bool
@@ -56,13 +72,16 @@ class Appender(Protocol):
         max_record_bytes: int,
         keyed_partition: Callable[[bytes, int], int] | None,
         sticky_keyless: bool,
+        open_batch: OpenBatch | None = None,
         /,
     ) -> None:
         """``send_open``'s settings: the producer's topics (``send_open`` appends nothing
         before this is called), records over ``max_record_bytes`` go the general way
         (which refuses them), keys are placed by ``keyed_partition`` (None: keyed records
         go the general way), keyless records to the sticky partition if ``sticky_keyless``
-        (else the general way: a custom partitioner)."""
+        (else the general way: a custom partitioner). A record the open batch has no room
+        for goes to ``open_batch`` (``RecordAccumulator.open_batch_now``: a new batch if
+        memory is free now, else None), or the general way if it is None."""
 
     def send_open(  # noqa: PLR0917
         self,
@@ -87,6 +106,7 @@ class PyAppender:
     __slots__ = (
         "_keyed_partition",
         "_max_record_bytes",
+        "_open_batch",
         "_queues_by_topic",
         "_sticky_keyless",
         "_time_ns",
@@ -100,6 +120,7 @@ class PyAppender:
         self._max_record_bytes = -1
         self._keyed_partition: Callable[[bytes, int], int] | None = None
         self._sticky_keyless = False
+        self._open_batch: OpenBatch | None = None
 
     def configure_send(
         self,
@@ -107,12 +128,16 @@ class PyAppender:
         max_record_bytes: int,
         keyed_partition: Callable[[bytes, int], int] | None,
         sticky_keyless: bool,
+        open_batch: OpenBatch | None = None,
         /,
     ) -> None:
+        if open_batch is not None and not callable(open_batch):
+            raise TypeError("configure_send: open_batch must be callable or None")
         self._queues_by_topic = queues_by_topic
         self._max_record_bytes = max_record_bytes
         self._keyed_partition = keyed_partition
         self._sticky_keyless = sticky_keyless
+        self._open_batch = open_batch
 
     def send_open(  # noqa: PLR0917
         self,
@@ -152,7 +177,12 @@ class PyAppender:
         size = 82 + (0 if key is None else len(key)) + (0 if value is None else len(value))
         if size > self._max_record_bytes:
             return None
-        return self.append(queues, chosen, timestamp_ms, key, value, headers, callback, size)
+        future = self.append(queues, chosen, timestamp_ms, key, value, headers, callback, size)
+        if future is None and self._open_batch is not None:  # no room: a new batch, memory allowing
+            return self._open_batch(
+                queues, chosen, timestamp_ms, key, value, headers, callback, size
+            )
+        return future
 
     def append(  # noqa: PLR0917
         self,

@@ -61,6 +61,15 @@ class BufferPool:
                 return
             self._allocate_blocking(size, max_time_to_block_ms)
 
+    def try_allocate(self, size: int) -> bool:
+        """Reserve ``size`` bytes if they are free now and nobody waits before us; False
+        (nothing reserved) otherwise, and when ``allocate`` would raise."""
+        with self._lock:
+            if self._closed or self._waiters or size > self._available:
+                return False
+            self._available -= size
+            return True
+
     def _allocate_blocking(self, size: int, max_time_to_block_ms: int) -> None:
         # Called with the lock held. Only the head of ``_waiters`` takes memory, so a
         # large request is not starved by a stream of small ones.

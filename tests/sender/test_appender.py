@@ -4,8 +4,10 @@ futures, the same sticky partitions — and what a caller of ``append`` sees fro
 
 from __future__ import annotations
 
+import gc
 import random
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -268,15 +270,19 @@ def _keyed(key: bytes, count: int) -> int:
     return len(key) % count
 
 
-def _run_send(ops: list[SendOp], kind: str, keyed: bool, sticky: bool) -> list[Any]:
-    """``send_open`` of ``ops`` through the C or the Python appender: what each returned,
-    then every batch built."""
+def _run_send(
+    ops: list[SendOp], kind: str, keyed: bool, sticky: bool, open_batch: bool = False
+) -> list[Any]:
+    """``send_open`` of ``ops`` through the C or the Python appender (new batches opened by
+    the accumulator if ``open_batch``): what each returned, then every batch built."""
     clock = MockClock()
     acc = accumulator(clock, batch_size=700, linger_ms=0)
     if kind != "c":
         acc.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
     queues = {"t": acc.topic_queues("t")}
-    acc.appender.configure_send(queues, 400, _keyed if keyed else None, sticky)
+    acc.appender.configure_send(
+        queues, 400, _keyed if keyed else None, sticky, acc.open_batch_now if open_batch else None
+    )
     acc.update_cluster(cluster(LEADERS))
     acc.append(queues["t"], 0, 1, None, b"", None, None, 0, 82)  # partition 0 has a batch
     acc.append(queues["t"], 2, 1, None, b"", None, None, 0, 82)
@@ -312,11 +318,13 @@ def _run_send(ops: list[SendOp], kind: str, keyed: bool, sticky: bool) -> list[A
 
 @needs_c
 @settings(max_examples=60, deadline=None)
-@given(ops=send_ops, keyed=st.booleans(), sticky=st.booleans())
+@given(ops=send_ops, keyed=st.booleans(), sticky=st.booleans(), open_batch=st.booleans())
 def test_the_c_send_open_does_what_the_python_one_does(
-    ops: list[SendOp], keyed: bool, sticky: bool
+    ops: list[SendOp], keyed: bool, sticky: bool, open_batch: bool
 ) -> None:
-    assert _run_send(ops, "c", keyed, sticky) == _run_send(ops, "python", keyed, sticky)
+    assert _run_send(ops, "c", keyed, sticky, open_batch) == _run_send(
+        ops, "python", keyed, sticky, open_batch
+    )
 
 
 @pytest.mark.parametrize("kind", ["c", "python"])
@@ -356,6 +364,67 @@ def test_send_open_leaves_keys_and_keyless_records_to_a_custom_partitioner(kind:
     )
     assert seen[0] is None and seen[1] is None
     assert seen[2] is not None  # an explicit partition needs no partitioner
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_send_open_opens_a_batch_while_memory_is_free(kind: str) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    ops: list[SendOp] = [("t", b"v", None, 1, None)] + [("t", b"w" * 300, None, 0, None)] * 3
+    seen = _run_send(ops, kind, keyed=True, sticky=True, open_batch=True)
+    assert seen[0] is not None and seen[0][0] == ("t", 1)  # partition 1 had no batch
+    assert all(future is not None and future[0] == ("t", 0) for future in seen[1:4])
+    assert seen[3][1] == 0  # partition 0's batch was full: the first record of a new one
+    batches = sorted((tp, RecordBatch(data).record_count) for tp, data in seen[4:])
+    assert batches == [(("t", 0), 1), (("t", 0), 3), (("t", 1), 1), (("t", 2), 1)]
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_send_open_leaves_a_new_batch_to_the_general_way_when_memory_is_short(
+    kind: str,
+) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    clock = MockClock()
+    acc = accumulator(clock, batch_size=700, linger_ms=0)
+    if kind != "c":
+        acc.appender = PyAppender(lambda: clock.time_ms() * 1_000_000)
+    queues = {"t": acc.topic_queues("t")}
+    acc.appender.configure_send(queues, 400, None, True, acc.open_batch_now)
+    acc.update_cluster(cluster(LEADERS))
+    free = acc.pool.available_bytes
+    acc.pool.allocate(free - 699, 0)  # one byte short of a batch
+    assert acc.appender.send_open("t", b"v", None, 1, None, None, None) is None
+    assert acc.pool.available_bytes == 699 and not queues["t"].deques[1]  # nothing taken
+    acc.pool.deallocate(1)
+    future = acc.appender.send_open("t", b"v", None, 1, None, None, None)
+    assert future is not None and acc.pool.available_bytes == 0 and len(queues["t"].deques[1]) == 1
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_open_batch_must_be_callable(kind: str) -> None:
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    acc = accumulator(MockClock())
+    if kind != "c":
+        acc.appender = PyAppender(lambda: 0)
+    with pytest.raises(TypeError, match="open_batch must be callable"):
+        acc.appender.configure_send({}, 400, None, True, 5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_an_accumulator_and_its_appender_are_collected(kind: str) -> None:
+    # the appender holds the accumulator's open_batch_now: a cycle the collector must free
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+    acc = accumulator(MockClock())
+    if kind != "c":
+        acc.appender = PyAppender(lambda: 0)
+    acc.appender.configure_send({}, 400, None, True, acc.open_batch_now)
+    gone = weakref.ref(acc)
+    del acc
+    gc.collect()
+    assert gone() is None
 
 
 # ---- KafkaProducer.send through C (SendMethod) ---------------------------------------------

@@ -107,6 +107,7 @@ def test_new_allocations_queue_behind_waiters() -> None:
     # 90 bytes are free, but a waiter is queued: a newcomer must not jump the line
     with pytest.raises(BufferExhaustedError):
         pool.allocate(5, 0)
+    assert not pool.try_allocate(5)  # nor without waiting (send's new batch, in C)
     waits.resume_woken.set()
     _join(waiter)
     assert pool.available_bytes == 50
@@ -133,6 +134,19 @@ def test_close_wakes_waiters_with_a_clear_error() -> None:
     assert "closed" in str(errors[0])
     with pytest.raises(IllegalStateError):
         pool.allocate(1, 0)
+
+
+def test_try_allocate_takes_free_memory_or_nothing() -> None:
+    pool = BufferPool(100, MockClock())
+    assert pool.try_allocate(60)
+    assert not pool.try_allocate(41)  # 40 free: nothing taken
+    assert pool.available_bytes == 40
+    assert not pool.try_allocate(101)  # larger than buffer.memory: allocate says why
+    assert pool.try_allocate(40)
+    assert pool.available_bytes == 0
+    pool.deallocate(100)
+    pool.close()
+    assert not pool.try_allocate(1)  # closed: allocate says so
 
 
 def test_deallocating_more_than_allocated_is_a_bug() -> None:
