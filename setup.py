@@ -5,7 +5,10 @@
 ``_send.c``, the per-record append of the accumulator and of ``send``, and ``_lock.c``),
 ``kclient/record/_validate.c`` (the broker's record checks) and
 ``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c`` and
-``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``). It is
+``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
+``kclient/protocol/_produce.c`` (the one-partition ProduceRequest and its answer, see
+``produce_fast``) and ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
+Sender's recording). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
 kclient installs without it, running its pure-Python record code instead. After editing
 the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
@@ -48,6 +51,16 @@ setup(
             "kclient.aio._future",
             ["kclient/aio/_future.c", "kclient/aio/_settle.c", "kclient/aio/_future_module.c"],
             depends=["kclient/aio/_future.h", "kclient/_fallback_method.h"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.protocol._produce",
+            ["kclient/protocol/_produce.c"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.sender._stats",
+            ["kclient/sender/_stats.c"],
             optional=True,
         ),
     ]

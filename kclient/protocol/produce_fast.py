@@ -28,6 +28,11 @@ errors, no error message and no tagged fields (a written batch):
     throttle_time_ms:int32  [v9+ tagged fields]
 
 The body returned is the dict the generic decoder makes of the same bytes.
+
+``encode_produce`` and ``decode_produce`` run in C (:mod:`kclient.protocol._produce`) when the
+accelerator is built and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); the Python
+functions here (``encode_produce_py``, ``decode_produce_py``) are the reference, and the C
+calls them for any argument not of the exact types it takes. The prefix cache is shared.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kclient.protocol.codec import Buffer
+from kclient.record._accel import ACCELERATED
 
 _FIRST_FLEXIBLE = 9
 _LAST_BY_NAME = 12  # v13 names topics by id
@@ -66,7 +72,7 @@ def _uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def encode_produce(
+def encode_produce_py(
     api_version: int,
     correlation_id: int,
     client_id: str | None,
@@ -174,8 +180,11 @@ def _make_prefix(
         return None
     prefix = empty[:-8]  # index + an empty records length + (v9+) three tag counts
     sample = bytes(range(200))  # a length whose varint takes two bytes
-    check = _assemble(prefix, version >= _FIRST_FLEXIBLE, 123_456, 7, sample)
-    good = check is not None and b"".join(check) == frame(123_456, 7, sample)
+    expected = frame(123_456, 7, sample)
+    good = True
+    for assemble in _ASSEMBLERS:  # the Python one, and the C one when it is built
+        check = assemble(prefix, version >= _FIRST_FLEXIBLE, 123_456, 7, sample)
+        good = good and check is not None and b"".join(check) == expected
     _PREFIXES[key] = prefix if good else None
     return prefix if good else None
 
@@ -190,7 +199,7 @@ _FLEX_AFTER = struct.Struct(">4si")  # 4 bytes of counts/tags, throttle time ms
 _FLEX_AFTER_EXPECTED = b"\x01\x00\x00\x00"  # no record errors, null message, no tags x2
 
 
-def decode_produce(api_version: int, frame: Buffer) -> tuple[int, dict[str, Any]] | None:
+def decode_produce_py(api_version: int, frame: Buffer) -> tuple[int, dict[str, Any]] | None:
     """Correlation id and body of a one-partition ProduceResponse without errors or tags;
     None for anything else (the generic decoder then reads it)."""
     if type(api_version) is not int or not 3 <= api_version <= _LAST_BY_NAME:
@@ -285,3 +294,25 @@ def _answer(name: str, part: dict[str, Any], throttle_ms: int) -> dict[str, Any]
         "responses": [{"name": name, "partition_responses": [part]}],
         "throttle_time_ms": throttle_ms,
     }
+
+
+Decoder = Callable[[int, Buffer], tuple[int, dict[str, Any]] | None]
+Assembler = Callable[[bytes, bool, int, int, bytes], list[Buffer] | None]
+
+_ASSEMBLERS: list[Assembler] = [_assemble]
+encode_produce: Callable[[int, int, str | None, Mapping[str, Any], Encoder], list[Buffer] | None]
+encode_produce = encode_produce_py
+decode_produce: Decoder = decode_produce_py
+C_ACCELERATED = False
+"""Whether ``encode_produce``/``decode_produce`` are the C ones."""
+try:
+    import kclient.protocol._produce as _c
+except ImportError:  # not built: the Python functions
+    pass
+else:  # bound when built (the tests compare both), used when the accelerator is on
+    _c.bind(encode_produce_py, decode_produce_py, _PREFIXES, _make_prefix)
+    if ACCELERATED:
+        _ASSEMBLERS.append(_c.assemble)
+        encode_produce = _c.encode_produce
+        decode_produce = _c.decode_produce
+        C_ACCELERATED = True

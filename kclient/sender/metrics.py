@@ -4,38 +4,38 @@ Recorded by the Sender thread alone (per batch and per request, never per record
 recording takes no lock; ``KafkaProducer.metrics()`` reads a snapshot from any thread.
 Like Java's defaults, rates, averages and maxima cover two 30-second samples
 (``metrics.num.samples`` of ``metrics.sample.window.ms``).
+
+The recording runs in C (:mod:`kclient.sender._stats`: ``SampledStat.record`` and the
+``SenderMetrics.record_*`` methods, no Python frame per call) when the accelerator is built
+and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); ``PySampledStat`` and
+``PySenderStats`` here are the reference. The readers (``rate_per_s``, ``avg``, ``max``,
+``snapshot``) are the same Python code for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from kclient.record._accel import ACCELERATED
 
 WINDOW_MS = 30_000
 SAMPLES = 2
 
 
-class SampledStat:
-    """Sum, count and max over the last ``SAMPLES`` windows of ``WINDOW_MS``."""
+class _StatReaders:
+    """Rate, average and max of a stat's live samples (``_samples``: a list of
+    [window start ms, sum, count, max], oldest first, replaced rather than mutated when a
+    window rolls, or a new list on each read in C)."""
 
-    __slots__ = ("_samples",)
-
-    def __init__(self) -> None:
-        # each sample: [window start ms, sum, count, max]
-        self._samples: list[list[float]] = []
-
-    def record(self, value: float, now_ms: int) -> None:
-        samples = self._samples
-        if not samples or now_ms - samples[-1][0] >= WINDOW_MS:
-            # replace the list rather than mutate it, for readers on other threads
-            self._samples = samples = [*samples[-(SAMPLES - 1) :], [now_ms, 0.0, 0.0, value]]
-        current = samples[-1]
-        current[1] += value
-        current[2] += 1
-        if value > current[3]:  # noqa: PLR1730 -- max() is a call
-            current[3] = value
+    __slots__ = ()
+    _samples: list[list[float]]
+    window_ms: int
+    samples: int
 
     def _live(self, now_ms: int) -> list[list[float]]:
-        return [list(s) for s in self._samples if now_ms - s[0] < WINDOW_MS * SAMPLES]
+        span_ms = self.window_ms * self.samples
+        return [list(s) for s in self._samples if now_ms - s[0] < span_ms]
 
     def rate_per_s(self, now_ms: int) -> float:
         live = self._live(now_ms)
@@ -43,7 +43,7 @@ class SampledStat:
             return 0.0
         elapsed_ms = max(now_ms - live[0][0], 1)
         # Java counts at least (samples - 1) full windows, so a new stat does not spike
-        elapsed_ms = max(elapsed_ms, WINDOW_MS * (SAMPLES - 1))
+        elapsed_ms = max(elapsed_ms, self.window_ms * (self.samples - 1))
         return sum(s[1] for s in live) * 1000.0 / elapsed_ms
 
     def avg(self, now_ms: int) -> float:
@@ -56,22 +56,54 @@ class SampledStat:
         return float(max((s[3] for s in live), default=0.0))
 
 
-class SenderMetrics:
-    """The producer's metrics, by Java metric name."""
+class PySampledStat(_StatReaders):
+    """Sum, count and max over the last ``samples`` windows of ``window_ms``."""
 
-    def __init__(self, now_ms: Callable[[], int]) -> None:
-        self._now_ms = now_ms
-        self.records_sent = SampledStat()
-        self.record_errors = SampledStat()
-        self.record_retries = SampledStat()
-        self.batch_size = SampledStat()
-        self.records_per_request = SampledStat()
-        self.compression_rate = SampledStat()
-        self.request_latency = SampledStat()
-        self.outgoing_bytes = SampledStat()
-        self.batch_splits = 0
-        self.records_sent_total = 0
-        self.record_errors_total = 0
+    __slots__ = ("_samples", "samples", "window_ms")
+
+    def __init__(self, window_ms: int = WINDOW_MS, samples: int = SAMPLES) -> None:
+        self.window_ms = window_ms
+        self.samples = samples
+        # each sample: [window start ms, sum, count, max]
+        self._samples = []
+
+    def record(self, value: float, now_ms: int) -> None:
+        samples = self._samples
+        if not samples or now_ms - samples[-1][0] >= self.window_ms:
+            # replace the list rather than mutate it, for readers on other threads
+            kept = samples[1 - self.samples :] if self.samples > 1 else []
+            self._samples = samples = [*kept, [now_ms, 0.0, 0.0, value]]
+        current = samples[-1]
+        current[1] += value
+        current[2] += 1
+        if value > current[3]:  # noqa: PLR1730 -- max() is a call
+            current[3] = value
+
+
+class Stat(Protocol):
+    """What SenderMetrics needs of a stat (``PySampledStat`` or the C one)."""
+
+    def record(self, value: float, now_ms: int) -> None: ...
+    def rate_per_s(self, now_ms: int) -> float: ...
+    def avg(self, now_ms: int) -> float: ...
+    def max(self, now_ms: int) -> float: ...
+
+
+class PySenderStats:
+    """The Sender's stats and totals and its recording per request and per batch (the
+    reference of ``kclient.sender._stats.SenderStats``); the stats are set by
+    ``SenderMetrics.__init__``."""
+
+    records_sent: Stat
+    record_errors: Stat
+    record_retries: Stat
+    batch_size: Stat
+    records_per_request: Stat
+    compression_rate: Stat
+    request_latency: Stat
+    outgoing_bytes: Stat
+    records_sent_total = 0
+    record_errors_total = 0
 
     def record_request(self, batches: int, records: int, size_bytes: int, now_ms: int) -> None:
         self.records_per_request.record(records, now_ms)
@@ -96,6 +128,33 @@ class SenderMetrics:
     def record_latency(self, latency_ms: int, now_ms: int) -> None:
         self.request_latency.record(latency_ms, now_ms)
 
+
+if TYPE_CHECKING:
+    _MetricsBase = PySenderStats  # the attributes the recorder (C or Python) has
+else:
+    _MetricsBase = object
+
+
+class _Metrics(_MetricsBase):
+    """SenderMetrics' stats and snapshot, over either recorder (C or Python)."""
+
+    def _new_stat(self) -> Stat:
+        raise NotImplementedError
+
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self._now_ms = now_ms
+        self.records_sent = self._new_stat()
+        self.record_errors = self._new_stat()
+        self.record_retries = self._new_stat()
+        self.batch_size = self._new_stat()
+        self.records_per_request = self._new_stat()
+        self.compression_rate = self._new_stat()
+        self.request_latency = self._new_stat()
+        self.outgoing_bytes = self._new_stat()
+        self.batch_splits = 0
+        self.records_sent_total = 0
+        self.record_errors_total = 0
+
     def snapshot(self) -> dict[str, float]:
         now_ms = self._now_ms()
         return {
@@ -113,3 +172,43 @@ class SenderMetrics:
             "outgoing-byte-rate": self.outgoing_bytes.rate_per_s(now_ms),
             "batch-split-total": float(self.batch_splits),
         }
+
+
+class PySenderMetrics(_Metrics, PySenderStats):
+    """The producer's metrics, by Java metric name, recorded in Python (the reference)."""
+
+    def _new_stat(self) -> Stat:
+        return PySampledStat()
+
+
+C_ACCELERATED = False
+"""Whether ``SampledStat`` and ``SenderMetrics`` record in C."""
+SampledStat: Callable[[], Stat] = PySampledStat
+if TYPE_CHECKING:
+    SenderMetrics = PySenderMetrics
+else:
+    SenderMetrics = PySenderMetrics
+    try:
+        from kclient.sender import _stats
+    except ImportError:  # not built: the Python reference
+        pass
+    else:
+
+        class CSampledStat(_stats.SampledStat, _StatReaders):
+            """``PySampledStat`` with ``record`` in C."""
+
+            __slots__ = ()
+
+            def __new__(cls, window_ms=WINDOW_MS, samples=SAMPLES):
+                return super().__new__(cls, window_ms, samples)
+
+        class CSenderMetrics(_Metrics, _stats.SenderStats):
+            """The producer's metrics, by Java metric name, recorded in C."""
+
+            def _new_stat(self):
+                return CSampledStat()
+
+        if ACCELERATED:
+            SampledStat = CSampledStat
+            SenderMetrics = CSenderMetrics
+            C_ACCELERATED = True

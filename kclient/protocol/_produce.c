@@ -1,0 +1,592 @@
+/*
+ * kclient.protocol._produce: the producer's round trip in its common shape (a ProduceRequest
+ * for one partition's batch, and the answer saying it was written) in C.
+ *
+ * Optional: kclient/protocol/produce_fast.py keeps the pure-Python functions, the reference,
+ * and runs them when this module is not built or KCLIENT_PURE_PYTHON is set. Both give the
+ * same frames, the same dicts and None in the same cases (tested against each other and
+ * against the generic codec). This code takes only exact types (dict, list, str, int, bytes,
+ * bytearray); for anything else it calls the Python function with the same arguments, so an
+ * unusual argument behaves as the Python code makes it behave. The prefix cache is the
+ * Python module's dict, filled by its _make_prefix (the generic encoder, checked). GIL held
+ * throughout.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FIRST_FLEXIBLE 9
+#define FIRST_VERSION 3
+#define LAST_BY_NAME 12   /* v13 names topics by id */
+#define SMALL_RECORDS 16384 /* batches up to this size are copied into the one buffer */
+
+/* From produce_fast.py by bind(): the Python encode_produce and decode_produce (for shapes
+ * this code does not take), _PREFIXES and _make_prefix. NULL until bind() is called. */
+static PyObject *py_encode, *py_decode, *prefixes, *make_prefix;
+static PyObject *flex_tail; /* b"\0\0\0": the tagged fields after a v9+ batch */
+static PyObject *str_topic_data, *str_transactional_id, *str_acks, *str_timeout_ms, *str_name,
+    *str_partition_data, *str_index, *str_records, *str_responses, *str_partition_responses,
+    *str_throttle_time_ms, *str_error_code, *str_base_offset, *str_log_append_time_ms,
+    *str_log_start_offset, *str_record_errors, *str_error_message;
+
+/* ---- the request ------------------------------------------------------------------------- */
+
+/* An exact int in the int32 range into *out: 1; 0 for any other value (no error set). */
+static int
+as_int32(PyObject *value, int32_t *out)
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || v < INT32_MIN || v > INT32_MAX) {
+        return 0;
+    }
+    *out = (int32_t)v;
+    return 1;
+}
+
+static void
+put_int32(unsigned char *p, int32_t value)
+{
+    uint32_t v = (uint32_t)value;
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+/* The frame from a cached prefix (size and correlation id zero, up to the partition index):
+ * [one bytearray] for records up to SMALL_RECORDS bytes, else [head, records(, tail)] with
+ * records by reference; None when a value is out of range (the generic way says which). */
+static PyObject *
+assemble_frame(PyObject *prefix, int flexible, PyObject *correlation_obj, PyObject *index_obj,
+               PyObject *records)
+{
+    int32_t correlation_id, index;
+    if (!as_int32(index_obj, &index) || !as_int32(correlation_obj, &correlation_id)) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyBytes_CheckExact(records) ? PyBytes_GET_SIZE(records)
+                                               : PyByteArray_GET_SIZE(records);
+    const char *data = PyBytes_CheckExact(records) ? PyBytes_AS_STRING(records)
+                                                   : PyByteArray_AS_STRING(records);
+    Py_ssize_t prefix_len = PyBytes_GET_SIZE(prefix);
+    unsigned char length[10]; /* the records' length: int32, or (v9+) varint of length + 1 */
+    Py_ssize_t length_len = 0, tail_len = 0;
+    if (flexible) {
+        uint64_t size = (uint64_t)n + 1; /* 0 is null */
+        while (size > 0x7F) {
+            length[length_len++] = (unsigned char)((size & 0x7F) | 0x80);
+            size >>= 7;
+        }
+        length[length_len++] = (unsigned char)size;
+        tail_len = 3;
+    }
+    else {
+        if (n > INT32_MAX) {
+            Py_RETURN_NONE;
+        }
+        put_int32(length, (int32_t)n);
+        length_len = 4;
+    }
+    Py_ssize_t head_len = prefix_len + 4 + length_len;
+    if (prefix_len < 12 || (uint64_t)head_len + (uint64_t)n + (uint64_t)tail_len - 4 >
+                               (uint64_t)INT32_MAX) {
+        Py_RETURN_NONE;
+    }
+    int small = n <= SMALL_RECORDS;
+    PyObject *head = PyByteArray_FromStringAndSize(NULL, head_len + (small ? n + tail_len : 0));
+    if (head == NULL) {
+        return NULL;
+    }
+    unsigned char *out = (unsigned char *)PyByteArray_AS_STRING(head);
+    memcpy(out, PyBytes_AS_STRING(prefix), (size_t)prefix_len);
+    put_int32(out, (int32_t)(head_len + n + tail_len - 4)); /* the size */
+    put_int32(out + 8, correlation_id);                    /* after api key and version */
+    put_int32(out + prefix_len, index);
+    memcpy(out + prefix_len + 4, length, (size_t)length_len);
+    if (small) {
+        memcpy(out + head_len, data, (size_t)n);
+        memset(out + head_len + n, 0, (size_t)tail_len);
+        PyObject *frame = PyList_New(1);
+        if (frame == NULL) {
+            Py_DECREF(head);
+            return NULL;
+        }
+        PyList_SET_ITEM(frame, 0, head);
+        return frame;
+    }
+    PyObject *frame = PyList_New(tail_len ? 3 : 2);
+    if (frame == NULL) {
+        Py_DECREF(head);
+        return NULL;
+    }
+    PyList_SET_ITEM(frame, 0, head);
+    Py_INCREF(records);
+    PyList_SET_ITEM(frame, 1, records);
+    if (tail_len) {
+        Py_INCREF(flex_tail);
+        PyList_SET_ITEM(frame, 2, flex_tail);
+    }
+    return frame;
+}
+
+static int
+is_records(PyObject *obj)
+{
+    return PyBytes_CheckExact(obj) || PyByteArray_CheckExact(obj);
+}
+
+/* assemble(prefix, flexible, correlation_id, index, records) -> list | None: produce_fast's
+ * _assemble (prefix: bytes, records: bytes or bytearray). */
+static PyObject *
+assemble(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "assemble(prefix, flexible, correlation_id, index, records) takes 5 "
+                        "arguments");
+        return NULL;
+    }
+    if (!PyBytes_CheckExact(args[0]) || !is_records(args[4]) || !PyLong_CheckExact(args[2]) ||
+        !PyLong_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "assemble(): prefix must be bytes, correlation_id and index int, records "
+                        "bytes or bytearray");
+        return NULL;
+    }
+    int flexible = PyObject_IsTrue(args[1]);
+    if (flexible < 0) {
+        return NULL;
+    }
+    return assemble_frame(args[0], flexible, args[2], args[3], args[4]);
+}
+
+/* d[key] for an exact dict and an interned str key: a borrowed reference, NULL (no error
+ * set) when it is missing or the lookup failed. */
+static PyObject *
+item(PyObject *d, PyObject *key)
+{
+    PyObject *value = PyDict_GetItemWithError(d, key);
+    if (value == NULL) {
+        PyErr_Clear();
+    }
+    return value;
+}
+
+static int
+is_name(PyObject *obj)
+{
+    return obj == Py_None || PyUnicode_CheckExact(obj);
+}
+
+/* encode_produce(api_version, correlation_id, client_id, body, generic) -> list | None:
+ * produce_fast's encode_produce. */
+static PyObject *
+encode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (py_encode == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kclient.protocol._produce.bind() was not called");
+        return NULL;
+    }
+    if (nargs != 5 || kwnames != NULL) {
+        goto general;
+    }
+    PyObject *api_version = args[0], *correlation_id = args[1], *client_id = args[2],
+             *body = args[3], *generic = args[4];
+    if (!PyDict_CheckExact(body)) {
+        goto general;
+    }
+    PyObject *topic_data = item(body, str_topic_data);
+    if (topic_data == NULL || !PyList_CheckExact(topic_data)) {
+        goto general;
+    }
+    if (PyList_GET_SIZE(topic_data) != 1 || PyDict_GET_SIZE(body) != 4) {
+        Py_RETURN_NONE;
+    }
+    PyObject *topic = PyList_GET_ITEM(topic_data, 0);
+    if (!PyDict_CheckExact(topic)) {
+        goto general;
+    }
+    PyObject *parts = item(topic, str_partition_data);
+    if (parts == NULL || !PyList_CheckExact(parts)) {
+        goto general;
+    }
+    if (PyList_GET_SIZE(parts) != 1 || PyDict_GET_SIZE(topic) != 2) {
+        Py_RETURN_NONE;
+    }
+    PyObject *part = PyList_GET_ITEM(parts, 0);
+    if (!PyDict_CheckExact(part)) {
+        goto general;
+    }
+    PyObject *records = item(part, str_records), *index = item(part, str_index);
+    PyObject *transactional_id = item(body, str_transactional_id), *acks = item(body, str_acks),
+             *timeout_ms = item(body, str_timeout_ms), *name = item(topic, str_name);
+    /* the key's values of exact types: hashing them cannot fail or run Python code */
+    if (records == NULL || index == NULL || transactional_id == NULL || acks == NULL ||
+        timeout_ms == NULL || name == NULL || !PyLong_CheckExact(api_version) ||
+        !is_name(client_id) || !is_name(transactional_id) || !PyLong_CheckExact(acks) ||
+        !PyLong_CheckExact(timeout_ms) || !PyUnicode_CheckExact(name)) {
+        goto general;
+    }
+    if (PyDict_GET_SIZE(part) != 2 || !PyLong_CheckExact(index) ||
+        !PyLong_CheckExact(correlation_id) || !is_records(records)) {
+        Py_RETURN_NONE;
+    }
+    int overflow;
+    long version = PyLong_AsLongAndOverflow(api_version, &overflow);
+    PyObject *key = PyTuple_Pack(6, api_version, client_id, transactional_id, acks, timeout_ms,
+                                 name);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *prefix = PyDict_GetItemWithError(prefixes, key); /* borrowed */
+    if (prefix != NULL) {
+        Py_DECREF(key);
+        if (prefix == Py_None) {
+            Py_RETURN_NONE;
+        }
+        if (!PyBytes_CheckExact(prefix)) {
+            goto general;
+        }
+        return assemble_frame(prefix, version >= FIRST_FLEXIBLE, correlation_id, index, records);
+    }
+    if (PyErr_Occurred() || overflow || version < FIRST_VERSION || version > LAST_BY_NAME) {
+        Py_DECREF(key);
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    PyObject *made = PyObject_CallFunctionObjArgs(make_prefix, key, generic, NULL);
+    Py_DECREF(key);
+    if (made == NULL || made == Py_None) {
+        return made;
+    }
+    if (!PyBytes_CheckExact(made)) {
+        Py_DECREF(made);
+        goto general;
+    }
+    PyObject *frame =
+        assemble_frame(made, version >= FIRST_FLEXIBLE, correlation_id, index, records);
+    Py_DECREF(made);
+    return frame;
+general:
+    return PyObject_Vectorcall(py_encode, args, (size_t)nargs, kwnames);
+}
+
+/* ---- the response ------------------------------------------------------------------------ */
+
+static int32_t
+get_int32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+                     (uint32_t)p[3]);
+}
+
+static int16_t
+get_int16(const unsigned char *p)
+{
+    return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+}
+
+static int64_t
+get_int64(const unsigned char *p)
+{
+    return (int64_t)(((uint64_t)(uint32_t)get_int32(p) << 32) | (uint64_t)(uint32_t)get_int32(p + 4));
+}
+
+/* The fields of a written partition's answer, as read. */
+typedef struct {
+    int32_t correlation_id, index, throttle_ms;
+    int16_t error_code;
+    int64_t base_offset, log_append_time_ms, log_start_offset;
+    int has_start, has_errors; /* v5+: log_start_offset; v8+: record_errors, error_message */
+    const unsigned char *name;
+    Py_ssize_t name_len;
+} Answer;
+
+/* v3-v8: 1 with *answer filled when the frame is the common shape, else 0. */
+static int
+read_fixed(long version, const unsigned char *p, Py_ssize_t len, Answer *answer)
+{
+    if (len < 10 || get_int32(p + 4) != 1 || get_int16(p + 8) < 0) {
+        return 0;
+    }
+    Py_ssize_t name_len = get_int16(p + 8);
+    Py_ssize_t pos = 10 + name_len;
+    /* partitions, index, error code, base offset, log append time, [log start offset],
+     * [record errors count, error message length] */
+    Py_ssize_t fields = version >= 8 ? 40 : version >= 5 ? 34 : 26;
+    if (pos + fields + 4 != len || get_int32(p + pos) != 1) {
+        return 0;
+    }
+    if (version >= 8 && (get_int32(p + pos + 34) != 0 || get_int16(p + pos + 38) != -1)) {
+        return 0;
+    }
+    answer->correlation_id = get_int32(p);
+    answer->name = p + 10;
+    answer->name_len = name_len;
+    answer->index = get_int32(p + pos + 4);
+    answer->error_code = get_int16(p + pos + 8);
+    answer->base_offset = get_int64(p + pos + 10);
+    answer->log_append_time_ms = get_int64(p + pos + 18);
+    answer->has_start = version >= 5;
+    answer->log_start_offset = version >= 5 ? get_int64(p + pos + 26) : 0;
+    answer->has_errors = version >= 8;
+    answer->throttle_ms = get_int32(p + pos + fields);
+    return 1;
+}
+
+/* v9-v12: no header tags, one topic named in fewer than 127 bytes, one partition, no record
+ * errors, a null message, no tags. 1 with *answer filled, else 0. */
+static int
+read_flexible(const unsigned char *p, Py_ssize_t len, Answer *answer)
+{
+    if (len < 7 || p[4] != 0 || p[5] != 2 || p[6] < 1 || p[6] > 0x7F) {
+        return 0;
+    }
+    Py_ssize_t name_len = p[6] - 1;
+    Py_ssize_t pos = 7 + name_len;
+    if (len != 47 + name_len || p[pos] != 2) {
+        return 0;
+    }
+    const unsigned char *f = p + pos + 1; /* index, code, base, log append, log start */
+    /* no record errors, null message, no partition tags, no topic tags, throttle, no tags */
+    if (f[30] != 1 || f[31] != 0 || f[32] != 0 || f[33] != 0 || f[38] != 0) {
+        return 0;
+    }
+    answer->correlation_id = get_int32(p);
+    answer->name = p + 7;
+    answer->name_len = name_len;
+    answer->index = get_int32(f);
+    answer->error_code = get_int16(f + 4);
+    answer->base_offset = get_int64(f + 6);
+    answer->log_append_time_ms = get_int64(f + 14);
+    answer->log_start_offset = get_int64(f + 22);
+    answer->has_start = answer->has_errors = 1;
+    answer->throttle_ms = get_int32(f + 34);
+    return 1;
+}
+
+/* d[key] = value, value stolen; -1 on error (value released). */
+static int
+set_new(PyObject *d, PyObject *key, PyObject *value)
+{
+    if (value == NULL) {
+        return -1;
+    }
+    int rc = PyDict_SetItem(d, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* [value], value stolen; NULL on error (value released). */
+static PyObject *
+list_of(PyObject *value)
+{
+    if (value == NULL) {
+        return NULL;
+    }
+    PyObject *list = PyList_New(1);
+    if (list == NULL) {
+        Py_DECREF(value);
+        return NULL;
+    }
+    PyList_SET_ITEM(list, 0, value);
+    return list;
+}
+
+/* The generic decoder's part dict, keys in its order; NULL on error. */
+static PyObject *
+part_dict(const Answer *a)
+{
+    PyObject *part = PyDict_New();
+    if (part == NULL || set_new(part, str_index, PyLong_FromLong(a->index)) < 0 ||
+        set_new(part, str_error_code, PyLong_FromLong(a->error_code)) < 0 ||
+        set_new(part, str_base_offset, PyLong_FromLongLong(a->base_offset)) < 0 ||
+        set_new(part, str_log_append_time_ms, PyLong_FromLongLong(a->log_append_time_ms)) < 0 ||
+        (a->has_start &&
+         set_new(part, str_log_start_offset, PyLong_FromLongLong(a->log_start_offset)) < 0) ||
+        (a->has_errors && (set_new(part, str_record_errors, PyList_New(0)) < 0 ||
+                           PyDict_SetItem(part, str_error_message, Py_None) < 0))) {
+        Py_XDECREF(part);
+        return NULL;
+    }
+    return part;
+}
+
+/* (correlation_id, {"responses": [{"name", "partition_responses": [part]}],
+ * "throttle_time_ms"}): the generic decoder's answer; NULL on error. */
+static PyObject *
+answer_tuple(const Answer *a, PyObject *name)
+{
+    PyObject *topic = PyDict_New(), *body = NULL;
+    if (topic == NULL || PyDict_SetItem(topic, str_name, name) < 0 ||
+        set_new(topic, str_partition_responses, list_of(part_dict(a))) < 0) {
+        Py_XDECREF(topic);
+        return NULL;
+    }
+    body = PyDict_New();
+    if (body == NULL || set_new(body, str_responses, list_of(topic)) < 0) {
+        Py_XDECREF(body);
+        if (body == NULL) {
+            Py_DECREF(topic);
+        }
+        return NULL;
+    }
+    if (set_new(body, str_throttle_time_ms, PyLong_FromLong(a->throttle_ms)) < 0) {
+        Py_DECREF(body);
+        return NULL;
+    }
+    PyObject *correlation_id = PyLong_FromLong(a->correlation_id);
+    if (correlation_id == NULL) {
+        Py_DECREF(body);
+        return NULL;
+    }
+    PyObject *result = PyTuple_Pack(2, correlation_id, body);
+    Py_DECREF(correlation_id);
+    Py_DECREF(body);
+    return result;
+}
+
+/* decode_produce(api_version, frame) -> (correlation_id, body) | None: produce_fast's
+ * decode_produce. */
+static PyObject *
+decode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (py_decode == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kclient.protocol._produce.bind() was not called");
+        return NULL;
+    }
+    if (nargs != 2 || kwnames != NULL) {
+        goto general;
+    }
+    if (!PyLong_CheckExact(args[0])) {
+        Py_RETURN_NONE;
+    }
+    int overflow;
+    long version = PyLong_AsLongAndOverflow(args[0], &overflow);
+    if (overflow || version < FIRST_VERSION || version > LAST_BY_NAME) {
+        Py_RETURN_NONE;
+    }
+    PyObject *frame = args[1];
+    if (!PyBytes_CheckExact(frame) && !PyByteArray_CheckExact(frame)) {
+        goto general;
+    }
+    Py_buffer view; /* held: a bytearray cannot be resized under us */
+    if (PyObject_GetBuffer(frame, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    Answer answer;
+    PyObject *result = NULL;
+    const unsigned char *p = (const unsigned char *)view.buf;
+    if (version >= FIRST_FLEXIBLE ? read_flexible(p, view.len, &answer)
+                                  : read_fixed(version, p, view.len, &answer)) {
+        PyObject *name =
+            PyUnicode_DecodeUTF8((const char *)answer.name, answer.name_len, NULL);
+        if (name == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+                PyErr_Clear();
+                Py_INCREF(Py_None);
+                result = Py_None;
+            }
+        }
+        else {
+            result = answer_tuple(&answer, name);
+            Py_DECREF(name);
+        }
+    }
+    else {
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    PyBuffer_Release(&view);
+    return result;
+general:
+    return PyObject_Vectorcall(py_decode, args, (size_t)nargs, kwnames);
+}
+
+/* ---- the module -------------------------------------------------------------------------- */
+
+/* bind(encode_produce, decode_produce, prefixes, make_prefix): the Python module's reference
+ * functions, its prefix cache (a dict) and the function that fills it. */
+static PyObject *
+bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyDict_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind(encode_produce, decode_produce, prefixes: dict, make_prefix)");
+        return NULL;
+    }
+    PyObject **slots[4] = {&py_encode, &py_decode, &prefixes, &make_prefix};
+    for (int i = 0; i < 4; i++) {
+        Py_INCREF(args[i]);
+        Py_XSETREF(*slots[i], args[i]);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
+     "bind(encode_produce, decode_produce, prefixes, make_prefix): the Python fallbacks."},
+    {"assemble", (PyCFunction)(void (*)(void))assemble, METH_FASTCALL,
+     "assemble(prefix, flexible, correlation_id, index, records) -> list | None"},
+    {"encode_produce", (PyCFunction)(void (*)(void))encode_produce,
+     METH_FASTCALL | METH_KEYWORDS,
+     "encode_produce(api_version, correlation_id, client_id, body, generic) -> list | None"},
+    {"decode_produce", (PyCFunction)(void (*)(void))decode_produce,
+     METH_FASTCALL | METH_KEYWORDS,
+     "decode_produce(api_version, frame) -> (correlation_id, body) | None"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kclient.protocol._produce",
+    .m_doc = "The one-partition ProduceRequest and its answer in C (see produce_fast).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__produce(void)
+{
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&str_topic_data, "topic_data"},
+        {&str_transactional_id, "transactional_id"},
+        {&str_acks, "acks"},
+        {&str_timeout_ms, "timeout_ms"},
+        {&str_name, "name"},
+        {&str_partition_data, "partition_data"},
+        {&str_index, "index"},
+        {&str_records, "records"},
+        {&str_responses, "responses"},
+        {&str_partition_responses, "partition_responses"},
+        {&str_throttle_time_ms, "throttle_time_ms"},
+        {&str_error_code, "error_code"},
+        {&str_base_offset, "base_offset"},
+        {&str_log_append_time_ms, "log_append_time_ms"},
+        {&str_log_start_offset, "log_start_offset"},
+        {&str_record_errors, "record_errors"},
+        {&str_error_message, "error_message"},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (*names[i].slot == NULL) {
+            *names[i].slot = PyUnicode_InternFromString(names[i].text);
+            if (*names[i].slot == NULL) {
+                return NULL;
+            }
+        }
+    }
+    if (flex_tail == NULL) {
+        flex_tail = PyBytes_FromStringAndSize("\0\0\0", 3);
+        if (flex_tail == NULL) {
+            return NULL;
+        }
+    }
+    return PyModule_Create(&module_def);
+}
