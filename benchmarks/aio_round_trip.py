@@ -52,7 +52,7 @@ _marks: list[tuple[str, float]] = []
 
 # (class, method, label, also mark its return): the steps of the round trip, in order
 _STEPS: list[tuple[type, str, str, bool]] = [
-    (accumulator.RecordAccumulator, "_append_new_batch", "new batch", True),
+    (accumulator.RecordAccumulator, "_open_batch", "new batch", True),
     (sender.Sender, "_send_producer_data", "send_producer_data", True),
     (drain.BatchDrainer, "ready", "ready", True),
     (drain.BatchDrainer, "drain", "drain", True),
