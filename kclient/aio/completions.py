@@ -3,7 +3,7 @@
 Java's counterpart is ``ProducerBatch.completeFutureAndFireCallbacks``: a batch's outcome
 is one ``ProduceRequestResult`` and its records' futures read it. Here each record
 ``send`` queued gets a future; the records are grouped by the batch they went into (its
-``ProduceResult``), and only the group's first record watches the batch. When the batch
+``ProduceResult``), and the group watches the batch (``_BatchWatch``). When the batch
 completes, one call settles every future of the group: no callback, partial or record
 future is kept per record (a group holds a row per record: the future and four ints).
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
@@ -62,6 +63,7 @@ NATIVE = _native is not None
 AioSend: Any = _native.AioSend if NATIVE else None
 """Whether ``send``'s futures are ``RecordFuture``\\ s (the C extension), not asyncio's."""
 
+log = logging.getLogger(__name__)
 _new_metadata = tuple.__new__
 _InvalidStateError = asyncio.InvalidStateError
 _current_task = asyncio.current_task
@@ -89,6 +91,26 @@ class PyReady(Generic[_T]):
 
     def close(self) -> None:
         pass
+
+
+class _BatchWatch:
+    """A group's watch over its batch (a ``kclient.sender.future.Watcher``): the group is
+    settled when the batch completed (``_notify``) or was split (``_watch``: then each
+    record follows its new batch on its own). No done callback on a record future."""
+
+    __slots__ = ("_result", "_settle")
+
+    def __init__(self, settle: Callable[[ProduceResult], None], result: ProduceResult) -> None:
+        self._settle = settle
+        self._result = result
+
+    def _notify(self) -> None:
+        try:
+            self._settle(self._result)
+        except Exception:  # a bug here must not take the Sender's step down
+            log.exception("settling the futures of a batch for %s failed", self._result.tp)
+
+    _watch = _notify
 
 
 class BatchCompletions:
@@ -129,7 +151,7 @@ class BatchCompletions:
             record.add_done_callback(functools.partial(self._settle_one, future))
             return _native.Ready(future)
         self._groups[result] = []
-        record.add_done_callback(functools.partial(self._settle, result))
+        result.watch(_BatchWatch(self._settle, result))
         return self.track(record)
 
     def _track(self, record: FutureRecordMetadata) -> PyReady[asyncio.Future[RecordMetadata]]:
@@ -142,7 +164,7 @@ class BatchCompletions:
                 record.add_done_callback(functools.partial(self._settle_one, future))
                 return PyReady(future)
             rows = self._groups[result] = []
-            record.add_done_callback(functools.partial(self._settle, result))
+            result.watch(_BatchWatch(self._settle, result))
         rows.extend(
             (
                 future,
@@ -168,7 +190,7 @@ class BatchCompletions:
             pending, self.pending = self.pending, []
             _native.run_callbacks(pending, self._loop, False)
 
-    def _settle(self, result: ProduceResult, _watched: FutureRecordMetadata) -> None:
+    def _settle(self, result: ProduceResult) -> None:
         """``result``'s batch completed (or was split): settle its records' futures."""
         rows = self._groups.pop(result)
         each = iter(rows)

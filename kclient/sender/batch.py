@@ -289,8 +289,8 @@ class ProducerBatch:
                 except Exception:
                     log.exception("exception in a send callback for %s (ignored)", self.tp)
             result.finish(wakeups)
-        for future in watchers:
-            future._notify()
+        for watcher in watchers:
+            watcher._notify()
 
     def split(
         self,
@@ -326,8 +326,8 @@ class ProducerBatch:
             if thunk is not None:
                 current.add_callback(*thunk)
         self.final_state = FinalState.ABORTED
-        for future in self.result.supersede(split_map):
-            future._watch()
+        for watcher in self.result.supersede(split_map):
+            watcher._watch()
         return batches
 
     def __repr__(self) -> str:

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kclient.errors import IllegalStateError, KafkaTimeoutError
 from kclient.network.cluster import TopicPartition
@@ -46,6 +46,16 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     serialized_key_size: int = -1
     serialized_value_size: int = -1
+
+
+class Watcher(Protocol):
+    """What ``ProduceResult.watch`` takes: a record future, or ``kclient.aio``'s watch over
+    a batch's group. ``_notify`` runs once the batch completed, ``_watch`` once it was split
+    (to follow the records to their new batches)."""
+
+    def _notify(self) -> None: ...
+
+    def _watch(self) -> None: ...
 
 
 class ProduceResult:
@@ -85,7 +95,7 @@ class ProduceResult:
         waiter that gets through releases it for the next). Cheaper than an Event."""
         self._finished = False
         self._lock = threading.Lock()
-        self._watchers: list[FutureRecordMetadata] | None = []
+        self._watchers: list[Watcher] | None = []
 
     def set(
         self,
@@ -96,7 +106,7 @@ class ProduceResult:
         *,
         finish: bool = False,
         wakeups: list[threading.Lock] | None = None,
-    ) -> list[FutureRecordMetadata]:
+    ) -> list[Watcher]:
         """Record the outcome and mark it done; returns the watchers to notify.
 
         Waiters blocked in ``wait`` wake only at ``finish`` (here, with ``finish=True``),
@@ -134,7 +144,7 @@ class ProduceResult:
             else:
                 gate.release()
 
-    def supersede(self, split_map: list[tuple[ProduceResult, int]]) -> list[FutureRecordMetadata]:
+    def supersede(self, split_map: list[tuple[ProduceResult, int]]) -> list[Watcher]:
         """The batch was split; wake waiters so they follow their record to its new result."""
         with self._lock:
             self.split_map = split_map
@@ -146,12 +156,12 @@ class ProduceResult:
             gate.release()
         return watchers or []
 
-    def watch(self, future: FutureRecordMetadata) -> bool:
-        """Register a record future for notification; False when already done/superseded."""
+    def watch(self, watcher: Watcher) -> bool:
+        """Register for notification; False when already done/superseded."""
         with self._lock:
             if self._watchers is None:
                 return False
-            self._watchers.append(future)
+            self._watchers.append(watcher)
             return True
 
     def wait(self, timeout_s: float | None) -> bool:
