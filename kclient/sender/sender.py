@@ -247,6 +247,11 @@ class Sender(ProduceResponses):
         batches = {}
         if ready_nodes:
             batches = accumulator.drain(cluster, ready_nodes, self._max_request_size, now_ms)
+            # Requests first (on the wire at once; their answers are read by a later poll),
+            # then the bookkeeping. As in Java, batches that expire meanwhile are still
+            # sent; their answers are ignored.
+            for node_id, node_batches in batches.items():
+                self._send_produce_request(node_id, node_batches, now_ms)
             in_flight = self._in_flight_batches
             expiry_ms = self._next_expiry_check_ms
             delivery_timeout_ms = accumulator.delivery_timeout_ms
@@ -262,10 +267,6 @@ class Sender(ProduceResponses):
                     if self._guarantee_order:
                         accumulator.mute(tp)
             self._next_expiry_check_ms = expiry_ms
-            # Requests first (they go on the wire at once), bookkeeping after (as in Java,
-            # batches that expire meanwhile are still sent; their answers are ignored).
-            for node_id, node_batches in batches.items():
-                self._send_produce_request(node_id, node_batches, now_ms)
         self._expire_batches(now_ms)
         poll_timeout_ms = min(
             result.next_ready_check_delay_ms,
