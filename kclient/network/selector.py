@@ -291,8 +291,9 @@ class KSelector:
         channel.send = send
         self._sending[send.destination] = channel
         if channel.connected:  # write now: the request is on the wire before poll is called
-            self._idle.update(channel.node_id, self._clock.monotonic_ms())
             self._attempt_write(channel, self._early_sends, self._early_failures)
+            if self._channels.get(channel.node_id) is channel:  # not closed by a failed write
+                self._idle.update(channel.node_id, self._clock.monotonic_ms())
 
     def mute(self, node_id: int) -> None:
         channel = self._channels.get(node_id)
