@@ -16,7 +16,8 @@
 
 #include <structmember.h>
 
-PyObject *str_send, *str_sendmsg, *str_recv_into, *str_release, *str_cast, *str_B;
+PyObject *str_send, *str_sendmsg, *str_recv_into, *str_release, *str_cast, *str_B,
+    *str_awaits_response;
 static PyObject *str_write_to, *str_write_to_tls, *str_read_from, *str_read_tls, *str_completed,
     *str_complete, *str_append;
 PyObject *ssl_socket_type, *tls_recv_into;
@@ -261,7 +262,7 @@ read_plain(Channel *self, PyObject *completed)
         return -1;
     }
     Py_INCREF(chunk);
-    PyObject *target = PySequence_GetSlice(view, have, capacity);
+    PyObject *target = have ? PySequence_GetSlice(view, have, capacity) : Py_NewRef(view);
     PyObject *sock = Py_NewRef(self->sock);
     PyObject *got = target ? call_method1(sock, str_recv_into, target) : NULL;
     Py_DECREF(sock);
@@ -424,6 +425,7 @@ PyInit__channel(void)
         {&str_release, "release"},
         {&str_cast, "cast"},
         {&str_B, "B"},
+        {&str_awaits_response, "awaits_response"},
         {&str_write_to, "write_to"},
         {&str_write_to_tls, "write_to_tls"},
         {&str_read_from, "read_from"},

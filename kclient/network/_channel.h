@@ -36,7 +36,8 @@ extern PyTypeObject NetworkSendType;
 extern PyTypeObject NetworkReceiveType;
 
 /* Interned method and attribute names (made by the module's init). */
-extern PyObject *str_send, *str_sendmsg, *str_recv_into, *str_release, *str_cast, *str_B;
+extern PyObject *str_send, *str_sendmsg, *str_recv_into, *str_release, *str_cast, *str_B,
+    *str_awaits_response;
 
 /* From channel.py by bind(): NULL until then. */
 extern PyObject *ssl_socket_type, *tls_recv_into;

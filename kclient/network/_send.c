@@ -51,9 +51,20 @@ send_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"destination", "buffers", "awaits_response", NULL};
     PyObject *destination, *buffers, *awaits_response = Py_True;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:NetworkSend", kwlist, &destination,
-                                     &buffers, &awaits_response)) {
-        return NULL;
+    Py_ssize_t nkw = kwds == NULL ? 0 : PyDict_GET_SIZE(kwds);
+    if (PyTuple_GET_SIZE(args) == 2 &&
+        (nkw == 0 ||
+         (nkw == 1 && (awaits_response = PyDict_GetItemWithError(kwds, str_awaits_response))))) {
+        destination = PyTuple_GET_ITEM(args, 0); /* the common call, parsed quickly */
+        buffers = PyTuple_GET_ITEM(args, 1);
+    }
+    else {
+        awaits_response = Py_True;
+        if (PyErr_Occurred() ||
+            !PyArg_ParseTupleAndKeywords(args, kwds, "OO|$O:NetworkSend", kwlist, &destination,
+                                         &buffers, &awaits_response)) {
+            return NULL;
+        }
     }
     PyObject *seq = (PyList_CheckExact(buffers) || PyTuple_CheckExact(buffers))
                         ? Py_NewRef(buffers)
@@ -205,7 +216,9 @@ send_write_to(NetworkSend *self, PyObject *sock)
     }
     else {
         Py_ssize_t start = self->index < 0 ? 0 : self->index;
-        PyObject *some = PyList_GetSlice(buffers, start, start + CHANNEL_IOV_MAX);
+        PyObject *some = start == 0 && count <= CHANNEL_IOV_MAX /* all of them: no copy */
+                             ? Py_NewRef(buffers)
+                             : PyList_GetSlice(buffers, start, start + CHANNEL_IOV_MAX);
         if (some == NULL) {
             return NULL;
         }
