@@ -21,6 +21,12 @@ once TCP is connected; it is ``connected`` only after the handshake. Sends are t
 regrouped into chunks of up to 64 KiB (TLS encrypts a copy anyway; ``sendmsg`` does not
 exist for TLS sockets), and a read drains what the TLS layer already decrypted, which
 ``select`` cannot see. See ``kclient.tls``.
+
+``NetworkSend``, ``NetworkReceive`` and ``KafkaChannel``'s ``write`` and plain-TCP ``read``
+run in C (:mod:`kclient.network._channel`) when the accelerator is built and
+``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); ``PyNetworkSend``,
+``PyNetworkReceive`` and ``PyKafkaChannel`` here are the reference, and the TLS paths
+(``write_to_tls``, ``_read_tls``) are this module's Python for both.
 """
 
 from __future__ import annotations
