@@ -7,8 +7,9 @@
 ``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c`` and
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
 ``kclient/protocol/_produce.c`` (the one-partition ProduceRequest and its answer, see
-``produce_fast``) and ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording). It is
+``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
+Sender's recording) and ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
+``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
 kclient installs without it, running its pure-Python record code instead. After editing
 the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
@@ -61,6 +62,12 @@ setup(
         Extension(
             "kclient.sender._stats",
             ["kclient/sender/_stats.c"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.network._channel",
+            ["kclient/network/_channel.c", "kclient/network/_send.c"],
+            depends=["kclient/network/_channel.h"],
             optional=True,
         ),
     ]

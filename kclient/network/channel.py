@@ -21,6 +21,12 @@ once TCP is connected; it is ``connected`` only after the handshake. Sends are t
 regrouped into chunks of up to 64 KiB (TLS encrypts a copy anyway; ``sendmsg`` does not
 exist for TLS sockets), and a read drains what the TLS layer already decrypted, which
 ``select`` cannot see. See ``kclient.tls``.
+
+``NetworkSend``, ``NetworkReceive`` and ``KafkaChannel``'s ``write`` and plain-TCP ``read``
+run in C (:mod:`kclient.network._channel`) when the accelerator is built and
+``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); ``PyNetworkSend``,
+``PyNetworkReceive`` and ``PyKafkaChannel`` here are the reference, and the TLS paths
+(``write_to_tls``, ``_read_tls``) are this module's Python for both.
 """
 
 from __future__ import annotations
@@ -30,10 +36,12 @@ import os
 import socket
 import ssl
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from kclient import tls
 from kclient.errors import ProtocolDecodeError
+from kclient.record._accel import ACCELERATED
 
 Buffer = bytes | bytearray | memoryview
 
@@ -64,8 +72,49 @@ def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class NetworkSend:
-    """A request (or any frame) to write to one node: a list of buffers, written in order."""
+class _SendShared:
+    """What both NetworkSends share: the TLS write (chunks) and the remaining bytes."""
+
+    if not TYPE_CHECKING:  # hidden from mypy, which refuses assignments to subclass slots
+        __slots__ = ()
+    _buffers: list[Buffer]
+    _index: int
+    _tls_chunked: bool
+    remaining: int
+    destination: int
+    size: int
+    _advance: Callable[[int], None]
+
+    def remaining_bytes(self) -> bytes:
+        """The bytes not written yet, joined (for tests and debugging; copies)."""
+        return b"".join(self._buffers[self._index :])
+
+    def write_to_tls(self, sock: ssl.SSLSocket) -> int:
+        """``write_to`` for a TLS socket: chunk by chunk, retrying a chunk the socket
+        refused with the very same bytes (as OpenSSL requires)."""
+        if self.remaining == 0:
+            return 0
+        if not self._tls_chunked:
+            self._buffers = tls.tls_chunks(self._buffers[self._index :])
+            self._index = 0
+            self._tls_chunked = True
+        total = 0
+        while self.remaining:
+            written = tls.send_some(sock, self._buffers[self._index])
+            if not written:
+                break
+            self._advance(written)
+            total += written
+        return total
+
+    def __repr__(self) -> str:
+        return f"NetworkSend(destination={self.destination}, size={self.size})"
+
+
+class PyNetworkSend(_SendShared):
+    """A request (or any frame) to write to one node: a list of buffers, written in order.
+
+    The reference of ``kclient.network._channel.NetworkSend``."""
 
     __slots__ = (
         "_buffers",
@@ -103,10 +152,6 @@ class NetworkSend:
     def completed(self) -> bool:
         return self.remaining == 0
 
-    def remaining_bytes(self) -> bytes:
-        """The bytes not written yet, joined (for tests and debugging; copies)."""
-        return b"".join(self._buffers[self._index :])
-
     def write_to(self, sock: socket.socket) -> int:
         """Write as much as the socket takes; returns the bytes written (0 if it would block)."""
         if self.remaining == 0:
@@ -122,24 +167,6 @@ class NetworkSend:
             return 0
         self._advance(written)
         return written
-
-    def write_to_tls(self, sock: ssl.SSLSocket) -> int:
-        """``write_to`` for a TLS socket: chunk by chunk, retrying a chunk the socket
-        refused with the very same bytes (as OpenSSL requires)."""
-        if self.remaining == 0:
-            return 0
-        if not self._tls_chunked:
-            self._buffers = tls.tls_chunks(self._buffers[self._index :])
-            self._index = 0
-            self._tls_chunked = True
-        total = 0
-        while self.remaining:
-            written = tls.send_some(sock, self._buffers[self._index])
-            if not written:
-                break
-            self._advance(written)
-            total += written
-        return total
 
     def _advance(self, written: int) -> None:
         buffers = self._buffers
@@ -159,15 +186,13 @@ class NetworkSend:
                 left = 0
         self._index = index
 
-    def __repr__(self) -> str:
-        return f"NetworkSend(destination={self.destination}, size={self.size})"
 
-
-class NetworkReceive:
+class PyNetworkReceive:
     """One size-prefixed frame from a node. ``payload`` is the body without the size.
 
     While a large frame is read, ``payload`` holds the ``filled`` bytes so far and grows
-    toward ``size`` as more arrive; once ``complete`` it is exactly ``size`` bytes.
+    toward ``size`` as more arrive; once ``complete`` it is exactly ``size`` bytes. The
+    reference of ``kclient.network._channel.NetworkReceive``.
     """
 
     __slots__ = ("filled", "payload", "size", "source")
@@ -219,26 +244,29 @@ class PeerClosedError(Exception):
     """The peer closed its end of the connection (a read returned 0 bytes)."""
 
 
-class KafkaChannel:
-    """One connection to one node: the socket, its pending send and its partial receive."""
+class _ChannelShared:
+    """What both KafkaChannels share: the set-up, connecting, TLS reads (Python only) and
+    the reference ``write``/``read``/``_read_once``, which the C channel replaces for
+    plain TCP."""
 
-    __slots__ = (
-        "_chunk",
-        "_chunk_len",
-        "_chunk_view",
-        "address",
-        "connected",
-        "events",
-        "max_receive_bytes",
-        "muted",
-        "node_id",
-        "receive",
-        "send",
-        "sock",
-        "tls_context",
-        "tls_hostname",
-        "tls_wait",
-    )
+    if not TYPE_CHECKING:  # hidden from mypy, which refuses assignments to subclass slots
+        __slots__ = ()
+    _receive_type: type[NetworkReceive]
+    node_id: int
+    sock: socket.socket
+    address: str
+    max_receive_bytes: int
+    tls_context: ssl.SSLContext | None
+    tls_hostname: str | None
+    tls_wait: int
+    connected: bool
+    muted: bool
+    send: NetworkSend | None
+    receive: NetworkReceive | None
+    events: int
+    _chunk: bytearray
+    _chunk_view: memoryview
+    _chunk_len: int
 
     def __init__(
         self,
@@ -261,8 +289,8 @@ class KafkaChannel:
         self.max_receive_bytes = max_receive_bytes
         self.connected = False
         self.muted = False
-        self.send: NetworkSend | None = None
-        self.receive: NetworkReceive | None = None
+        self.send = None
+        self.receive = None
         self.events = 0
         self._chunk = bytearray(_READ_CHUNK_BYTES)
         self._chunk_view = memoryview(self._chunk)
@@ -316,6 +344,9 @@ class KafkaChannel:
         if self.tls_context is None:
             self._read_once(completed)
             return
+        self._read_tls(completed)
+
+    def _read_tls(self, completed: list[NetworkReceive]) -> None:
         sock = self.sock
         while self._read_once(completed) and tls.has_pending(sock):
             pass
@@ -346,6 +377,7 @@ class KafkaChannel:
         end = self._chunk_len + n
         pos = 0
         chunk = self._chunk
+        receive_type = self._receive_type
         while end - pos >= 4:
             size = _SIZE.unpack_from(chunk, pos)[0]
             if size < 0 or size > self.max_receive_bytes:
@@ -358,12 +390,12 @@ class KafkaChannel:
                 )
             available = end - pos - 4
             if available >= size:
-                completed.append(NetworkReceive(self.node_id, chunk[pos + 4 : pos + 4 + size]))
+                completed.append(receive_type(self.node_id, chunk[pos + 4 : pos + 4 + size]))
                 pos += 4 + size
             elif size + 4 > len(chunk):
                 # only what arrived, not the announced size: the buffer grows as bytes come
                 payload = bytearray(chunk[pos + 4 : end])
-                self.receive = NetworkReceive(self.node_id, payload, available, size)
+                self.receive = receive_type(self.node_id, payload, available, size)
                 pos = end
                 break
             else:
@@ -372,3 +404,63 @@ class KafkaChannel:
             chunk[: end - pos] = chunk[pos:end]
         self._chunk_len = end - pos
         return True
+
+
+class PyKafkaChannel(_ChannelShared):
+    """One connection to one node: the socket, its pending send and its partial receive.
+
+    The reference of the C channel (``CKafkaChannel``)."""
+
+    __slots__ = (
+        "_chunk",
+        "_chunk_len",
+        "_chunk_view",
+        "address",
+        "connected",
+        "events",
+        "max_receive_bytes",
+        "muted",
+        "node_id",
+        "receive",
+        "send",
+        "sock",
+        "tls_context",
+        "tls_hostname",
+        "tls_wait",
+    )
+    _receive_type = PyNetworkReceive
+
+
+C_ACCELERATED = False
+"""Whether ``NetworkSend``, ``NetworkReceive`` and ``KafkaChannel`` are the C ones."""
+if TYPE_CHECKING:
+    NetworkSend = PyNetworkSend
+    NetworkReceive = PyNetworkReceive
+    KafkaChannel = PyKafkaChannel
+else:
+    NetworkSend = PyNetworkSend
+    NetworkReceive = PyNetworkReceive
+    KafkaChannel = PyKafkaChannel
+    try:
+        from kclient.network import _channel
+    except ImportError:  # not built: the Python reference
+        pass
+    else:  # bound when built (the tests compare both), used when the accelerator is on
+        _channel.bind(PeerClosedError, ProtocolDecodeError, ssl.SSLSocket, tls.recv_into)
+
+        class CNetworkSend(_channel.NetworkSend, _SendShared):
+            """``PyNetworkSend`` with ``__init__``, ``write_to`` and ``_advance`` in C."""
+
+            __slots__ = ()
+
+        class CKafkaChannel(_channel.Channel, _ChannelShared):
+            """``PyKafkaChannel`` with ``write`` and (plain TCP) ``read`` in C."""
+
+            __slots__ = ("connected", "events", "muted", "tls_hostname", "tls_wait")
+            _receive_type = _channel.NetworkReceive
+
+        if ACCELERATED:
+            NetworkSend = CNetworkSend
+            NetworkReceive = _channel.NetworkReceive
+            KafkaChannel = CKafkaChannel
+            C_ACCELERATED = True

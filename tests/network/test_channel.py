@@ -1,61 +1,39 @@
-"""NetworkSend / KafkaChannel reads over a scripted fake socket: partial writes, framing."""
+"""NetworkSend / KafkaChannel reads over a scripted fake socket: partial writes, framing.
+Every test runs against both implementations (C and the Python reference)."""
 
 import struct
-from collections import deque
+from typing import Any
 
 import pytest
 
 from kclient.errors import ProtocolDecodeError
-from kclient.network.channel import KafkaChannel, NetworkReceive, NetworkSend, PeerClosedError
+from kclient.network import channel as channel_module
+from kclient.network.channel import PeerClosedError
+from kclient.record import ACCELERATED
+from tests.network.channel_impls import IMPL_IDS, IMPLS, C, FakeSocket, Impl, c_channel, frame
+
+IMPL = pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
 
 
-class FakeSocket:
-    """Takes at most ``accept`` bytes per write; hands out scripted chunks per read."""
-
-    def __init__(self, accept: int = 1 << 30, chunks: list[bytes] | None = None) -> None:
-        self.accept = accept
-        self.written = bytearray()
-        self.chunks: deque[bytes] = deque(chunks or [])
-        self.write_calls = 0
-
-    def send(self, data: bytes | memoryview) -> int:
-        return self.sendmsg([data])
-
-    def sendmsg(self, buffers: list[bytes | memoryview]) -> int:
-        self.write_calls += 1
-        room = self.accept
-        for buf in buffers:
-            take = min(room, memoryview(buf).nbytes)
-            self.written += buf[:take]
-            room -= take
-            if room == 0:
-                break
-        return self.accept - room
-
-    def recv_into(self, view: memoryview) -> int:
-        if not self.chunks:
-            raise BlockingIOError
-        chunk = self.chunks.popleft()
-        n = min(len(chunk), len(view))
-        view[:n] = chunk[:n]
-        if n < len(chunk):
-            self.chunks.appendleft(chunk[n:])
-        return n
-
-
-def frame(payload: bytes) -> bytes:
-    return struct.pack(">i", len(payload)) + payload
-
-
-def channel(sock: FakeSocket, limit: int = 1 << 20) -> KafkaChannel:
-    ch = KafkaChannel(3, sock, "10.0.0.3:9092", limit)  # type: ignore[arg-type]
+def channel(impl: Impl, sock: FakeSocket, limit: int = 1 << 20) -> Any:
+    ch = impl.channel(3, sock, "10.0.0.3:9092", limit)
     ch.connected = True
     return ch
 
 
-def test_a_send_writes_all_buffers_in_order_across_partial_writes() -> None:
+def test_the_c_channel_runs_when_the_accelerator_is_on() -> None:
+    assert channel_module.C_ACCELERATED == ACCELERATED
+    assert issubclass(C.send, c_channel.NetworkSend)
+    assert issubclass(C.channel, c_channel.Channel)
+    assert issubclass(channel_module.NetworkSend, c_channel.NetworkSend) == ACCELERATED
+    assert issubclass(channel_module.KafkaChannel, c_channel.Channel) == ACCELERATED
+    assert (channel_module.NetworkReceive is c_channel.NetworkReceive) == ACCELERATED
+
+
+@IMPL
+def test_a_send_writes_all_buffers_in_order_across_partial_writes(impl: Impl) -> None:
     records = bytes(range(256)) * 40
-    send = NetworkSend(3, [b"\x00\x00\x00\x10head", memoryview(records), bytearray(b"tail")])
+    send = impl.send(3, [b"\x00\x00\x00\x10head", memoryview(records), bytearray(b"tail")])
     sock = FakeSocket(accept=1000)
     while not send.completed:
         assert send.write_to(sock) > 0  # type: ignore[arg-type]
@@ -64,47 +42,52 @@ def test_a_send_writes_all_buffers_in_order_across_partial_writes() -> None:
     assert sock.write_calls == -(-len(sock.written) // 1000)
 
 
-def test_a_send_keeps_record_buffers_by_reference_until_written() -> None:
+@IMPL
+def test_a_send_keeps_record_buffers_by_reference_until_written(impl: Impl) -> None:
     records = bytearray(b"abc")
-    send = NetworkSend(3, [b"hd", records])
+    send = impl.send(3, [b"hd", records])
     records[0:1] = b"X"  # a view, not a copy, is queued
     assert send.remaining_bytes() == b"hdXbc"
 
 
-def test_a_blocked_socket_writes_nothing_and_the_send_stays_pending() -> None:
+@IMPL
+def test_a_blocked_socket_writes_nothing_and_the_send_stays_pending(impl: Impl) -> None:
     class Full(FakeSocket):
         def sendmsg(self, buffers: list[memoryview]) -> int:
             raise BlockingIOError
 
-    send = NetworkSend(3, [b"ab", b"cd"])
+    send = impl.send(3, [b"ab", b"cd"])
     assert send.write_to(Full()) == 0  # type: ignore[arg-type]
     assert not send.completed
 
 
-def test_frames_split_across_reads_are_reassembled() -> None:
+@IMPL
+def test_frames_split_across_reads_are_reassembled(impl: Impl) -> None:
     data = frame(b"first") + frame(b"second response") + frame(b"")
     sock = FakeSocket(chunks=[data[i : i + 3] for i in range(0, len(data), 3)])
-    ch = channel(sock)
-    completed: list[NetworkReceive] = []
+    ch = channel(impl, sock)
+    completed: list[Any] = []
     while sock.chunks:
         ch.read(completed)
     assert [bytes(r.payload) for r in completed] == [b"first", b"second response", b""]
     assert all(r.source == 3 for r in completed)
 
 
-def test_several_frames_in_one_read_all_complete() -> None:
+@IMPL
+def test_several_frames_in_one_read_all_complete(impl: Impl) -> None:
     sock = FakeSocket(chunks=[frame(b"a") + frame(b"bb") + frame(b"ccc")[:5]])
-    completed: list[NetworkReceive] = []
-    channel(sock).read(completed)
+    completed: list[Any] = []
+    channel(impl, sock).read(completed)
     assert [bytes(r.payload) for r in completed] == [b"a", b"bb"]
 
 
-def test_a_frame_larger_than_the_read_chunk_is_read_into_one_buffer_of_its_size() -> None:
+@IMPL
+def test_a_frame_larger_than_the_read_chunk_is_read_into_one_buffer_of_its_size(impl: Impl) -> None:
     body = bytes(range(256)) * 1024  # 256 KiB
     data = frame(body)
     sock = FakeSocket(chunks=[data[i : i + 50_000] for i in range(0, len(data), 50_000)])
-    ch = channel(sock)
-    completed: list[NetworkReceive] = []
+    ch = channel(impl, sock)
+    completed: list[Any] = []
     while sock.chunks:
         ch.read(completed)
     assert len(completed) == 1
@@ -112,26 +95,29 @@ def test_a_frame_larger_than_the_read_chunk_is_read_into_one_buffer_of_its_size(
     assert bytes(completed[0].payload) == body
 
 
-def test_a_size_above_the_limit_is_rejected_before_allocating() -> None:
+@IMPL
+def test_a_size_above_the_limit_is_rejected_before_allocating(impl: Impl) -> None:
     sock = FakeSocket(chunks=[b"HTTP/1.1 400 Bad Request\r\n"])
     with pytest.raises(ProtocolDecodeError, match=r"1213486160 bytes.*Kafka listener"):
-        channel(sock, limit=100 * 1024 * 1024).read([])
+        channel(impl, sock, limit=100 * 1024 * 1024).read([])
 
 
-def test_a_response_above_receive_message_max_bytes_names_the_setting() -> None:
+@IMPL
+def test_a_response_above_receive_message_max_bytes_names_the_setting(impl: Impl) -> None:
     sock = FakeSocket(chunks=[struct.pack(">i", 100_000_001)])
     with pytest.raises(ProtocolDecodeError) as refused:
-        channel(sock, limit=100_000_000).read([])
+        channel(impl, sock, limit=100_000_000).read([])
     assert "more than 'receive.message.max.bytes' (100000000)" in str(refused.value)
     assert "raise 'receive.message.max.bytes'" in str(refused.value)
 
 
-def test_an_announced_size_allocates_only_as_its_bytes_arrive() -> None:
+@IMPL
+def test_an_announced_size_allocates_only_as_its_bytes_arrive(impl: Impl) -> None:
     """A broker announcing 90 MB and sending 100 KB costs about 100 KB, not 90 MB."""
     announced = 90_000_000
     sock = FakeSocket(chunks=[struct.pack(">i", announced) + b"x" * 1000] + [b"y" * 20_000] * 5)
-    ch = channel(sock, limit=100_000_000)
-    completed: list[NetworkReceive] = []
+    ch = channel(impl, sock, limit=100_000_000)
+    completed: list[Any] = []
     while sock.chunks:
         ch.read(completed)
     assert ch.receive is not None and ch.receive.filled == 101_000
@@ -140,13 +126,14 @@ def test_an_announced_size_allocates_only_as_its_bytes_arrive() -> None:
     assert not completed
 
 
-def test_a_frame_read_in_small_pieces_grows_to_exactly_its_size() -> None:
+@IMPL
+def test_a_frame_read_in_small_pieces_grows_to_exactly_its_size(impl: Impl) -> None:
     body = bytes(range(256)) * 12_000  # about 3 MB: several doublings
     data = frame(body)
     pieces = [data[i : i + 7_001] for i in range(0, len(data), 7_001)]
     sock = FakeSocket(chunks=pieces)
-    ch = channel(sock, limit=10_000_000)
-    completed: list[NetworkReceive] = []
+    ch = channel(impl, sock, limit=10_000_000)
+    completed: list[Any] = []
     capacities: list[int] = []
     while sock.chunks:
         ch.read(completed)
@@ -158,13 +145,15 @@ def test_a_frame_read_in_small_pieces_grows_to_exactly_its_size() -> None:
     assert capacities == sorted(capacities)  # grown in place, never shrunk
 
 
-def test_a_negative_size_is_rejected() -> None:
+@IMPL
+def test_a_negative_size_is_rejected(impl: Impl) -> None:
     sock = FakeSocket(chunks=[b"\xff\xff\xff\xfe"])
     with pytest.raises(ProtocolDecodeError, match="-2 bytes"):
-        channel(sock).read([])
+        channel(impl, sock).read([])
 
 
-def test_an_empty_read_means_the_peer_closed() -> None:
+@IMPL
+def test_an_empty_read_means_the_peer_closed(impl: Impl) -> None:
     sock = FakeSocket(chunks=[b""])
     with pytest.raises(PeerClosedError):
-        channel(sock).read([])
+        channel(impl, sock).read([])

@@ -1,0 +1,59 @@
+from collections.abc import Callable, Sequence
+from typing import Any
+
+IOV_MAX: int
+FIRST_FRAME_BUFFER_BYTES: int
+
+def bind(
+    peer_closed_error: type[Exception],
+    protocol_decode_error: type[Exception],
+    ssl_socket_type: type,
+    tls_recv_into: Callable[..., int | None],
+    /,
+) -> None: ...
+
+class NetworkSend:
+    destination: int
+    awaits_response: bool
+    size: int
+    remaining: int
+    _buffers: list[bytes | bytearray | memoryview]
+    _index: int
+    _tls_chunked: bool
+    def __new__(
+        cls,
+        destination: int,
+        buffers: Sequence[bytes | bytearray | memoryview],
+        *,
+        awaits_response: bool = True,
+    ) -> NetworkSend: ...
+    @property
+    def completed(self) -> bool: ...
+    def write_to(self, sock: Any, /) -> int: ...
+    def _advance(self, written: int, /) -> None: ...
+
+class NetworkReceive:
+    source: int
+    payload: bytearray
+    size: int
+    filled: int
+    def __new__(
+        cls, source: int, payload: bytearray, filled: int | None = None, size: int | None = None
+    ) -> NetworkReceive: ...
+    @property
+    def complete(self) -> bool: ...
+    def read_from(self, sock: Any, /) -> int | None: ...
+
+class Channel:
+    node_id: int
+    sock: Any
+    address: str
+    max_receive_bytes: int
+    tls_context: Any
+    send: Any
+    receive: Any
+    _chunk: bytearray
+    _chunk_view: memoryview
+    _chunk_len: int
+    def read(self, completed: list[Any], /) -> None: ...
+    def write(self) -> Any: ...
