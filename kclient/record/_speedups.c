@@ -31,6 +31,7 @@
 #include "_lock.h"
 #include "_writer.h"
 #include "_append.h"
+#include "_template.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -1414,6 +1415,7 @@ PyInit__speedups(void)
     if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
         PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
+        PyType_Ready(&kclient_SlotTemplateType) < 0 ||
         kclient_append_init() < 0) {
         return NULL;
     }
@@ -1454,7 +1456,9 @@ PyInit__speedups(void)
     }
     if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
         PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
-        PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0) {
+        PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
+        PyModule_AddObjectRef(module, "SlotTemplate", (PyObject *)&kclient_SlotTemplateType) <
+            0) {
         Py_DECREF(module);
         return NULL;
     }

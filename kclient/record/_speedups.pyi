@@ -143,3 +143,15 @@ def decode_records(
     record_class: type[Record],
     /,
 ) -> Iterator[Record]: ...
+
+class SlotTemplate:
+    """Copies of a ``__slots__`` instance without ``__init__`` (``_template.c``)."""
+
+    def __init__(
+        self,
+        template: object,
+        variable: tuple[str, ...],
+        fresh_lists: tuple[str, ...] = (),
+        fresh_locks: tuple[str, ...] = (),
+    ) -> None: ...
+    def __call__(self, *values: Any) -> Any: ...

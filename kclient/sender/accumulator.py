@@ -29,6 +29,7 @@ from kclient.record import RecordBatch
 from kclient.sender import append_rows
 from kclient.sender.appender import Appender, make_appender
 from kclient.sender.batch import BatchBuilder, Callback, Header, ProducerBatch
+from kclient.sender.batch_maker import make_batch_maker
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.drain import BatchDrainer, ReadyCheckResult
 from kclient.sender.future import FutureRecordMetadata
@@ -77,6 +78,7 @@ class RecordAccumulator:
         self.delivery_timeout_ms = delivery_timeout_ms
         self.pool = pool
         self._new_builder = builder_factory
+        self._make_batch = make_batch_maker(builder_factory)
         self._tm = transaction_manager
         self._wall_time_ns = wall_time_ns
         self._monotonic_ms = monotonic_ms or (lambda: time.monotonic_ns() // 1_000_000)
@@ -259,12 +261,8 @@ class RecordAccumulator:
                 )
                 if future is None:  # no other thread made room meanwhile: a new batch
                     batch_id = next(self._batch_ids)
-                    batch = ProducerBatch(
-                        queues.tps[partition],
-                        self._new_builder(size),
-                        self._monotonic_ms(),
-                        size,
-                        batch_id,
+                    batch = self._make_batch(
+                        queues.tps[partition], size, self._monotonic_ms(), batch_id
                     )
                     future = batch.try_append(timestamp_ms, key, value, headers, callback)
                     if future is None:
