@@ -26,7 +26,8 @@ DrainConfig cfg;
 PyObject *s_leaders_by_partition, *s_partitions_for_node, *s_pending_steps, *s_id,
     *s_is_full, *s_build, *s_close, *s_can_send, *s_assign_sequence, *s_popleft, *s_enter,
     *s_exit, *s_size_in_bytes, *s_estimated, *s_in_retry, *s_retry_at_ms, *s_created_ms,
-    *s_builder, *s_drained_ms, *s_lock, *s_deques, *s_queued, *s_tps, *s_topic, *s_partition;
+    *s_builder, *s_drained_ms, *s_lock, *s_deques, *s_queued, *s_tps, *s_topic, *s_partition,
+    *s_close_framed;
 
 /* The cluster's leaders (borrowed, a dict) and partitions-by-node cache, refreshed when the
  * cluster changes; NULL on error. A Cluster is immutable: only exact Clusters are kept. */
@@ -510,15 +511,16 @@ slot_offset(PyTypeObject *type, const char *name)
 }
 
 /* configure(topic_queues, producer_batch, partition_info, cluster, c_builder, lock, deque,
- *           ready_result, refuse, py_ready, py_drain) */
+ *           ready_result, refuse, py_ready, py_drain, none_codec, crc32c) */
 static PyObject *
 drain_configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyTypeObject *q, *b, *i, *c, *dq;
-    PyObject *builder, *lock, *result, *refuse, *py_ready, *py_drain;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!OOOO:configure", &PyType_Type, &q, &PyType_Type,
+    PyObject *builder, *lock, *result, *refuse, *py_ready, *py_drain, *none_codec, *crc;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO!OOOOOO:configure", &PyType_Type, &q, &PyType_Type,
                           &b, &PyType_Type, &i, &PyType_Type, &c, &builder, &lock,
-                          &PyType_Type, &dq, &result, &refuse, &py_ready, &py_drain)) {
+                          &PyType_Type, &dq, &result, &refuse, &py_ready, &py_drain,
+                          &none_codec, &crc)) {
         return NULL;
     }
     PyObject *writer = NULL, *c_lock = NULL;
@@ -566,8 +568,16 @@ drain_configure(PyObject *Py_UNUSED(module), PyObject *args)
         (cfg.i_partition = slot_offset(i, "partition")) < 0) {
         return NULL;
     }
+    PyTypeObject *w = (PyTypeObject *)builder;
     if (builder != Py_None &&
-        (cfg.w_built = slot_offset((PyTypeObject *)builder, "_built")) < 0) {
+        ((cfg.w_built = slot_offset(w, "_built")) < 0 ||
+         (cfg.w_base_offset = slot_offset(w, "_base_offset")) < 0 ||
+         (cfg.w_base_sequence = slot_offset(w, "_base_sequence")) < 0 ||
+         (cfg.w_codec = slot_offset(w, "_codec")) < 0 ||
+         (cfg.w_transactional = slot_offset(w, "_is_transactional")) < 0 ||
+         (cfg.w_leader_epoch = slot_offset(w, "_partition_leader_epoch")) < 0 ||
+         (cfg.w_producer_epoch = slot_offset(w, "_producer_epoch")) < 0 ||
+         (cfg.w_producer_id = slot_offset(w, "_producer_id")) < 0)) {
         return NULL;
     }
     cfg.queues = (PyTypeObject *)Py_NewRef(q);
@@ -581,6 +591,8 @@ drain_configure(PyObject *Py_UNUSED(module), PyObject *args)
     cfg.refuse = Py_NewRef(refuse);
     cfg.py_ready = Py_NewRef(py_ready);
     cfg.py_drain = Py_NewRef(py_drain);
+    cfg.none_codec = Py_NewRef(none_codec);
+    cfg.crc32c = Py_NewRef(crc);
     cfg.ready = 1;
     Py_RETURN_NONE;
 }
@@ -588,7 +600,7 @@ drain_configure(PyObject *Py_UNUSED(module), PyObject *args)
 static PyMethodDef module_methods[] = {
     {"configure", drain_configure, METH_VARARGS,
      "configure(topic_queues, producer_batch, partition_info, cluster, c_builder, lock, "
-     "deque, ready_result, refuse, py_ready, py_drain): the types whose slots Drainer reads "
+     "deque, ready_result, refuse, py_ready, py_drain, none_codec, crc32c): the types whose slots Drainer reads "
      "and the Python reference; once, before the first Drainer."},
     {NULL, NULL, 0, NULL},
 };
@@ -625,7 +637,7 @@ PyInit__drain(void)
         intern(&s_drained_ms, "drained_ms") < 0 || intern(&s_lock, "lock") < 0 ||
         intern(&s_deques, "deques") < 0 || intern(&s_queued, "queued") < 0 ||
         intern(&s_tps, "tps") < 0 || intern(&s_topic, "topic") < 0 ||
-        intern(&s_partition, "partition") < 0) {
+        intern(&s_partition, "partition") < 0 || intern(&s_close_framed, "_close_framed") < 0) {
         return NULL;
     }
     if (PyType_Ready(&DrainerType) < 0) {

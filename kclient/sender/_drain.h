@@ -21,6 +21,11 @@ typedef struct {
         b_uncompressed, b_append;
     Py_ssize_t i_topic, i_partition;
     Py_ssize_t w_built; /* the C builder's _built */
+    /* and the header fields build() writes */
+    Py_ssize_t w_base_offset, w_base_sequence, w_codec, w_transactional, w_leader_epoch,
+        w_producer_epoch, w_producer_id;
+    PyObject *none_codec; /* CompressionType.NONE */
+    PyObject *crc32c;     /* crc32c.crc32c, for _close_framed */
     PyObject *result_type; /* ReadyCheckResult */
     PyObject *refuse;      /* batch._refuse, a closed batch's _append */
     PyObject *py_ready, *py_drain; /* the reference, for calls this code does not take */
@@ -32,7 +37,8 @@ extern DrainConfig cfg;
 extern PyObject *s_leaders_by_partition, *s_partitions_for_node, *s_pending_steps, *s_id,
     *s_is_full, *s_build, *s_close, *s_can_send, *s_assign_sequence, *s_popleft, *s_enter,
     *s_exit, *s_size_in_bytes, *s_estimated, *s_in_retry, *s_retry_at_ms, *s_created_ms,
-    *s_builder, *s_drained_ms, *s_lock, *s_deques, *s_queued, *s_tps, *s_topic, *s_partition;
+    *s_builder, *s_drained_ms, *s_lock, *s_deques, *s_queued, *s_tps, *s_topic, *s_partition,
+    *s_close_framed;
 
 /* ---- Drainer ------------------------------------------------------------------------------- */
 
@@ -219,6 +225,12 @@ builder_is_full(PyObject *batch)
     return full;
 }
 
+
+/* builder.build() for a C builder of an uncompressed batch (the Python method's common
+ * case, _drain_build.c): the batch's bytes; NULL with no exception when the Python method
+ * must run (another builder, compression, already built or closed, empty, a transactional
+ * batch without a producer id, a field out of range); NULL with an exception on error. */
+PyObject *kclient_drain_build(PyObject *builder);
 
 /* cluster.partitions_for_node(node_id) as a list or tuple (cached per Cluster): new ref. */
 PyObject *kclient_drain_cluster_parts(Drainer *self, PyObject *cluster, PyObject *node_id);

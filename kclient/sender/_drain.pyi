@@ -18,6 +18,8 @@ def configure(
     refuse: Callable[..., int],
     py_ready: Callable[..., Any],
     py_drain: Callable[..., Any],
+    none_codec: object,
+    crc32c: Callable[..., int],
     /,
 ) -> None: ...
 

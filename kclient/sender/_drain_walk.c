@@ -7,8 +7,8 @@
 
 #include "_drain.h"
 
-/* _close_all: each batch's close() (for a ProducerBatch, in C up to builder.build()). The
- * list (stolen), or NULL. */
+/* _close_all: each batch's close() (for a ProducerBatch, in C, with the C builder's build()
+ * too when uncompressed). The list (stolen), or NULL. */
 static PyObject *
 close_all(PyObject *ready)
 {
@@ -39,7 +39,10 @@ close_all(PyObject *ready)
         }
         set_field(batch, cfg.batch, cfg.b_uncompressed, NULL, size);
         Py_DECREF(size);
-        PyObject *built = PyObject_CallMethodNoArgs(builder, s_build);
+        PyObject *built = kclient_drain_build(builder);
+        if (built == NULL && !PyErr_Occurred()) {
+            built = PyObject_CallMethodNoArgs(builder, s_build);
+        }
         Py_DECREF(builder);
         if (built == NULL) {
             goto error;

@@ -20,8 +20,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from crc32c import crc32c
+
 from kclient.network.cluster import Cluster, Node, PartitionInfo, TopicPartition
 from kclient.record import _accel
+from kclient.record.compression import CompressionType
 from kclient.sender import batch as _batch
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
@@ -273,6 +276,8 @@ if _HAVE_C:
         _batch._refuse,
         PyBatchDrainer.ready,
         PyBatchDrainer.drain,
+        CompressionType.NONE,
+        crc32c,
     )
 
     class CBatchDrainer(_drain.Drainer):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import kclient.sender._drain as c_drain
 from kclient.network.cluster import Cluster, Node, PartitionInfo, TopicPartition
-from kclient.record import ACCELERATED
+from kclient.record import ACCELERATED, CompressionType, RecordBatch
 from kclient.record.builder import PyRecordBatchBuilder, RecordBatchBuilder
 from kclient.sender import drain
 from kclient.sender.batch import ProducerBatch, _refuse
@@ -57,6 +57,7 @@ class Scenario:
     refused: set[tuple[str, int]] | None  # None: no transaction manager
     linger_ms: int
     delivery_timeout_ms: int
+    compression: CompressionType = CompressionType.NONE
     rounds: list[tuple[int, bool, bool, int]] = field(default_factory=list)
     # (clock advance ms, all_ready, drain the ready nodes only (else every node), max size)
 
@@ -93,6 +94,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         refused=draw(st.one_of(st.none(), st.sets(st.sampled_from(tps), max_size=3))),
         linger_ms=draw(st.sampled_from([0, 5, 20, 100])),
         delivery_timeout_ms=draw(st.sampled_from([10, 50, 120_000])),
+        compression=draw(st.sampled_from([CompressionType.NONE] * 3 + [CompressionType.GZIP])),
         rounds=draw(
             st.lists(
                 st.tuples(
@@ -152,12 +154,17 @@ def build(
         for spec in specs:
             serial += 1
             builder_type: Any = PyRecordBatchBuilder if spec.python_builder else RecordBatchBuilder
-            batch = ProducerBatch(
-                queues.tps[p], builder_type(batch_size=BATCH_SIZE), NOW_MS - spec.age_ms, 0, serial
+            # with a transaction manager, transactional batches (a producer id assigned when
+            # drained, or before their first send for those in retry)
+            builder = builder_type(
+                s.compression, BATCH_SIZE, is_transactional=s.refused is not None
             )
+            batch = ProducerBatch(queues.tps[p], builder, NOW_MS - spec.age_ms, 0, serial)
             for size in spec.values:
-                batch.try_append(NOW_MS, None, bytes(size), (), None)
+                batch.try_append(NOW_MS + size, None, bytes(size), (), None)
             if spec.retry_in_ms is not None:
+                if s.refused is not None:
+                    batch.set_producer_state(7, 0, 1000 + serial)
                 batch.close()
                 batch.reenqueued(NOW_MS, spec.retry_in_ms)
             dq.append(batch)
@@ -167,6 +174,10 @@ def build(
 
 
 def batch_state(batch: ProducerBatch) -> tuple[object, ...]:
+    if batch.records is not None:  # a valid batch (CRC checked) of its records
+        decoded = RecordBatch(batch.records)
+        decoded.validate()
+        assert decoded.record_count == batch.record_count
     return (
         batch.flush_id,
         batch.records,
