@@ -8,8 +8,9 @@
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
 ``kclient/protocol/_produce.c`` (the one-partition ProduceRequest and its answer, see
 ``produce_fast``) and ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording) and ``kclient/sender/_drain.c`` with ``_drain_walk.c`` and
-``_drain_build.c`` (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
+Sender's recording) and ``kclient/sender/_drain.c`` with ``_drain_ready.c``,
+``_drain_walk.c`` and ``_drain_build.c`` (the accumulator's ``ready`` and ``drain``, see
+``sender/drain.py``). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
 kclient installs without it, running its pure-Python record code instead. After editing
 the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
@@ -68,6 +69,7 @@ setup(
             "kclient.sender._drain",
             [
                 "kclient/sender/_drain.c",
+                "kclient/sender/_drain_ready.c",
                 "kclient/sender/_drain_walk.c",
                 "kclient/sender/_drain_build.c",
             ],

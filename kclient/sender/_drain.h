@@ -235,6 +235,15 @@ PyObject *kclient_drain_build(PyObject *builder);
 /* cluster.partitions_for_node(node_id) as a list or tuple (cached per Cluster): new ref. */
 PyObject *kclient_drain_cluster_parts(Drainer *self, PyObject *cluster, PyObject *node_id);
 
+/* The Python reference `function` with the call as it came (self first). */
+PyObject *kclient_drain_reference(PyObject *function, Drainer *self, PyObject *const *args,
+                                  Py_ssize_t nargs, PyObject *kwnames);
+
+/* Drainer.ready(topics, cluster, now_ms, linger_ms, delivery_timeout_ms, all_ready)
+ * (_drain_ready.c). */
+PyObject *kclient_drain_ready(Drainer *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames);
+
 /* Drainer.drain(topics, cluster, nodes, max_request_size, now_ms) (_drain_walk.c). */
 PyObject *kclient_drain_drain(Drainer *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
