@@ -9,8 +9,10 @@
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
 ``kclient/protocol/_produce.c`` (the one-partition ProduceRequest and its answer, see
 ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording) and ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
-``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes). It is
+Sender's recording), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
+``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
+``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
+(the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
 kclient installs without it, running its pure-Python record code instead. After editing
 the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
@@ -71,6 +73,21 @@ setup(
             "kclient.network._channel",
             ["kclient/network/_channel.c", "kclient/network/_send.c"],
             depends=["kclient/network/_channel.h"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.sender._drain",
+            [
+                "kclient/sender/_drain.c",
+                "kclient/sender/_drain_ready.c",
+                "kclient/sender/_drain_walk.c",
+                "kclient/sender/_drain_build.c",
+            ],
+            depends=[
+                "kclient/sender/_drain.h",
+                "kclient/record/_lock.h",
+                "kclient/record/_writer.h",
+            ],
             optional=True,
         ),
     ]

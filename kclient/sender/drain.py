@@ -6,15 +6,26 @@ flush/close/short memory) and when to look again; ``drain`` takes at most one ba
 partition per node, up to the request size, starting each node where its last drain
 stopped so no partition starves. Sender thread only; it takes each topic's lock while it
 looks at that topic's deques.
+
+``ready`` and ``drain`` run in C (:mod:`kclient.sender._drain`, ``CBatchDrainer``) when the
+accelerator is built and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``);
+``PyBatchDrainer`` here is the reference, and the C code's fallback for arguments it does not
+take. ``_pending_steps`` (few batches over many partitions) is Python for both.
 """
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from crc32c import crc32c
 
 from kclient.network.cluster import Cluster, Node, PartitionInfo, TopicPartition
+from kclient.record import _accel
+from kclient.record.compression import CompressionType
+from kclient.sender import batch as _batch
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.topic_queues import TopicQueues
@@ -38,7 +49,7 @@ class ReadyCheckResult(NamedTuple):
     unknown_leader_topics: frozenset[str] | set[str] = frozenset()
 
 
-class BatchDrainer:
+class PyBatchDrainer:
     """Ready checks and drains over the accumulator's topics; remembers where each node's
     drain stopped, the muted partitions, and when the oldest queued batch expires."""
 
@@ -234,3 +245,50 @@ def _close_all(batches: list[ProducerBatch]) -> list[ProducerBatch]:
     for batch in batches:
         batch.close()
     return batches
+
+
+BatchDrainer: type[PyBatchDrainer] = PyBatchDrainer
+"""The drainer the accumulator uses: ``CBatchDrainer`` when ``C_ACCELERATED``."""
+C_ACCELERATED = False
+try:
+    from kclient.sender import _drain
+except ImportError:  # not built (no compiler at install time), or an older build
+    _HAVE_C = False
+else:
+    _HAVE_C = True
+if _HAVE_C:
+    # Configured even under KCLIENT_PURE_PYTHON (then for the tests alone, with Python builders
+    # and threading locks, which it reads through getattr and ``with``).
+    c_builder: type[Any] | None = None
+    c_lock: type[Any] | None = None
+    if _accel.ACCELERATED:
+        from kclient.record._speedups import Lock as c_lock
+        from kclient.record.builder import CRecordBatchBuilder as c_builder
+    _drain.configure(
+        TopicQueues,
+        ProducerBatch,
+        PartitionInfo,
+        Cluster,
+        c_builder,
+        c_lock,
+        collections.deque,
+        ReadyCheckResult,
+        _batch._refuse,
+        PyBatchDrainer.ready,
+        PyBatchDrainer.drain,
+        CompressionType.NONE,
+        crc32c,
+    )
+
+    class CBatchDrainer(_drain.Drainer):
+        """``PyBatchDrainer`` with ``ready``/``drain`` in C (same state, same results)."""
+
+        __slots__ = ()
+        # the reference's, for the calls the C code hands back to it
+        _drain_node = PyBatchDrainer._drain_node
+        _pending_steps = PyBatchDrainer._pending_steps
+
+    if _accel.ACCELERATED:
+        if not TYPE_CHECKING:
+            BatchDrainer = CBatchDrainer
+        C_ACCELERATED = True
