@@ -3,7 +3,8 @@
 ``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` (with
 ``_column.c``, the Arrow columns ``send_batch`` reads in place, ``_append.c`` and
 ``_send.c``, the per-record append of the accumulator and of ``send``, ``_lock.c``, and
-``_template.c``, the new batches copied from templates),
+``_template.c`` and ``_open.c``, the new batches copied from templates and opened by
+``send``),
 ``kclient/record/_validate.c`` (the broker's record checks) and
 ``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c`` and
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
@@ -31,6 +32,7 @@ setup(
                 "kclient/record/_lock.c",
                 "kclient/record/_send.c",
                 "kclient/record/_template.c",
+                "kclient/record/_open.c",
             ],
             depends=[
                 "kclient/record/_column.h",

@@ -35,10 +35,11 @@
 static PyObject *str_add_callback; /* "add_callback" */
 static PyObject *str_maybe_switch; /* "maybe_switch" */
 static PyObject *str_next;         /* "_next" */
+static PyObject *str_wakeup;       /* "wakeup" */
 
 /* The offset of `name`, a __slots__ member of `type`; -1 with TypeError if it is not one. */
-static Py_ssize_t
-slot_offset(PyTypeObject *type, const char *name)
+Py_ssize_t
+kclient_slot_offset(PyTypeObject *type, const char *name)
 {
     PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
     Py_ssize_t offset = -1;
@@ -101,22 +102,22 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
                                      &overhead, &error, &time_ns)) {
         return -1;
     }
-    if ((self->q_lock = slot_offset(q, "lock")) < 0 ||
-        (self->q_deques = slot_offset(q, "deques")) < 0 ||
-        (self->q_sticky = slot_offset(q, "sticky")) < 0 ||
-        (self->q_num_partitions = slot_offset(q, "num_partitions")) < 0 ||
-        (self->s_partition = slot_offset(s, "partition")) < 0 ||
-        (self->s_produced = slot_offset(s, "produced_bytes")) < 0 ||
-        (self->s_sticky_bytes = slot_offset(s, "sticky_bytes")) < 0 ||
-        (self->b_append = slot_offset(b, "_append")) < 0 ||
-        (self->b_builder = slot_offset(b, "builder")) < 0 ||
-        (self->b_records = slot_offset(b, "records")) < 0 ||
-        (self->b_result = slot_offset(b, "result")) < 0 ||
-        (self->f_result = slot_offset(f, "_produce_result")) < 0 ||
-        (self->f_delta = slot_offset(f, "_offset_delta")) < 0 ||
-        (self->f_ts = slot_offset(f, "_timestamp_ms")) < 0 ||
-        (self->f_key_size = slot_offset(f, "_key_size")) < 0 ||
-        (self->f_value_size = slot_offset(f, "_value_size")) < 0) {
+    if ((self->q_lock = kclient_slot_offset(q, "lock")) < 0 ||
+        (self->q_deques = kclient_slot_offset(q, "deques")) < 0 ||
+        (self->q_sticky = kclient_slot_offset(q, "sticky")) < 0 ||
+        (self->q_num_partitions = kclient_slot_offset(q, "num_partitions")) < 0 ||
+        (self->s_partition = kclient_slot_offset(s, "partition")) < 0 ||
+        (self->s_produced = kclient_slot_offset(s, "produced_bytes")) < 0 ||
+        (self->s_sticky_bytes = kclient_slot_offset(s, "sticky_bytes")) < 0 ||
+        (self->b_append = kclient_slot_offset(b, "_append")) < 0 ||
+        (self->b_builder = kclient_slot_offset(b, "builder")) < 0 ||
+        (self->b_records = kclient_slot_offset(b, "records")) < 0 ||
+        (self->b_result = kclient_slot_offset(b, "result")) < 0 ||
+        (self->f_result = kclient_slot_offset(f, "_produce_result")) < 0 ||
+        (self->f_delta = kclient_slot_offset(f, "_offset_delta")) < 0 ||
+        (self->f_ts = kclient_slot_offset(f, "_timestamp_ms")) < 0 ||
+        (self->f_key_size = kclient_slot_offset(f, "_key_size")) < 0 ||
+        (self->f_value_size = kclient_slot_offset(f, "_value_size")) < 0) {
         return -1;
     }
     Py_INCREF(q);
@@ -147,9 +148,9 @@ size_of(PyObject *field)
 }
 
 /* A FutureRecordMetadata with its slots set, as FutureRecordMetadata(result, delta, ...). */
-static PyObject *
-new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts, PyObject *key,
-           PyObject *value)
+PyObject *
+kclient_new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts,
+                   PyObject *key, PyObject *value)
 {
     PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
     if (future == NULL) {
@@ -176,9 +177,9 @@ new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts, PyO
 
 /* The record into `batch` (an open ProducerBatch): its delta, -1 when it does not fit, -2
  * with an exception. */
-static Py_ssize_t
-batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key, PyObject *value,
-             PyObject *headers)
+Py_ssize_t
+kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key,
+                     PyObject *value, PyObject *headers)
 {
     PyObject *builder = slot_get(batch, self->b_builder, "builder");
     if (builder == NULL) {
@@ -251,7 +252,8 @@ sticky_count(Appender *self, PyObject *sticky, PyObject *batch, Py_ssize_t size_
 /* The part of append() under the topic's lock: a new reference to the future, Py_None, or
  * NULL with an exception. */
 static PyObject *
-append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *const *args)
+append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *const *args,
+              int *opened)
 {
     PyObject *ts = args[0], *key = args[1], *value = args[2], *headers = args[3];
     PyObject *callback = args[4];
@@ -286,39 +288,61 @@ append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *c
     }
     dq = PyDict_GetItemWithError(deques, partition); /* borrowed; no deque made here */
     if (dq == NULL) {
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        if (PyErr_Occurred() || opened == NULL) {
+            return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        }
+        dq = PyObject_GetItem(deques, partition); /* opening: made (the dict keeps it) */
+        if (dq == NULL) {
+            return NULL;
+        }
+        Py_DECREF(dq);
     }
     Py_ssize_t queued = PyObject_Length(dq);
-    if (queued <= 0) {
-        return queued < 0 ? NULL : Py_NewRef(Py_None);
-    }
-    batch = PySequence_GetItem(dq, queued - 1);
-    if (batch == NULL) {
+    if (queued < 0) {
         return NULL;
     }
-    if (check_type(batch, self->batch_type, "a queued batch") < 0) {
-        Py_DECREF(batch);
-        return NULL;
-    }
-    records = SLOT(batch, self->b_records);
-    if (records != NULL && records != Py_None) { /* built, back for a retry: takes no more */
-        Py_DECREF(batch);
-        Py_RETURN_NONE;
-    }
-    delta = batch_append(self, batch, ts, key, value, headers);
-    if (delta < 0) {
-        Py_DECREF(batch);
-        return delta == -1 ? Py_NewRef(Py_None) : NULL;
-    }
-    PyObject *result = slot_get(batch, self->b_result, "result");
-    future = result == NULL ? NULL : new_future(self, result, delta, ts, key, value);
-    if (future != NULL && callback != Py_None) {
-        PyObject *out = PyObject_CallMethodObjArgs(batch, str_add_callback, future, callback,
-                                                   NULL);
-        if (out == NULL) {
-            Py_CLEAR(future);
+    batch = NULL;
+    delta = -1; /* no open batch with room */
+    if (queued > 0) {
+        batch = PySequence_GetItem(dq, queued - 1);
+        if (batch == NULL) {
+            return NULL;
         }
-        Py_XDECREF(out);
+        if (check_type(batch, self->batch_type, "a queued batch") < 0) {
+            Py_DECREF(batch);
+            return NULL;
+        }
+        records = SLOT(batch, self->b_records);
+        if (records == NULL || records == Py_None) { /* built (back for a retry): no more */
+            delta = kclient_batch_append(self, batch, ts, key, value, headers);
+            if (delta == -2) {
+                Py_DECREF(batch);
+                return NULL;
+            }
+        }
+    }
+    if (delta < 0) {
+        Py_XDECREF(batch);
+        if (opened == NULL) {
+            Py_RETURN_NONE;
+        }
+        future = kclient_open_locked(self, queues, partition, dq, args, size_estimate, &batch);
+        if (future == NULL || future == Py_None) {
+            return future;
+        }
+        *opened = 1;
+    }
+    else {
+        PyObject *result = slot_get(batch, self->b_result, "result");
+        future = result == NULL ? NULL : kclient_new_future(self, result, delta, ts, key, value);
+        if (future != NULL && callback != Py_None) {
+            PyObject *out = PyObject_CallMethodObjArgs(batch, str_add_callback, future,
+                                                       callback, NULL);
+            if (out == NULL) {
+                Py_CLEAR(future);
+            }
+            Py_XDECREF(out);
+        }
     }
     if (future != NULL && sticky != NULL &&
         sticky_count(self, sticky, batch, size_estimate) < 0) {
@@ -350,9 +374,10 @@ now_ms(Appender *self)
 }
 
 /* The record into `queues` (checked to be a TopicQueues) under its lock; args: partition,
- * timestamp_ms (None: now), key, value, headers, callback, size_estimate. */
-PyObject *
-kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
+ * timestamp_ms (None: now), key, value, headers, callback, size_estimate. With `open`, a new
+ * batch when the open one has no room (configure_open), the accumulator woken after. */
+static PyObject *
+append_to(Appender *self, PyObject *queues, PyObject *const *args, int open)
 {
     PyObject *lock = slot_get(queues, self->q_lock, "lock");
     if (lock == NULL || check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
@@ -368,13 +393,33 @@ kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
     }
     Py_INCREF(queues); /* the lock lives as long as this call, whatever Python code runs */
     Py_INCREF(lock);
+    int opened = 0;
     kclient_lock_take((LockObject *)lock, -1);
-    PyObject *out = append_locked(self, queues, args[0], rest);
+    PyObject *out = append_locked(self, queues, args[0], rest, open ? &opened : NULL);
     kclient_lock_give((LockObject *)lock);
     Py_DECREF(lock);
     Py_DECREF(queues);
     Py_XDECREF(ts);
+    if (opened && out != NULL) { /* a new batch: the Sender may have work (outside locks) */
+        PyObject *woken = PyObject_CallMethodNoArgs(self->o_accumulator, str_wakeup);
+        if (woken == NULL) {
+            Py_CLEAR(out);
+        }
+        Py_XDECREF(woken);
+    }
     return out;
+}
+
+PyObject *
+kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
+{
+    return append_to(self, queues, args, 0);
+}
+
+PyObject *
+kclient_append_or_open(Appender *self, PyObject *queues, PyObject *const *args)
+{
+    return append_to(self, queues, args, self->o_accumulator != NULL && self->open_batch != NULL);
 }
 
 /* append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate);
@@ -422,7 +467,7 @@ appender_traverse(Appender *self, visitproc visit, void *arg)
     Py_VISIT(self->keyed_partition);
     Py_VISIT(self->queues_by_topic);
     Py_VISIT(self->open_batch);
-    return 0;
+    return kclient_open_traverse(self, visit, arg);
 }
 
 static int
@@ -437,6 +482,7 @@ appender_clear(Appender *self)
     Py_CLEAR(self->keyed_partition);
     Py_CLEAR(self->queues_by_topic);
     Py_CLEAR(self->open_batch);
+    kclient_open_clear(self);
     return 0;
 }
 
@@ -455,6 +501,10 @@ static PyMethodDef appender_methods[] = {
     {"send_open", (PyCFunction)(void (*)(void))kclient_appender_send_open, METH_FASTCALL,
      "send_open(topic, value, key, partition, timestamp_ms, headers, callback) -> the "
      "future of KafkaProducer.send's common case, or None"},
+    {"configure_open", (PyCFunction)(void (*)(void))kclient_appender_configure_open,
+     METH_FASTCALL,
+     "configure_open(accumulator, try_allocate, deallocate, make_batch, batch_ids, "
+     "monotonic_ms, incomplete_add, batch_size): send_open opens new batches itself"},
     {"configure_send", (PyCFunction)kclient_appender_configure_send, METH_VARARGS,
      "configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless, "
      "open_batch=None)"},
@@ -490,6 +540,8 @@ kclient_append_init(void)
         str_add_callback = PyUnicode_InternFromString("add_callback");
         str_maybe_switch = PyUnicode_InternFromString("maybe_switch");
         str_next = PyUnicode_InternFromString("_next");
+        str_wakeup = PyUnicode_InternFromString("wakeup");
     }
-    return str_add_callback && str_maybe_switch && str_next ? kclient_send_init() : -1;
+    return str_add_callback && str_maybe_switch && str_next && str_wakeup ? kclient_send_init()
+                                                                          : -1;
 }

@@ -114,6 +114,18 @@ class Appender:
         open_batch: Callable[..., Any] | None = None,
         /,
     ) -> None: ...
+    def configure_open(
+        self,
+        accumulator: Any,
+        try_allocate: Callable[[int], bool],
+        deallocate: Callable[[int], None],
+        make_batch: Callable[[Any, int, int, int], Any],
+        batch_ids: Iterator[int],
+        monotonic_ms: Callable[[], int],
+        incomplete_add: Callable[[Any], None],
+        batch_size: int,
+        /,
+    ) -> None: ...
     def send_open(
         self,
         topic: str,

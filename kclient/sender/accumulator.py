@@ -97,6 +97,20 @@ class RecordAccumulator:
         """The common case of ``append`` (an open batch with room), in C when built."""
         self.wakeup: Callable[[], object] = lambda: None
         """Called (outside locks) when a new batch was created: the Sender may need to run."""
+        configure_open = getattr(self.appender, "configure_open", None)
+        if configure_open is not None and not (
+            transaction_manager is not None and transaction_manager.is_transactional
+        ):  # the C appender's send_open opens batches as open_batch_now does (not in a txn)
+            configure_open(
+                self,
+                pool.try_allocate,
+                pool.deallocate,
+                self._make_batch,
+                self._batch_ids,
+                self._monotonic_ms,
+                self.incomplete.add,
+                batch_size,
+            )
 
     @property
     def closed(self) -> bool:

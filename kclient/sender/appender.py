@@ -163,8 +163,8 @@ class PyAppender:
         if count <= 0:
             return None
         if partition is not None:
-            if not isinstance(partition, int) or not 0 <= partition < count:
-                return None
+            if partition.__class__ is not int or not 0 <= partition < count:
+                return None  # not an int (a bool), or not a partition: the general way
             chosen = partition
         elif key is not None:
             if self._keyed_partition is None:

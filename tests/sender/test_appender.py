@@ -401,6 +401,34 @@ def test_send_open_leaves_a_new_batch_to_the_general_way_when_memory_is_short(
     assert future is not None and acc.pool.available_bytes == 0 and len(queues["t"].deques[1]) == 1
 
 
+@needs_c
+def test_a_batch_that_fails_to_open_gives_its_memory_back() -> None:
+    # send_open's own new batch (configure_open): an error after memory was reserved
+    acc = accumulator(MockClock(), batch_size=700, linger_ms=0)
+    queues = {"t": acc.topic_queues("t")}
+    acc.appender.configure_send(queues, 400, None, True, acc.open_batch_now)
+    acc.update_cluster(cluster(LEADERS))
+    free = acc.pool.available_bytes
+
+    def broken_maker(*args: object) -> object:
+        raise MemoryError("no batch today")
+
+    acc.appender.configure_open(
+        acc,
+        acc.pool.try_allocate,
+        acc.pool.deallocate,
+        broken_maker,
+        iter(range(1, 100)),
+        lambda: 5,
+        acc.incomplete.add,
+        700,
+    )
+    with pytest.raises(MemoryError, match="no batch today"):
+        acc.appender.send_open("t", b"v", None, 1, None, None, None)
+    assert acc.pool.available_bytes == free and not queues["t"].deques[1]
+    assert not acc.incomplete
+
+
 @pytest.mark.parametrize("kind", ["c", "python"])
 def test_open_batch_must_be_callable(kind: str) -> None:
     if kind == "c" and not _accel.ACCELERATED:
@@ -493,6 +521,23 @@ def test_send_through_c_does_what_the_python_send_does() -> None:
     finally:
         first.close(0)
         second.close(0)
+
+
+def test_a_bool_partition_is_refused_even_where_a_batch_is_open() -> None:
+    from kclient.producer import KafkaProducer
+    from kclient.testing.client import MockClient, metadata_update_with
+
+    clock = MockClock()
+    client = MockClient(clock, metadata_update_with(1, {"t": 2}))
+    producer = KafkaProducer(
+        bootstrap_servers="127.0.0.1:9092", linger_ms=600_000, kafka_client=client, clock=clock
+    )
+    try:
+        producer.send("t", b"v", partition=1)  # partition 1 has an open batch now
+        with pytest.raises(TypeError, match="partition must be an int"):
+            producer.send("t", b"v", partition=True)
+    finally:
+        producer.close(0)
 
 
 def test_send_after_close_raises() -> None:
