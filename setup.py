@@ -40,6 +40,7 @@ setup(
                 "kclient/record/_lock.h",
                 "kclient/record/_append.h",
                 "kclient/record/_template.h",
+                "kclient/_slots.h",
                 "kclient/_fallback_method.h",
             ],
             optional=True,
@@ -87,6 +88,7 @@ setup(
             ],
             depends=[
                 "kclient/sender/_drain.h",
+                "kclient/_slots.h",
                 "kclient/record/_lock.h",
                 "kclient/record/_writer.h",
             ],

@@ -37,26 +37,6 @@ static PyObject *str_maybe_switch; /* "maybe_switch" */
 static PyObject *str_next;         /* "_next" */
 static PyObject *str_wakeup;       /* "wakeup" */
 
-/* The offset of `name`, a __slots__ member of `type`; -1 with TypeError if it is not one. */
-Py_ssize_t
-kclient_slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    Py_ssize_t offset = -1;
-    if (descr == NULL) {
-        return -1;
-    }
-    if (Py_TYPE(descr) == &PyMemberDescr_Type &&
-        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX) {
-        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    }
-    else {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
-    }
-    Py_DECREF(descr);
-    return offset;
-}
-
 /* Set a slot, dropping what it held. */
 static inline void
 slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
@@ -102,22 +82,22 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
                                      &overhead, &error, &time_ns)) {
         return -1;
     }
-    if ((self->q_lock = kclient_slot_offset(q, "lock")) < 0 ||
-        (self->q_deques = kclient_slot_offset(q, "deques")) < 0 ||
-        (self->q_sticky = kclient_slot_offset(q, "sticky")) < 0 ||
-        (self->q_num_partitions = kclient_slot_offset(q, "num_partitions")) < 0 ||
-        (self->s_partition = kclient_slot_offset(s, "partition")) < 0 ||
-        (self->s_produced = kclient_slot_offset(s, "produced_bytes")) < 0 ||
-        (self->s_sticky_bytes = kclient_slot_offset(s, "sticky_bytes")) < 0 ||
-        (self->b_append = kclient_slot_offset(b, "_append")) < 0 ||
-        (self->b_builder = kclient_slot_offset(b, "builder")) < 0 ||
-        (self->b_records = kclient_slot_offset(b, "records")) < 0 ||
-        (self->b_result = kclient_slot_offset(b, "result")) < 0 ||
-        (self->f_result = kclient_slot_offset(f, "_produce_result")) < 0 ||
-        (self->f_delta = kclient_slot_offset(f, "_offset_delta")) < 0 ||
-        (self->f_ts = kclient_slot_offset(f, "_timestamp_ms")) < 0 ||
-        (self->f_key_size = kclient_slot_offset(f, "_key_size")) < 0 ||
-        (self->f_value_size = kclient_slot_offset(f, "_value_size")) < 0) {
+    if ((self->q_lock = slot_offset(q, "lock")) < 0 ||
+        (self->q_deques = slot_offset(q, "deques")) < 0 ||
+        (self->q_sticky = slot_offset(q, "sticky")) < 0 ||
+        (self->q_num_partitions = slot_offset(q, "num_partitions")) < 0 ||
+        (self->s_partition = slot_offset(s, "partition")) < 0 ||
+        (self->s_produced = slot_offset(s, "produced_bytes")) < 0 ||
+        (self->s_sticky_bytes = slot_offset(s, "sticky_bytes")) < 0 ||
+        (self->b_append = slot_offset(b, "_append")) < 0 ||
+        (self->b_builder = slot_offset(b, "builder")) < 0 ||
+        (self->b_records = slot_offset(b, "records")) < 0 ||
+        (self->b_result = slot_offset(b, "result")) < 0 ||
+        (self->f_result = slot_offset(f, "_produce_result")) < 0 ||
+        (self->f_delta = slot_offset(f, "_offset_delta")) < 0 ||
+        (self->f_ts = slot_offset(f, "_timestamp_ms")) < 0 ||
+        (self->f_key_size = slot_offset(f, "_key_size")) < 0 ||
+        (self->f_value_size = slot_offset(f, "_value_size")) < 0) {
         return -1;
     }
     Py_INCREF(q);

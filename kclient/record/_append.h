@@ -5,6 +5,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../_slots.h"
+
 typedef struct {
     PyObject_HEAD
     PyTypeObject *queues_type, *sticky_type, *batch_type, *future_type;
@@ -37,8 +39,6 @@ typedef struct {
     Py_ssize_t q_tps, q_queued, q_last_batch_ms; /* TopicQueues */
 } Appender;
 
-/* A __slots__ member of `obj` read or written at its descriptor's offset. */
-#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
 /* The record into `queues` (a TopicQueues, checked) under its lock; args: partition,
  * timestamp_ms (None: now), key, value, headers, callback, size_estimate. The future, Py_None
@@ -55,7 +55,6 @@ PyObject *kclient_new_future(Appender *self, PyObject *result, Py_ssize_t delta,
                              PyObject *key, PyObject *value);
 Py_ssize_t kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key,
                                 PyObject *value, PyObject *headers);
-Py_ssize_t kclient_slot_offset(PyTypeObject *type, const char *name);
 
 /* _open.c: a new batch under the topic's lock for a record the open batch had no room for:
  * the record's future (its callback registered) and, in *batch, the new batch; Py_None when

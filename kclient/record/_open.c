@@ -48,9 +48,9 @@ kclient_appender_configure_open(Appender *self, PyObject *const *args, Py_ssize_
             return NULL;
         }
     }
-    Py_ssize_t tps = kclient_slot_offset(self->queues_type, "tps");
-    Py_ssize_t queued = tps < 0 ? -1 : kclient_slot_offset(self->queues_type, "queued");
-    Py_ssize_t last = queued < 0 ? -1 : kclient_slot_offset(self->queues_type, "last_batch_ms");
+    Py_ssize_t tps = slot_offset(self->queues_type, "tps");
+    Py_ssize_t queued = tps < 0 ? -1 : slot_offset(self->queues_type, "queued");
+    Py_ssize_t last = queued < 0 ? -1 : slot_offset(self->queues_type, "last_batch_ms");
     if (last < 0) {
         return NULL;
     }

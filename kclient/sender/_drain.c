@@ -195,26 +195,6 @@ static PyTypeObject DrainerType = {
 
 /* ---- module -------------------------------------------------------------------------------- */
 
-/* The offset of `name`, a __slots__ member of `type`; -1 with TypeError if it is not one. */
-static Py_ssize_t
-slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    Py_ssize_t offset = -1;
-    if (descr == NULL) {
-        return -1;
-    }
-    if (Py_TYPE(descr) == &PyMemberDescr_Type &&
-        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX) {
-        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    }
-    else {
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member", type->tp_name, name);
-    }
-    Py_DECREF(descr);
-    return offset;
-}
-
 /* configure(topic_queues, producer_batch, partition_info, cluster, c_builder, lock, deque,
  *           ready_result, refuse, py_ready, py_drain, none_codec, crc32c) */
 static PyObject *

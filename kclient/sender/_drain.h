@@ -5,10 +5,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "../_slots.h"
 #include "../record/_lock.h"
 #include "../record/_writer.h"
-
-#define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 #define FEW_PENDING 8
 #define MANY_PARTITIONS 8
 
