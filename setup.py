@@ -8,8 +8,8 @@
 ``kclient/record/_validate.c`` (the broker's record checks) and
 ``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c`` and
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
-``kclient/protocol/_produce.c`` (the one-partition ProduceRequest and its answer, see
-``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
+``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
+and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
 ``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
@@ -64,7 +64,8 @@ setup(
         ),
         Extension(
             "kclient.protocol._produce",
-            ["kclient/protocol/_produce.c"],
+            ["kclient/protocol/_produce.c", "kclient/protocol/_produce_answer.c"],
+            depends=["kclient/protocol/_produce.h"],
             optional=True,
         ),
         Extension(

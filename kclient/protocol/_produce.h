@@ -1,0 +1,24 @@
+/* kclient.protocol._produce's shared names (_produce.c: the request and the module;
+ * _produce_answer.c: the answer). */
+#ifndef KCLIENT_PRODUCE_H
+#define KCLIENT_PRODUCE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#define FIRST_FLEXIBLE 9
+#define FIRST_VERSION 3
+#define LAST_BY_NAME 12 /* v13 names topics by id */
+
+/* produce_fast.py's decode_produce (bind()), for arguments of other types; NULL until then */
+extern PyObject *py_decode;
+/* the answer's keys, interned by the module's init */
+extern PyObject *str_name, *str_index, *str_responses, *str_partition_responses,
+    *str_throttle_time_ms, *str_error_code, *str_base_offset, *str_log_append_time_ms,
+    *str_log_start_offset, *str_record_errors, *str_error_message;
+
+/* decode_produce(api_version, frame) -> (correlation_id, body) | None */
+PyObject *kclient_decode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames);
+
+#endif
