@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from kclient.errors import IllegalStateError, KafkaError
 from kclient.network.connection_states import NO_DELAY_LIMIT_MS
-from kclient.network.kafka_client import ClientRequest, ClientResponse
+from kclient.network.kafka_client import ClientRequest, ClientResponse, new_client_response
 
 
 class _Send(Protocol):
@@ -49,7 +49,9 @@ class InFlightRequest:
 
     def completed(self, body: dict[str, Any] | None, now_ms: int) -> ClientResponse:
         """The caller's response: answered (or written, when no response is expected)."""
-        return ClientResponse(self.request, body, now_ms, self.api_version, self.correlation_id)
+        return new_client_response(
+            self.request, body, now_ms, self.api_version, self.correlation_id
+        )
 
     def disconnected(self, now_ms: int, error: KafkaError, timed_out: bool) -> ClientResponse:
         """The caller's response when the connection went away before the answer came."""

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from kclient.errors import BrokerResponseError, KafkaError, KafkaTimeoutError
 from kclient.network.api_versions import NodeApiVersions, api_name
 from kclient.network.metadata import Metadata, Node
+from kclient.slot_copies import copier
 
 RequestBody = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 """A request body dict, or a function of the negotiated version that returns it."""
@@ -109,6 +110,20 @@ class ClientResponse:
             f"ClientResponse({api_name(self.api_key)} v{self.api_version} to node "
             f"{self.destination}, correlation id {self.correlation_id}, {state})"
         )
+
+
+new_client_request: Callable[..., ClientRequest] = copier(
+    ClientRequest(0, 0, {}, 0), tuple(ClientRequest.__dataclass_fields__), ClientRequest
+)
+"""``ClientRequest(...)`` with all nine fields positional, made by copying a template when
+the C accelerator is built (the Sender's per-request ProduceRequest)."""
+new_client_response: Callable[..., ClientResponse] = copier(
+    ClientResponse(ClientRequest(0, 0, {}, 0), None, 0),
+    ("request", "body", "received_time_ms", "api_version", "correlation_id"),
+    ClientResponse,
+)
+"""``ClientResponse(request, body, received_time_ms, api_version, correlation_id)`` made by
+copying a template when the C accelerator is built (every answered request)."""
 
 
 class KafkaClient(Protocol):

@@ -29,7 +29,7 @@ from kclient.errors import (
     KafkaTimeoutError,
 )
 from kclient.network.cluster import Cluster, TopicPartition
-from kclient.network.kafka_client import ClientRequest, KafkaClient
+from kclient.network.kafka_client import ClientRequest, KafkaClient, new_client_request
 from kclient.network.selector import release_all
 from kclient.protocol import ApiKey
 from kclient.sender.accumulator import RecordAccumulator
@@ -349,7 +349,7 @@ class Sender(ProduceResponses):
             "timeout_ms": self._request_timeout_ms,
             "topic_data": topic_data,
         }
-        request = ClientRequest(  # positional (per request): see ClientRequest's fields
+        request = new_client_request(  # every field, positionally: see ClientRequest's
             node_id,
             ApiKey.PRODUCE,
             body,
