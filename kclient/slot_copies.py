@@ -22,15 +22,26 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def copier(sample: T, variable: tuple[str, ...], fallback: Callable[..., T]) -> Callable[..., T]:
-    """``make(*values)``: a ``type(sample)`` with ``variable``'s members set to ``values``."""
+def template(
+    sample: T,
+    variable: tuple[str, ...],
+    fresh_lists: tuple[str, ...] = (),
+    fresh_locks: tuple[str, ...] = (),
+) -> Callable[..., T] | None:
+    """``SlotTemplate(sample, variable, fresh_lists, fresh_locks)``, or None without the
+    accelerator or when ``sample`` holds a member copies could not share."""
     if not _accel.ACCELERATED:
-        return fallback
+        return None
     from kclient.record._speedups import SlotTemplate
 
     try:
-        template: Callable[..., T] = SlotTemplate(sample, variable)
+        made: Callable[..., T] = SlotTemplate(sample, variable, fresh_lists, fresh_locks)
     except TypeError as exc:  # a member it cannot share: the constructor
         log.debug("%s by its constructor: %s", type(sample).__name__, exc)
-        return fallback
-    return template
+        return None
+    return made
+
+
+def copier(sample: T, variable: tuple[str, ...], fallback: Callable[..., T]) -> Callable[..., T]:
+    """``make(*values)``: a ``type(sample)`` with ``variable``'s members set to ``values``."""
+    return template(sample, variable) or fallback

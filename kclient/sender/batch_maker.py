@@ -14,15 +14,13 @@ copies match). No Java counterpart. Any thread (the caller's, under the topic's 
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from kclient.network.cluster import TopicPartition
 from kclient.record import _accel
 from kclient.sender.batch import BatchBuilder, ProducerBatch
 from kclient.sender.future import ProduceResult
-
-log = logging.getLogger(__name__)
+from kclient.slot_copies import template
 
 BatchMaker = Callable[[TopicPartition, int, int, int], ProducerBatch]
 """``make(tp, size, created_ms, batch_id)``: a new, empty batch reserving ``size`` bytes."""
@@ -51,17 +49,15 @@ def make_batch_maker(new_builder: Callable[[int], BatchBuilder]) -> BatchMaker:
 
     if not _accel.ACCELERATED:
         return construct
-    from kclient.record._speedups import RecordsWriter, SlotTemplate
+    from kclient.record._speedups import RecordsWriter
 
     sample_builder = new_builder(0)
     if not isinstance(sample_builder, RecordsWriter):  # _start is the C writer's
         return construct
-    try:
-        builders = SlotTemplate(sample_builder, ())
-        results = SlotTemplate(ProduceResult(_SAMPLE_TP), ("tp",), RESULT_LISTS, RESULT_LOCKS)
-        batches = SlotTemplate(ProducerBatch(_SAMPLE_TP, sample_builder, 0, 0, 0), BATCH_VARIABLE)
-    except TypeError as exc:  # a member these templates do not know: the constructors
-        log.debug("new batches by their constructors: %s", exc)
+    builders = template(sample_builder, ())
+    results = template(ProduceResult(_SAMPLE_TP), ("tp",), RESULT_LISTS, RESULT_LOCKS)
+    batches = template(ProducerBatch(_SAMPLE_TP, sample_builder, 0, 0, 0), BATCH_VARIABLE)
+    if builders is None or results is None or batches is None:  # a member they do not know
         return construct
 
     def copy(tp: TopicPartition, size: int, created_ms: int, batch_id: int) -> ProducerBatch:
