@@ -16,7 +16,9 @@ inside kclient's).
   pre-encoded request sent again and again on a plain socket read by the event loop.
 - ``--opcodes``: the **Python opcodes** executed per round trip, by function (a
   ``sys.settrace`` opcode count: deterministic, unlike times on a shared machine; a
-  change that saves opcodes on the path saves time, in proportion roughly).
+  change that saves opcodes on the path saves time, in proportion roughly). The total is
+  split as the timeline is: up to the request's write, overlapping the broker, and from
+  the answer's readability to the caller resuming (the first and the last are the latency).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.aio_producer import RawProduce  # noqa: E402
 from integration.peers import run_tansu  # noqa: E402
 from kclient.aio import AIOKafkaProducer, completions, loop_selector  # noqa: E402
-from kclient.network import channel, client  # noqa: E402
+from kclient.network import channel, client, selector  # noqa: E402
 from kclient.sender import accumulator, drain, produce_responses, sender  # noqa: E402
 
 VALUE = b"x" * 100
@@ -49,6 +51,11 @@ WARM_UP = 50
 _STDLIB = re.compile(r"^.*/lib/python3\.\d+/")
 _clock = time.perf_counter
 _marks: list[tuple[str, float]] = []
+# --opcodes splits the round trip where the timeline does: the call up to the request's
+# write (KSelector.send returning), the write up to the answer's readability, and the
+# answer up to the caller resuming (only the first and the last delay the caller)
+_TO_WRITE, _AFTER_WRITE, _AFTER_READABLE = "call to write", "overlapping", "readable to return"
+_PHASES = (_TO_WRITE, _AFTER_WRITE, _AFTER_READABLE)
 
 # (class, method, label, also mark its return): the steps of the round trip, in order
 _STEPS: list[tuple[type, str, str, bool]] = [
@@ -150,15 +157,24 @@ async def _floor(bootstrap: str, topic: str, waits: int) -> None:
 
 async def opcodes(bootstrap: str, topic: str, waits: int, top: int) -> None:
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
+    phases: collections.Counter[str] = collections.Counter()
+    phase = [_TO_WRITE]
     root = str(ROOT) + "/"
+    write_code = selector.KSelector.send.__code__
+    readable_code = loop_selector.LoopSelector._readable.__code__
 
     def trace(frame: FrameType, event: str, arg: object) -> Callable[..., Any]:
         frame.f_trace_opcodes = True
         frame.f_trace_lines = False
+        code = frame.f_code
         if event == "opcode":
-            code = frame.f_code
             where = _STDLIB.sub("", code.co_filename.removeprefix(root))
             counts[where, code.co_name] += 1
+            phases[phase[0]] += 1
+        elif code is readable_code and event == "call":
+            phase[0] = _AFTER_READABLE
+        elif code is write_code and event == "return":
+            phase[0] = _AFTER_WRITE
         return trace
 
     producer = _producer(bootstrap)
@@ -168,11 +184,14 @@ async def opcodes(bootstrap: str, topic: str, waits: int, top: int) -> None:
     sys.settrace(trace)
     try:
         for _ in range(waits):
+            phase[0] = _TO_WRITE
             await producer.send_and_wait(topic, VALUE)
     finally:
         sys.settrace(None)
     await producer.stop()
-    print(f"Python opcodes per round trip: {sum(counts.values()) / waits:,.0f}\n")
+    print(f"Python opcodes per round trip: {sum(counts.values()) / waits:,.0f}")
+    split = ", ".join(f"{name} {phases[name] / waits:,.0f}" for name in _PHASES)
+    print(f"({split})\n")
     print("| opcodes | function |")
     print("|---:|---|")
     for (where, name), count in counts.most_common(top):
