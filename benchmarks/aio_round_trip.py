@@ -1,7 +1,7 @@
 """Where one kclient.aio ``send_and_wait`` round trip spends its time, on tansu.
 
     .venv/bin/python benchmarks/aio_round_trip.py [--waits 3000]
-    .venv/bin/python benchmarks/aio_round_trip.py --opcodes [--waits 300] [--top 40]
+    .venv/bin/python benchmarks/aio_round_trip.py --opcodes [--waits 300] [--top 40] [--by-phase]
 
 acks=all, no idempotence, linger 0, 100 B values, one partition, every record awaited
 before the next (``benchmarks/aio_producer.py`` compares the clients; this one looks
@@ -155,7 +155,7 @@ async def _floor(bootstrap: str, topic: str, waits: int) -> None:
     )
 
 
-async def opcodes(bootstrap: str, topic: str, waits: int, top: int) -> None:
+async def opcodes(bootstrap: str, topic: str, waits: int, top: int, by_phase: bool) -> None:
     counts: collections.Counter[tuple[str, str]] = collections.Counter()
     phases: collections.Counter[str] = collections.Counter()
     phase = [_TO_WRITE]
@@ -169,6 +169,8 @@ async def opcodes(bootstrap: str, topic: str, waits: int, top: int) -> None:
         code = frame.f_code
         if event == "opcode":
             where = _STDLIB.sub("", code.co_filename.removeprefix(root))
+            if by_phase:
+                where = f"{phase[0]}: {where}"
             counts[where, code.co_name] += 1
             phases[phase[0]] += 1
         elif code is readable_code and event == "call":
@@ -203,6 +205,9 @@ def main() -> int:
     parser.add_argument("--waits", type=int, default=None, help="round trips measured")
     parser.add_argument("--opcodes", action="store_true", help="count opcodes instead")
     parser.add_argument("--top", type=int, default=40, help="functions listed (--opcodes)")
+    parser.add_argument(
+        "--by-phase", action="store_true", help="list functions per phase (--opcodes)"
+    )
     args = parser.parse_args()
     waits = args.waits or (300 if args.opcodes else 3000)
     if waits < 1 or args.top < 0:
@@ -211,7 +216,9 @@ def main() -> int:
         tansu.create_topic("round-trip", 1)
         tansu.create_topic("round-trip-floor", 1)
         if args.opcodes:
-            asyncio.run(opcodes(tansu.bootstrap_servers, "round-trip", waits, args.top))
+            asyncio.run(
+                opcodes(tansu.bootstrap_servers, "round-trip", waits, args.top, args.by_phase)
+            )
         else:
             asyncio.run(timeline(tansu.bootstrap_servers, "round-trip", "round-trip-floor", waits))
     return 0
