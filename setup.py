@@ -6,8 +6,9 @@
 ``_template.c`` and ``_open.c``, the new batches copied from templates and opened by
 ``send``),
 ``kclient/record/_validate.c`` (the broker's record checks) and
-``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c`` and
-``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
+``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c``,
+``_watch.c`` and ``_future_module.c`` (kclient.aio's record future, per-batch group and settle
+and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
@@ -58,7 +59,12 @@ setup(
         ),
         Extension(
             "kclient.aio._future",
-            ["kclient/aio/_future.c", "kclient/aio/_settle.c", "kclient/aio/_future_module.c"],
+            [
+                "kclient/aio/_future.c",
+                "kclient/aio/_settle.c",
+                "kclient/aio/_watch.c",
+                "kclient/aio/_future_module.c",
+            ],
             depends=["kclient/aio/_future.h", "kclient/_fallback_method.h"],
             optional=True,
         ),

@@ -1,6 +1,6 @@
 /*
  * Shared declarations of kclient.aio._future (_future.c: RecordFuture; _settle.c: Ready,
- * track and the per-batch settle; _future_module.c: AioSend and the module).
+ * track and the per-batch settle; _watch.c: BatchWatch, new_group; _future_module.c: AioSend and the module).
  */
 #ifndef KCLIENT_AIO_FUTURE_H
 #define KCLIENT_AIO_FUTURE_H
@@ -35,7 +35,7 @@ typedef struct {
     unsigned char log_tb;   /* an exception nobody retrieved yet */
 } FutureObject;
 
-extern PyTypeObject kaio_FutureType, kaio_ReadyType;
+extern PyTypeObject kaio_FutureType, kaio_ReadyType, kaio_WatchType;
 
 #define Future_Check(op) PyObject_TypeCheck(op, &kaio_FutureType)
 
@@ -52,5 +52,9 @@ PyObject *aio_settle_ok(PyObject *module, PyObject *const *args, Py_ssize_t narg
 PyObject *aio_settle_error(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_run_callbacks(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* _watch.c */
+int kaio_watch_init(void);
+PyObject *aio_new_group(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

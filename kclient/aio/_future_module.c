@@ -91,6 +91,7 @@ static PyMethodDef module_methods[] = {
     {"settle_error", (PyCFunction)(void (*)(void))aio_settle_error, METH_FASTCALL, NULL},
     {"settle_one", (PyCFunction)(void (*)(void))aio_settle_one, METH_FASTCALL, NULL},
     {"run_callbacks", (PyCFunction)(void (*)(void))aio_run_callbacks, METH_FASTCALL, NULL},
+    {"new_group", (PyCFunction)(void (*)(void))aio_new_group, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
@@ -150,7 +151,7 @@ PyInit__future(void)
         kaio_RecordMetadataType = (PyTypeObject *)PyObject_GetAttrString(future, "RecordMetadata");
         Py_DECREF(future);
         if (kaio_CancelledError == NULL || kaio_InvalidStateError == NULL || kaio_RecordMetadataType == NULL ||
-            intern_all() < 0) {
+            intern_all() < 0 || kaio_watch_init() < 0) {
             return NULL;
         }
         if (!PyType_Check(kaio_RecordMetadataType) ||
@@ -165,7 +166,8 @@ PyInit__future(void)
     }
     if (PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&kaio_FutureType) < 0 ||
         PyModule_AddObjectRef(module, "Ready", (PyObject *)&kaio_ReadyType) < 0 ||
-        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0) {
+        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0 ||
+        PyModule_AddObjectRef(module, "BatchWatch", (PyObject *)&kaio_WatchType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -131,8 +131,10 @@ class BatchCompletions:
         self.track: Callable[[FutureRecordMetadata], Any]
         """The ``Ready`` of a new future for ``record`` (just queued by ``send``)."""
         self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
-        if NATIVE:
-            self.track = functools.partial(_native.track, self._groups, loop, self._new_group)
+        self._new_group_call: Callable[[FutureRecordMetadata], Any] = self._new_group
+        if NATIVE:  # a batch's group made (new_group) and settled (BatchWatch) in C
+            self._new_group_call = functools.partial(_native.new_group, self)
+            self.track = functools.partial(_native.track, self._groups, loop, self._new_group_call)
         else:
             self.track = self._track
             if type(loop).create_future is asyncio.BaseEventLoop.create_future:
@@ -141,10 +143,11 @@ class BatchCompletions:
 
     def track_args(self) -> tuple[Any, ...]:
         """``track``'s first three arguments (for ``AioSend``, the C ``send``)."""
-        return (self._groups, self._loop, self._new_group)
+        return (self._groups, self._loop, self._new_group_call)
 
     def _new_group(self, record: FutureRecordMetadata) -> Any:
-        """``track`` of the first record of a batch: the batch gets a group, watched."""
+        """``track`` of the first record of a batch: the batch gets a group, watched. (The
+        reference of the C ``new_group``, which calls this for a batch already done.)"""
         result = record._produce_result
         if result.done or result.superseded:  # not expected: completions come later
             future = _native.RecordFuture(self._loop)
@@ -190,8 +193,15 @@ class BatchCompletions:
             pending, self.pending = self.pending, []
             _native.run_callbacks(pending, self._loop, False)
 
+    def _settle_failed(self, result: ProduceResult, error: BaseException) -> None:
+        """The C ``BatchWatch`` could not settle ``result``'s group (a bug): logged, as
+        ``_BatchWatch`` logs it."""
+        log.error("settling the futures of a batch for %s failed", result.tp, exc_info=error)
+
     def _settle(self, result: ProduceResult) -> None:
-        """``result``'s batch completed (or was split): settle its records' futures."""
+        """``result``'s batch completed (or was split): settle its records' futures. (The
+        reference of the C ``BatchWatch``, which calls this for a split batch or record
+        errors.)"""
         rows = self._groups.pop(result)
         each = iter(rows)
         if result.superseded or result.record_errors is not None:

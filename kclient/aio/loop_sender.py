@@ -58,7 +58,8 @@ class LoopSender:
         self.selector: LoopSelector | None = None
         self.scheduled = False
         self._handle: asyncio.Handle | None = None
-        self._running = False
+        self.running = False
+        """Whether a step is running (records completing now wait for ``after_step``)."""
         self.stopped = False
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
@@ -71,11 +72,6 @@ class LoopSender:
         so that ``run_now`` takes it without a ``call_soon`` to cancel."""
         self._dispatching = False
         self._steps = 0
-
-    @property
-    def running(self) -> bool:
-        """Whether a step is running (records completing now wait for ``after_step``)."""
-        return self._running
 
     def schedule(self) -> None:
         """Run a step soon (after the current callback): the accumulator or a caller has
@@ -90,49 +86,52 @@ class LoopSender:
     def run_now(self) -> None:
         """Run a step now instead of soon (a caller about to wait for what it queued:
         its request goes out one loop iteration earlier)."""
-        if self.scheduled and not self._running and not self.stopped:
+        if self.scheduled and not self.running and not self.stopped:
             self.scheduled = False
             if self._handle is not None:
                 self._handle.cancel()
             self.run()
 
     def on_ready(self) -> None:
-        """A socket is ready: run a step now (it reads or writes what is ready)."""
-        if not self._running and not self.stopped:
-            self.run()
+        """A socket is ready: read and write what is ready now (``Sender.poll_network``);
+        the full step follows (``schedule``), unless a task resumed by the answers runs
+        it first (``run_now``). The answer's records complete one step sooner."""
+        if not self.running and not self.stopped:
+            self.run(poll_only=True)
 
     def _scheduled_run(self) -> None:
         self.scheduled = False
-        if not self._running and not self.stopped:
+        if not self.running and not self.stopped:
             self.run()
 
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_at = math.inf
-        if not self._running and not self.stopped:
+        if not self.running and not self.stopped:
             self.run()
 
-    def run(self) -> None:
-        """One ``Sender.run_once``, then a timer for its next deadline."""
+    def run(self, poll_only: bool = False) -> None:
+        """One ``Sender.run_once`` (or only its network poll), then a timer for its next
+        deadline."""
         sender = self.sender
         assert sender is not None
-        self._running = True
+        self.running = True
         try:
-            timeout_ms = sender.run_once()
+            timeout_ms = sender.poll_network() if poll_only else sender.run_once()
         except BaseException as exc:
             try:
                 sender.fail_on_error(exc)
                 self.stop()
                 self.on_failure(exc)
             finally:
-                self._running = False
+                self.running = False
                 self._after_step()
             raise
-        self._running = False
+        self.running = False
         self._steps += 1
         steps = self._steps
         selector = self.selector
-        if selector is not None:
+        if selector is not None and not poll_only:
             # I/O done in this step (a response, a connection): go round again at once,
             # as the Sender thread's loop does when its poll returns early
             timeout_ms = 0 if selector.returned_events else selector.requested_timeout_ms

@@ -24,6 +24,7 @@ Thread contract: call every method from the event loop that ran ``start()``. Aft
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -93,7 +94,9 @@ class AIOKafkaProducer:
             producer = LoopProducer(settings, self._loop, client)
             self._on_loop = True
             driver = producer.driver
-            completions = self._completions = BatchCompletions(self._loop, lambda: driver.running)
+            completions = self._completions = BatchCompletions(
+                self._loop, functools.partial(getattr, driver, "running")
+            )
             driver.after_step = completions.dispatch if NATIVE else driver.after_step
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)

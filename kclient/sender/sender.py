@@ -208,6 +208,14 @@ class Sender(ProduceResponses):
         self._client.poll(poll_timeout_ms, now_ms)
         return poll_timeout_ms
 
+    def poll_network(self) -> int:
+        """Only the network's part of ``run_once``: what a ready socket brings is read (the
+        answers complete their batches) or written, nothing is sent. For an event loop
+        that runs this when a socket is ready; its next ``run_once`` is due at once
+        (returns 0)."""
+        self._client.poll(0, self._clock.monotonic_ms())
+        return 0
+
     def _release_waiters(self) -> None:
         release_all(self._wakeups)
 
