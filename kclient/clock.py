@@ -5,8 +5,12 @@ Kafka's ``Time`` / ``SystemTime``. Tests use ``kclient.testing.MockClock``.
 
 from __future__ import annotations
 
+import os
 import time
+from collections.abc import Callable
 from typing import Protocol
+
+from kclient.record._accel import PURE_PYTHON_ENV
 
 
 class Clock(Protocol):
@@ -45,5 +49,21 @@ class SystemClock:
         if duration_ms > 0:
             time.sleep(duration_ms / 1000.0)
 
+
+def _c_monotonic_ms() -> Callable[[], int] | None:
+    """``kclient._clock.monotonic_ms`` (the same clock without a Python frame), if built and
+    not disabled with ``KCLIENT_PURE_PYTHON``."""
+    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+        return None
+    try:
+        from kclient import _clock
+    except ImportError:  # not built
+        return None
+    return _clock.monotonic_ms
+
+
+_monotonic_ms = _c_monotonic_ms()
+if _monotonic_ms is not None:
+    SystemClock.monotonic_ms = staticmethod(_monotonic_ms)  # type: ignore[method-assign,assignment]
 
 SYSTEM_CLOCK = SystemClock()

@@ -1,0 +1,3 @@
+"""Type stub of the C extension ``_clock.c`` (see kclient.clock)."""
+
+def monotonic_ms() -> int: ...
