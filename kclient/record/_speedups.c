@@ -1395,6 +1395,9 @@ static PyMethodDef module_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, "
      "record_class) -> iterator of records, checked first"},
+    {"copy_batch", (PyCFunction)(void (*)(void))kclient_copy_batch, METH_FASTCALL,
+     "copy_batch(builders, results, batches, tp, size, created_ms, batch_id) -> a new "
+     "ProducerBatch copied from templates (kclient/sender/batch_maker.py)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -155,6 +155,16 @@ def decode_records(
     record_class: type[Record],
     /,
 ) -> Iterator[Record]: ...
+def copy_batch(
+    builders: Callable[[], Any],
+    results: Callable[[Any], Any],
+    batches: Callable[..., Any],
+    tp: Any,
+    size: int,
+    created_ms: int,
+    batch_id: int,
+    /,
+) -> Any: ...
 
 class SlotTemplate:
     """Copies of a ``__slots__`` instance without ``__init__`` (``_template.c``)."""

@@ -272,3 +272,51 @@ PyTypeObject kclient_SlotTemplateType = {
     .tp_init = (initproc)template_init,
     .tp_new = template_new,
 };
+
+/* ---- a new batch from three templates (kclient/sender/batch_maker.py) -------------------- */
+
+/* copy_batch(builders, results, batches, tp, size, created_ms, batch_id): batch_maker's
+ * copy without its Python frame. builders() is a new record builder, started for size
+ * bytes (builder._start(size)); results(tp) its ProduceResult; batches(tp, builder,
+ * builder.append, result, created_ms, size, batch_id, (batch_id,)) the ProducerBatch. */
+PyObject *
+kclient_copy_batch(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *str_start, *str_append;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "copy_batch(builders, results, batches, tp, size, created_ms, batch_id)");
+        return NULL;
+    }
+    if (str_start == NULL) {
+        str_start = PyUnicode_InternFromString("_start");
+        str_append = PyUnicode_InternFromString("append");
+        if (str_start == NULL || str_append == NULL) {
+            return NULL;
+        }
+    }
+    PyObject *tp = args[3], *size = args[4], *created_ms = args[5], *batch_id = args[6];
+    PyObject *builder = PyObject_CallNoArgs(args[0]);
+    if (builder == NULL) {
+        return NULL;
+    }
+    PyObject *batch = NULL, *append = NULL, *result = NULL, *order = NULL;
+    PyObject *started = PyObject_CallMethodOneArg(builder, str_start, size);
+    if (started == NULL) {
+        goto done;
+    }
+    Py_DECREF(started);
+    append = PyObject_GetAttr(builder, str_append);
+    result = append == NULL ? NULL : PyObject_CallOneArg(args[1], tp);
+    order = result == NULL ? NULL : PyTuple_Pack(1, batch_id);
+    if (order != NULL) {
+        PyObject *values[8] = {tp, builder, append, result, created_ms, size, batch_id, order};
+        batch = PyObject_Vectorcall(args[2], values, 8, NULL);
+    }
+done:
+    Py_XDECREF(order);
+    Py_XDECREF(result);
+    Py_XDECREF(append);
+    Py_DECREF(builder);
+    return batch;
+}

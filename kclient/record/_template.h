@@ -1,4 +1,4 @@
-/* SlotTemplate of kclient.record._speedups (_template.c). */
+/* SlotTemplate and copy_batch of kclient.record._speedups (_template.c). */
 #ifndef KCLIENT_TEMPLATE_H
 #define KCLIENT_TEMPLATE_H
 
@@ -6,5 +6,7 @@
 #include <Python.h>
 
 extern PyTypeObject kclient_SlotTemplateType;
+
+PyObject *kclient_copy_batch(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -14,6 +14,7 @@ copies match). No Java counterpart. Any thread (the caller's, under the topic's 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from kclient.network.cluster import TopicPartition
@@ -41,8 +42,11 @@ RESULT_LISTS = ("split_map", "_watchers")
 RESULT_LOCKS = ("_lock",)
 
 
-def make_batch_maker(new_builder: Callable[[int], BatchBuilder]) -> BatchMaker:
-    """The fastest way to make batches whose builders ``new_builder(size)`` makes."""
+def make_batch_maker(
+    new_builder: Callable[[int], BatchBuilder], *, python_copy: bool = False
+) -> BatchMaker:
+    """The fastest way to make batches whose builders ``new_builder(size)`` makes: the
+    templates copied in C (``copy_batch``), or in Python with ``python_copy`` (tests)."""
 
     def construct(tp: TopicPartition, size: int, created_ms: int, batch_id: int) -> ProducerBatch:
         return ProducerBatch(tp, new_builder(size), created_ms, size, batch_id)
@@ -61,6 +65,7 @@ def make_batch_maker(new_builder: Callable[[int], BatchBuilder]) -> BatchMaker:
         return construct
 
     def copy(tp: TopicPartition, size: int, created_ms: int, batch_id: int) -> ProducerBatch:
+        """What ``copy_batch`` (C) does; the reference its test compares with."""
         builder = builders()
         builder._start(size)
         batch: ProducerBatch = batches(
@@ -68,4 +73,8 @@ def make_batch_maker(new_builder: Callable[[int], BatchBuilder]) -> BatchMaker:
         )
         return batch
 
-    return copy
+    if python_copy:
+        return copy
+    from kclient.record._speedups import copy_batch
+
+    return functools.partial(copy_batch, builders, results, batches)

@@ -3,6 +3,7 @@ are the batches the constructors make, and share nothing mutable."""
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -42,9 +43,18 @@ def _same(copied: object, made: object, *, skip: tuple[str, ...] = ()) -> None:
 
 
 @needs_c
-def test_a_copied_batch_is_what_the_constructor_makes() -> None:
+def test_the_batches_are_copied_in_c() -> None:
+    from kclient.record._speedups import copy_batch
+
     make = make_batch_maker(_builder)
-    assert make.__name__ == "copy"  # the templates, not the constructors
+    assert isinstance(make, functools.partial) and make.func is copy_batch
+    assert make_batch_maker(_builder, python_copy=True).__name__ == "copy"
+
+
+@needs_c
+@pytest.mark.parametrize("python_copy", [False, True])
+def test_a_copied_batch_is_what_the_constructor_makes(python_copy: bool) -> None:
+    make = make_batch_maker(_builder, python_copy=python_copy)
     copied = make(TP, 5000, 1234, 17)
     made = ProducerBatch(TP, _builder(5000), 1234, 5000, 17)
     _same(copied, made, skip=("builder", "_append", "result"))
@@ -63,8 +73,9 @@ def test_a_copied_batch_is_what_the_constructor_makes() -> None:
 
 
 @needs_c
-def test_copied_batches_share_no_mutable_state() -> None:
-    make = make_batch_maker(_builder)
+@pytest.mark.parametrize("python_copy", [False, True])
+def test_copied_batches_share_no_mutable_state(python_copy: bool) -> None:
+    make = make_batch_maker(_builder, python_copy=python_copy)
     first, second = make(TP, 100, 0, 1), make(TopicPartition("u", 0), 100, 0, 2)
     assert first.builder is not second.builder and first.result is not second.result
     assert first._append.__self__ is first.builder  # type: ignore[attr-defined]
