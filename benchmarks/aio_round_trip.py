@@ -60,7 +60,8 @@ _PHASES = (_TO_WRITE, _AFTER_WRITE, _AFTER_READABLE)
 # (class, method, label, also mark its return): the steps of the round trip, in order
 _STEPS: list[tuple[type, str, str, bool]] = [
     (accumulator.RecordAccumulator, "_open_batch", "new batch", True),
-    (sender.Sender, "_send_producer_data", "send_producer_data", True),
+    (sender.Sender, "run_once", "sender step", True),
+    (sender.Sender, "poll_network", "network poll", True),
     (drain.BatchDrainer, "ready", "ready", True),
     (drain.BatchDrainer, "drain", "drain", True),
     (sender.Sender, "_send_produce_request", "produce request", False),

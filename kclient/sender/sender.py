@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kclient.clock import Clock
@@ -32,6 +32,7 @@ from kclient.network.cluster import Cluster, TopicPartition
 from kclient.network.kafka_client import ClientRequest, KafkaClient, new_client_request
 from kclient.network.selector import release_all
 from kclient.protocol import ApiKey
+from kclient.record import _accel
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
@@ -41,6 +42,13 @@ from kclient.sender.transaction_manager import TransactionManager as Transaction
 from kclient.sender.txn_sender import TransactionalRequestSender
 
 log = logging.getLogger(__name__)
+
+_step: Any = None
+if _accel.ACCELERATED:
+    try:
+        from kclient.sender import _step
+    except ImportError:  # not built: the Python step
+        _step = None
 
 PRODUCE_MIN_VERSION = 3  # record batch v2
 PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not track
@@ -109,6 +117,11 @@ class Sender(ProduceResponses):
         """No in-flight batch reaches delivery.timeout.ms before this (a lower bound)."""
         self._last_cluster: Cluster | None = None
         self._last_topic_refresh_ms = -TOPIC_REFRESH_INTERVAL_MS
+        self._send_data: Callable[[int], int] = self._send_producer_data
+        """``_send_producer_data``, or its common case in C (``kclient.sender._step``,
+        which calls the Python for the rest) when the accelerator is built."""
+        if _step is not None:
+            self._send_data = functools.partial(_step.send_data, self)
         self.running = True
         self.force_close_requested = False
         self.on_failure: Callable[[KafkaError], None] | None = None
@@ -200,7 +213,7 @@ class Sender(ProduceResponses):
                 txn_timeout_ms = self._txn.run_once(now_ms)
             elif not tm.has_producer_id:
                 self._maybe_init_producer_id(now_ms)
-        poll_timeout_ms = self._send_producer_data(now_ms)
+        poll_timeout_ms = self._send_data(now_ms)
         if self._txn is not None:
             poll_timeout_ms = min(poll_timeout_ms, txn_timeout_ms)
         elif tm is not None and not tm.has_producer_id:
@@ -236,14 +249,7 @@ class Sender(ProduceResponses):
             return max(min(accumulator.delivery_timeout_ms, self._next_expiry_check_ms - now_ms), 0)
         result = accumulator.ready(cluster, now_ms)
         if result.unknown_leader_topics:
-            for topic in result.unknown_leader_topics:
-                metadata.add(topic, now_ms)
-            log.debug(
-                "%sno leader known for %s; refreshing metadata",
-                self._prefix,
-                result.unknown_leader_topics,
-            )
-            metadata.request_update()
+            self._unknown_leaders(result.unknown_leader_topics, now_ms)
         not_ready_timeout_ms = _NO_TIMEOUT_MS
         ready_nodes = []
         client = self._client
@@ -284,6 +290,14 @@ class Sender(ProduceResponses):
         if batches and accumulator.more_ready:
             poll_timeout_ms = 0  # more to drain once these are written
         return max(poll_timeout_ms, 0)
+
+    def _unknown_leaders(self, topics: Iterable[str], now_ms: int) -> None:
+        """``ready`` found partitions of ``topics`` without a known leader: refresh."""
+        metadata = self._metadata
+        for topic in topics:
+            metadata.add(topic, now_ms)
+        log.debug("%sno leader known for %s; refreshing metadata", self._prefix, topics)
+        metadata.request_update()
 
     # ---- delivery timeout ----------------------------------------------------------------
 

@@ -17,6 +17,8 @@ from kclient.sender import metrics, sender
 from kclient.sender.metrics import SAMPLES, WINDOW_MS, PySampledStat, PySenderMetrics
 from tests.sender.sender_helpers import make, ok
 
+pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
+
 IMPLS = ["c", "python"]
 
 

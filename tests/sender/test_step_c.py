@@ -1,0 +1,135 @@
+"""The Sender's send step in C (``kclient.sender._step.send_data``) against the Python it
+replaces (``Sender._send_producer_data``): the same random sequences of sends, steps,
+answers, clock moves and unreachable or throttled nodes, on two producers that differ only
+in the step; after every step both sent the same requests, returned the same poll timeout
+and hold the same in-flight, muted, expiry and metadata state.
+
+No sockets: each producer has a MockClient and a MockClock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kclient.record import _accel
+from kclient.sender import sender as sender_module
+from tests.sender.sender_helpers import Harness, make, ok, partitions_in
+
+pytestmark = pytest.mark.skipif(
+    not _accel.ACCELERATED, reason="the C accelerator is not built (or KCLIENT_PURE_PYTHON)"
+)
+TOPICS = {"t": 3, "u": 2}
+
+send = st.tuples(st.sampled_from(["t", "u"]), st.integers(0, 2), st.integers(1, 4))
+rounds = st.lists(
+    st.tuples(
+        st.lists(send, max_size=3),  # records queued, then a step
+        st.sampled_from([None, 0, 0, 0, 6, 7]),  # the oldest request answered (ok, not
+        # leader, timed out), then a step
+        st.sampled_from([0, 0, 1, 3, 100, 1_001, 40_000]),  # the clock moves
+        st.sampled_from([None, None, "blackout", "throttle", "flush", "flushed"]),  # node 0
+        # or 1 goes away, or a flush begins (every batch ready) or ends
+        st.integers(0, 1),
+    ),
+    max_size=25,
+)
+
+
+def _state(h: Harness, timeout_ms: int) -> dict[str, Any]:
+    sender = h.sender
+    return {
+        "timeout_ms": timeout_ms,
+        "requests": [(r.api_key, r.destination, partitions_in(r)) for r in h.produce_requests()],
+        "in_flight": {tp: len(b) for tp, b in sender._in_flight_batches.items()},
+        "expiry": sender._next_expiry_check_ms,
+        "muted": sorted(h.acc._drainer.muted),
+        "metadata_topics": sorted(h.client.metadata.topics()),
+        "update_due": h.client.metadata.time_to_next_update(h.clock.monotonic_ms()),
+        "more_ready": h.acc.more_ready,
+    }
+
+
+def _round(h: Harness, one: tuple[Any, ...], futures: list[Any]) -> list[dict[str, Any]]:
+    sends, answer, advance_ms, trouble, node = one
+    for topic, partition, n in sends:
+        if partition < TOPICS[topic]:
+            futures.extend(h.send(topic, partition, b"v" * 30, n))
+    states = [_state(h, h.sender.run_once())]
+    requests = h.produce_requests()
+    if answer is not None and requests:
+        h.client.respond(ok(requests[0], base_offset=len(futures), code=answer))
+        states.append(_state(h, h.sender.run_once()))
+    h.clock.sleep_ms(advance_ms)
+    if trouble == "blackout":
+        h.client.blackout(node, 500)
+    elif trouble == "throttle":
+        h.client.throttle(node, 300)
+    elif trouble == "flush":
+        h.acc.begin_flush()
+    elif trouble == "flushed" and h.acc._flushes_in_progress:
+        h.acc.end_flush()
+    states.append({"done": [f.done() for f in futures]})
+    return states
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rounds=rounds,
+    nodes=st.integers(1, 2),
+    no_leader=st.booleans(),
+    idempotent=st.booleans(),
+    ordered=st.booleans(),
+    linger_ms=st.sampled_from([0, 5]),
+    batch_size=st.sampled_from([100, 16_384]),
+)
+def test_the_c_step_does_what_the_python_step_does(  # noqa: PLR0917 -- given's
+    rounds: list[tuple[Any, ...]],
+    nodes: int,
+    no_leader: bool,
+    idempotent: bool,
+    ordered: bool,
+    linger_ms: int,
+    batch_size: int,
+) -> None:
+    kwargs: dict[str, Any] = {
+        "nodes": nodes,
+        "topics": TOPICS,
+        "leaders": {("u", 1): -1} if no_leader else None,
+        "idempotent": idempotent,
+        "max_in_flight": 1 if ordered else 5,
+        "linger_ms": linger_ms,
+        "batch_size": batch_size,
+        "delivery_timeout_ms": 35_000,
+        "request_timeout_ms": 30_000,
+    }
+    in_c, in_python = make(**kwargs), make(**kwargs)
+    assert in_c.sender._send_data.func is sender_module._step.send_data  # type: ignore[attr-defined]
+    in_python.sender._send_data = in_python.sender._send_producer_data
+    futures_c: list[Any] = []
+    futures_py: list[Any] = []
+    for one in rounds:
+        assert _round(in_c, one, futures_c) == _round(in_python, one, futures_py), one
+
+
+def test_a_step_with_records_queued_runs_without_the_python() -> None:
+    h = make(topics=TOPICS)
+    python_steps: list[int] = []
+    reference = h.sender._send_producer_data
+
+    def counted(now_ms: int) -> int:
+        python_steps.append(now_ms)
+        return reference(now_ms)
+
+    h.sender._send_producer_data = counted  # type: ignore[method-assign]
+    h.send("t", 0)
+    h.run()  # the first step sees the cluster for the first time: the Python's
+    h.send("t", 1)
+    h.send("u", 0)
+    h.run()
+    h.run()  # nothing queued: the Python's
+    assert len(python_steps) == 2
+    assert [partitions_in(r) for r in h.produce_requests()] == [[("t", 0)], [("t", 1), ("u", 0)]]
