@@ -1,5 +1,16 @@
 """Type stub of the C extension ``_step.c`` (see kclient.sender.sender)."""
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 def send_data(sender: Any, now_ms: int, /) -> int: ...
+def configure(
+    new_client_request: Callable[..., Any],
+    produce_api_key: int,
+    produce_min_version: int,
+    partial: type[Any],
+    log: logging.Logger,
+    debug_level: int,
+    /,
+) -> None: ...

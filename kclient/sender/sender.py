@@ -43,13 +43,6 @@ from kclient.sender.txn_sender import TransactionalRequestSender
 
 log = logging.getLogger(__name__)
 
-_step: Any = None
-if _accel.ACCELERATED:
-    try:
-        from kclient.sender import _step
-    except ImportError:  # not built: the Python step
-        _step = None
-
 PRODUCE_MIN_VERSION = 3  # record batch v2
 PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not track
 #: a transaction of transaction version 1 must not use Produce v12+ (KIP-890: v12 adds
@@ -57,6 +50,22 @@ PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not 
 PRODUCE_MAX_VERSION_TV1 = 11
 TOPIC_REFRESH_INTERVAL_MS = 1_000
 _NO_TIMEOUT_MS = 2**63 - 1
+
+_step: Any = None
+if _accel.ACCELERATED:
+    try:
+        from kclient.sender import _step
+    except ImportError:  # not built: the Python step
+        _step = None
+    else:  # what its one-batch ProduceRequest (_send_produce_request's) is made of
+        _step.configure(
+            new_client_request,
+            ApiKey.PRODUCE,
+            PRODUCE_MIN_VERSION,
+            functools.partial,
+            log,
+            logging.DEBUG,
+        )
 
 
 class Sender(ProduceResponses):

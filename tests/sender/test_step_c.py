@@ -9,6 +9,7 @@ No sockets: each producer has a MockClient and a MockClock.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -43,7 +44,20 @@ def _state(h: Harness, timeout_ms: int) -> dict[str, Any]:
     sender = h.sender
     return {
         "timeout_ms": timeout_ms,
-        "requests": [(r.api_key, r.destination, partitions_in(r)) for r in h.produce_requests()],
+        "requests": [
+            (
+                r.api_key,
+                r.destination,
+                r.body_for(12),
+                r.created_time_ms,
+                r.expect_response,
+                r.request_timeout_ms,
+                r.min_version,
+                r.max_version,
+            )
+            for r in h.produce_requests()
+        ],
+        "metrics": sender.metrics.snapshot(),
         "in_flight": {tp: len(b) for tp, b in sender._in_flight_batches.items()},
         "expiry": sender._next_expiry_check_ms,
         "muted": sorted(h.acc._drainer.muted),
@@ -85,6 +99,7 @@ def _round(h: Harness, one: tuple[Any, ...], futures: list[Any]) -> list[dict[st
     ordered=st.booleans(),
     linger_ms=st.sampled_from([0, 5]),
     batch_size=st.sampled_from([100, 16_384]),
+    acks=st.sampled_from([-1, 1, 0]),
 )
 def test_the_c_step_does_what_the_python_step_does(  # noqa: PLR0917 -- given's
     rounds: list[tuple[Any, ...]],
@@ -94,12 +109,14 @@ def test_the_c_step_does_what_the_python_step_does(  # noqa: PLR0917 -- given's
     ordered: bool,
     linger_ms: int,
     batch_size: int,
+    acks: int,
 ) -> None:
     kwargs: dict[str, Any] = {
         "nodes": nodes,
         "topics": TOPICS,
         "leaders": {("u", 1): -1} if no_leader else None,
         "idempotent": idempotent,
+        "acks": acks,
         "max_in_flight": 1 if ordered else 5,
         "linger_ms": linger_ms,
         "batch_size": batch_size,
@@ -133,3 +150,22 @@ def test_a_step_with_records_queued_runs_without_the_python() -> None:
     h.run()  # nothing queued: the Python's
     assert len(python_steps) == 2
     assert [partitions_in(r) for r in h.produce_requests()] == [[("t", 0)], [("t", 1), ("u", 0)]]
+
+
+@pytest.mark.parametrize("step", ["c", "python"])
+def test_each_produce_request_is_logged_at_debug(
+    step: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    h = make(topics=TOPICS, nodes=2)
+    if step == "python":
+        h.sender._send_data = h.sender._send_producer_data
+    with caplog.at_level(logging.DEBUG, logger="kclient.sender.sender"):
+        h.send("t", 0)
+        h.run()
+        h.send("t", 1, b"v" * 200)
+        h.run()
+    lines = [r.getMessage() for r in caplog.records if "produce request" in r.getMessage()]
+    assert lines == [
+        "produce request to node 0: 1 batches, 69 bytes",
+        "produce request to node 1: 1 batches, 270 bytes",
+    ]
