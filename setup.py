@@ -11,8 +11,8 @@
 and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``), ``kclient/sender/_step.c`` (the
-Sender's send half of a step), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
+Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``), ``kclient/sender/_step.c`` with
+``_step_request.c`` (the Sender's send half of a step), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
 ``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
@@ -76,7 +76,12 @@ setup(
             optional=True,
         ),
         Extension("kclient._clock", ["kclient/_clock.c"], optional=True),
-        Extension("kclient.sender._step", ["kclient/sender/_step.c"], optional=True),
+        Extension(
+            "kclient.sender._step",
+            ["kclient/sender/_step.c", "kclient/sender/_step_request.c"],
+            depends=["kclient/sender/_step.h"],
+            optional=True,
+        ),
         Extension(
             "kclient.sender._stats",
             ["kclient/sender/_stats.c"],
