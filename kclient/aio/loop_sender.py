@@ -96,8 +96,24 @@ class LoopSender:
         """A socket is ready: read and write what is ready now (``Sender.poll_network``);
         the full step follows (``schedule``), unless a task resumed by the answers runs
         it first (``run_now``). The answer's records complete one step sooner."""
-        if not self.running and not self.stopped:
-            self.run(poll_only=True)
+        if self.running or self.stopped:
+            return
+        sender = self.sender
+        assert sender is not None
+        self.running = True
+        try:
+            sender.poll_network()
+        except BaseException as exc:
+            self._failed(sender, exc)
+            raise
+        self.running = False
+        self._steps += 1
+        steps = self._steps
+        if self._turns:
+            self._end_turns()
+        self._after_step()
+        if self._steps == steps and not self.stopped:
+            self.schedule()  # the full step (unless a resumed task ran one)
 
     def _scheduled_run(self) -> None:
         self.scheduled = False
@@ -110,36 +126,26 @@ class LoopSender:
         if not self.running and not self.stopped:
             self.run()
 
-    def run(self, poll_only: bool = False) -> None:
-        """One ``Sender.run_once`` (or only its network poll), then a timer for its next
-        deadline."""
+    def run(self) -> None:
+        """One ``Sender.run_once``, then a timer for its next deadline."""
         sender = self.sender
         assert sender is not None
         self.running = True
         try:
-            timeout_ms = sender.poll_network() if poll_only else sender.run_once()
+            timeout_ms = sender.run_once()
         except BaseException as exc:
-            try:
-                sender.fail_on_error(exc)
-                self.stop()
-                self.on_failure(exc)
-            finally:
-                self.running = False
-                self._after_step()
+            self._failed(sender, exc)
             raise
         self.running = False
         self._steps += 1
         steps = self._steps
         selector = self.selector
-        if selector is not None and not poll_only:
+        if selector is not None:
             # I/O done in this step (a response, a connection): go round again at once,
             # as the Sender thread's loop does when its poll returns early
             timeout_ms = 0 if selector.returned_events else selector.requested_timeout_ms
         if self._turns:
-            turns, self._turns = self._turns, []
-            for turn in turns:
-                if not turn.done():
-                    turn.set_result(None)
+            self._end_turns()
         self._after_step()
         if self._steps != steps or self.stopped:
             return  # a task resumed after the step ran another: that one's schedule stands
@@ -152,6 +158,22 @@ class LoopSender:
                 self._timer.cancel()
             self._timer = self._loop.call_at(at, self._on_timer)
             self._timer_at = at
+
+    def _failed(self, sender: Sender, exc: BaseException) -> None:
+        """A step raised: fail what is pending, stop, tell the producer."""
+        try:
+            sender.fail_on_error(exc)
+            self.stop()
+            self.on_failure(exc)
+        finally:
+            self.running = False
+            self._after_step()
+
+    def _end_turns(self) -> None:
+        turns, self._turns = self._turns, []
+        for turn in turns:
+            if not turn.done():
+                turn.set_result(None)
 
     def _after_step(self) -> None:
         outer = self._dispatching
