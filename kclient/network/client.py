@@ -121,6 +121,10 @@ class NetworkClient(ConnectionLifecycle):
         # some Kafka-compatible brokers answer them anyway; such answers are dropped.
         self._unanswered: dict[int, deque[int]] = {}
         self._correlation_id = 0
+        # node → the now_ms at which ``ready`` found it could take a request; ``send`` at
+        # that same now_ms need not check again. Emptied by everything that could change
+        # the answer: a send (the in-flight queue), a poll, a connect or a disconnect.
+        self._checked: dict[int, int] = {}
         self._addresses: dict[int, str] = {}  # node → "host:port (ip)" of the current attempt
         self.failures = ConnectionFailures()
         self._closed = False
@@ -182,8 +186,11 @@ class NetworkClient(ConnectionLifecycle):
         )
 
     def can_send_request(self, node_id: int, now_ms: int) -> bool:
+        # READY and not throttled (ClusterConnectionStates.is_ready, read in place)
+        throttle_until_ms = self.connection_states.ready_nodes.get(node_id)
         return (
-            self.connection_states.is_ready(node_id, now_ms)
+            throttle_until_ms is not None
+            and throttle_until_ms <= now_ms
             and self._selector.is_channel_ready(node_id)
             and self.in_flight_requests.can_send_more(node_id)
         )
@@ -191,7 +198,11 @@ class NetworkClient(ConnectionLifecycle):
     def ready(self, node: Node, now_ms: int) -> bool:
         if not node.host or node.port < 0:
             raise IllegalStateError(f"cannot connect to node {node.id} without an address")
-        if self.is_ready(node, now_ms):
+        # is_ready, with what send() may skip remembered
+        if not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(
+            node.id, now_ms
+        ):
+            self._checked[node.id] = now_ms
             return True
         if self.connection_states.can_connect(node.id, now_ms):
             self.initiate_connect(node, now_ms)
@@ -266,6 +277,7 @@ class NetworkClient(ConnectionLifecycle):
 
     def initiate_connect(self, node: Node, now_ms: int) -> None:
         """Start a connection to the node (its next resolved address)."""
+        self._checked.clear()
         self.connection_states.connecting(node.id, now_ms, node.host, node.port)
         self._addresses[node.id] = node.address
         try:
@@ -288,7 +300,8 @@ class NetworkClient(ConnectionLifecycle):
     def send(self, request: ClientRequest, now_ms: int) -> None:
         if self._closed:
             raise IllegalStateError("the network client is closed")
-        if not self.can_send_request(request.destination, now_ms):
+        node_id = request.destination
+        if self._checked.get(node_id) != now_ms and not self.can_send_request(node_id, now_ms):
             raise IllegalStateError(
                 f"node {request.destination} is not ready for a request: check "
                 "ready(node, now_ms) before send()"
@@ -303,20 +316,28 @@ class NetworkClient(ConnectionLifecycle):
         self, request: ClientRequest, is_internal: bool, now_ms: int, version: int | None = None
     ) -> None:
         node_id = request.destination
+        checked = self._checked
+        if checked:
+            checked.clear()  # this send changes the node's in-flight queue
         if version is None:
-            try:
-                version = self._api_versions.latest_usable_version(
-                    node_id, request.api_key, request.min_version, request.max_version
-                )
-            except errors.UnsupportedVersionError as exc:
-                log.warning("%s%s", self._prefix, exc)
-                if not is_internal:
-                    self._aborted.append(
-                        ClientResponse(request, None, now_ms, version_mismatch=exc)
+            api_versions = self._api_versions
+            version = api_versions.usable.get(
+                (node_id, request.api_key, request.min_version, request.max_version)
+            )
+            if version is None:
+                try:
+                    version = api_versions.latest_usable_version(
+                        node_id, request.api_key, request.min_version, request.max_version
                     )
-                elif request.api_key == ApiKey.METADATA:
-                    self.metadata_updater.handle_failed_request(now_ms, exc)
-                return
+                except errors.UnsupportedVersionError as exc:
+                    log.warning("%s%s", self._prefix, exc)
+                    if not is_internal:
+                        self._aborted.append(
+                            ClientResponse(request, None, now_ms, version_mismatch=exc)
+                        )
+                    elif request.api_key == ApiKey.METADATA:
+                        self.metadata_updater.handle_failed_request(now_ms, exc)
+                    return
         correlation_id = self._correlation_id
         self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
         body = request.body
@@ -364,6 +385,9 @@ class NetworkClient(ConnectionLifecycle):
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         if self._closed:
             raise IllegalStateError("the network client is closed")
+        checked = self._checked
+        if checked:
+            checked.clear()  # the poll may change any node's readiness
         if self._aborted:
             aborted, self._aborted = self._aborted, []
             self._complete(aborted)
@@ -504,6 +528,10 @@ class NetworkClient(ConnectionLifecycle):
 
     # ---- lifecycle ------------------------------------------------------------------
 
+    def disconnect(self, node_id: int) -> None:
+        self._checked.clear()
+        super().disconnect(node_id)
+
     def wakeup(self) -> None:
         self._selector.wakeup()
 
@@ -516,7 +544,10 @@ class NetworkClient(ConnectionLifecycle):
 
     def _complete(self, responses: list[ClientResponse]) -> None:
         for response in responses:
+            callback = response.request.callback  # ClientResponse.on_complete, in place
+            if callback is None:
+                continue
             try:
-                response.on_complete()
-            except Exception:  # noqa: PERF203 - one failing callback must not stop the rest
+                callback(response)
+            except Exception:  # one failing callback must not stop the rest
                 log.exception("%suncaught error in a request completion callback", self._prefix)
