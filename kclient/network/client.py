@@ -26,7 +26,7 @@ import random
 import selectors
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kclient import errors
@@ -49,21 +49,44 @@ from kclient.network.connection_states import (
     short_reason,
 )
 from kclient.network.in_flight import InFlightRequest, InFlightRequests
-from kclient.network.kafka_client import ClientRequest, ClientResponse
+from kclient.network.kafka_client import ClientRequest, ClientResponse, new_client_response
 from kclient.network.metadata import Metadata, Node
 from kclient.network.metadata_response import decode_metadata_response
 from kclient.network.metadata_updater import DefaultMetadataUpdater
 from kclient.network.selector import (
     KSelector,
+    NetworkReceive,
     NetworkSend,
     Selectable,
     describe_os_error,
     format_address,
 )
-from kclient.protocol import ApiKey
+from kclient.protocol import ApiKey, produce_fast
 from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
+from kclient.record._accel import ACCELERATED
 
 log = logging.getLogger(__name__)
+
+complete_receives: (
+    Callable[[Sequence[NetworkReceive], InFlightRequests, list[ClientResponse], int], int] | None
+)
+"""``kclient.network._client.complete_receives`` when the C accelerator runs: the common case
+of ``_handle_completed_receives`` (see ``_client.c``); None runs the Python loop alone."""
+complete_receives = None
+try:
+    from kclient.network import _client
+except ImportError:  # not built: the Python loop
+    pass
+else:  # bound when built (the tests compare both), used when the accelerator is on
+    _client.bind(
+        InFlightRequest,
+        produce_fast.decode_produce,
+        decode_response,
+        new_client_response,
+        (errors.ProtocolDecodeError, errors.UnsupportedVersionError),
+    )
+    if ACCELERATED:
+        complete_receives = _client.complete_receives
 
 
 class NetworkClient(ConnectionLifecycle):
@@ -392,12 +415,15 @@ class NetworkClient(ConnectionLifecycle):
             aborted, self._aborted = self._aborted, []
             self._complete(aborted)
             return aborted
+        # the timeout: the least of the caller's and what is due next (comparisons, not min())
         metadata_timeout_ms = self.metadata_updater.maybe_update(now_ms)
-        timeout_ms = min(timeout_ms, metadata_timeout_ms)
+        if metadata_timeout_ms < timeout_ms:  # noqa: PLR1730
+            timeout_ms = metadata_timeout_ms
         in_flight = self.in_flight_requests
         if in_flight.count:
             request_timeout_ms = in_flight.next_timeout_ms(now_ms)
-            timeout_ms = min(timeout_ms, request_timeout_ms)
+            if request_timeout_ms < timeout_ms:  # noqa: PLR1730
+                timeout_ms = request_timeout_ms
         elif self.request_timeout_ms < timeout_ms:
             timeout_ms = self.request_timeout_ms
         states = self.connection_states
@@ -413,8 +439,15 @@ class NetworkClient(ConnectionLifecycle):
         # Each step runs only when the selector reported something for it (hot path).
         if selector.completed_sends:
             self._handle_completed_sends(responses, now_ms)
-        if selector.completed_receives:
-            self._handle_completed_receives(responses, now_ms)
+        receives = selector.completed_receives
+        if receives:
+            fast = complete_receives
+            if fast is None or self._unanswered:
+                self._handle_completed_receives(responses, now_ms, receives)
+            else:  # the plain answers in C, up to the first one that needs the Python loop
+                taken = fast(receives, in_flight, responses, now_ms)
+                if taken != len(receives):
+                    self._handle_completed_receives(responses, now_ms, receives[taken:])
         if selector.disconnected:
             self._handle_disconnections(responses, now_ms)
         if selector.connected:
@@ -446,10 +479,12 @@ class NetworkClient(ConnectionLifecycle):
                 unanswered.append(request.correlation_id)
                 responses.append(request.completed(None, now_ms))
 
-    def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
+    def _handle_completed_receives(
+        self, responses: list[ClientResponse], now_ms: int, receives: Sequence[NetworkReceive]
+    ) -> None:
         closed: set[int] | None = None
         in_flight = self.in_flight_requests
-        for receive in self._selector.completed_receives:
+        for receive in receives:
             node_id = receive.source
             if closed is not None and node_id in closed:
                 continue

@@ -1,0 +1,14 @@
+from collections.abc import Callable, Sequence
+from typing import Any
+
+def bind(
+    in_flight_request_type: type,
+    decode_produce: Callable[..., Any],
+    decode_response: Callable[..., Any],
+    new_client_response: Callable[..., Any],
+    decode_errors: tuple[type[Exception], ...],
+    /,
+) -> None: ...
+def complete_receives(
+    receives: Sequence[Any], in_flight: Any, responses: list[Any], now_ms: int, /
+) -> int: ...
