@@ -12,3 +12,12 @@ def bind(
 def complete_receives(
     receives: Sequence[Any], in_flight: Any, responses: list[Any], now_ms: int, /
 ) -> int: ...
+def bind_send(
+    client_request_type: type,
+    encode_produce: Callable[..., Any],
+    encode_request: Callable[..., Any],
+    careful_encode: Callable[..., Any],
+    network_send: type,
+    /,
+) -> None: ...
+def write_request(client: Any, request: Any, now_ms: int, /) -> bool: ...

@@ -62,7 +62,12 @@ from kclient.network.selector import (
     format_address,
 )
 from kclient.protocol import ApiKey, produce_fast
-from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
+from kclient.protocol.frame import (
+    _encode_request,
+    decode_response,
+    encode_request,
+    peek_correlation_id,
+)
 from kclient.record._accel import ACCELERATED
 
 log = logging.getLogger(__name__)
@@ -72,7 +77,10 @@ complete_receives: (
 )
 """``kclient.network._client.complete_receives`` when the C accelerator runs: the common case
 of ``_handle_completed_receives`` (see ``_client.c``); None runs the Python loop alone."""
-complete_receives = None
+write_request: Callable[[NetworkClient, ClientRequest, int], bool] | None
+"""``kclient.network._client.write_request`` when the C accelerator runs: ``_do_send`` up to
+the write for a caller's request whose version is cached (False: it did nothing)."""
+complete_receives = write_request = None
 try:
     from kclient.network import _client
 except ImportError:  # not built: the Python loop
@@ -85,8 +93,12 @@ else:  # bound when built (the tests compare both), used when the accelerator is
         new_client_response,
         (errors.ProtocolDecodeError, errors.UnsupportedVersionError),
     )
+    _client.bind_send(
+        ClientRequest, produce_fast.encode_produce, encode_request, _encode_request, NetworkSend
+    )
     if ACCELERATED:
         complete_receives = _client.complete_receives
+        write_request = _client.write_request
 
 
 class NetworkClient(ConnectionLifecycle):
@@ -329,7 +341,9 @@ class NetworkClient(ConnectionLifecycle):
                 f"node {request.destination} is not ready for a request: check "
                 "ready(node, now_ms) before send()"
             )
-        self._do_send(request, False, now_ms)
+        fast = write_request
+        if fast is None or not fast(self, request, now_ms):
+            self._do_send(request, False, now_ms)
 
     def send_internal(self, request: ClientRequest, now_ms: int) -> None:
         """Send a request the client makes itself (Metadata, ApiVersions)."""
@@ -375,6 +389,19 @@ class NetworkClient(ConnectionLifecycle):
         # On the wire first (KSelector writes at once), bookkeeping after: only the next
         # poll reports what the send did, and by then the request is in flight.
         self._selector.send(send)
+        self._sent(request, is_internal, now_ms, version, correlation_id, send)
+
+    def _sent(  # noqa: PLR0917 -- C (write_request) calls it positionally
+        self,
+        request: ClientRequest,
+        is_internal: bool,
+        now_ms: int,
+        version: int,
+        correlation_id: int,
+        send: NetworkSend,
+    ) -> None:
+        """The bookkeeping after the write: the request is in flight."""
+        node_id = request.destination
         self.in_flight_requests.add(
             InFlightRequest(  # positional (per request): destination, api key, version,
                 # correlation id, send, send and creation times, timeout, the request,
