@@ -18,6 +18,10 @@
  * returns False, having changed nothing, when the version is not cached (the Python
  * _do_send looks it up, and handles an unsupported one).
  *
+ * can_send(client, node_id, now_ms) is NetworkClient.can_send_request (READY and not
+ * throttled, the channel ready, the newest request written and fewer than the maximum in
+ * flight) as one call, for ready() and send().
+ *
  * Optional: client.py runs its own loop alone when this module is not built or
  * KCLIENT_PURE_PYTHON is set; the tests compare both. The client's owning thread only.
  */
@@ -39,10 +43,13 @@ static PyObject *network_send;           /* selector.NetworkSend */
 static PyObject *awaits_kwnames;         /* ("awaits_response",) */
 static Py_ssize_t off_destination, off_req_api_key, off_body, off_expect_response, off_min,
     off_max;
-static Py_ssize_t off_correlation_id, off_api_key, off_api_version, off_request, off_is_internal;
+static Py_ssize_t off_correlation_id, off_api_key, off_api_version, off_request, off_is_internal,
+    off_send;
 static PyObject *str_source, *str_payload, *str_requests, *str_count, *str_deadline_exact,
     *str_throttle_time_ms, *str_popleft, *str_checked, *str_api_versions, *str_usable,
-    *str_correlation_id, *str_client_id, *str_selector, *str_send, *str_sent;
+    *str_correlation_id, *str_client_id, *str_selector, *str_send, *str_sent,
+    *str_connection_states, *str_ready_nodes, *str_is_channel_ready, *str_in_flight_requests,
+    *str_completed, *str_max_in_flight;
 
 /* The correlation id at the front of a response frame; 0 (no exception) when the payload is
  * not a buffer of at least four bytes: the Python loop says what is wrong with it. */
@@ -431,6 +438,118 @@ exit:
     return result;
 }
 
+/* 1 when the in-flight queue lets the node take another request, 0 when not, -1 error. */
+static int
+in_flight_allows(PyObject *in_flight, PyObject *node_id)
+{
+    PyObject *requests = PyObject_GetAttr(in_flight, str_requests);
+    if (requests == NULL) {
+        return -1;
+    }
+    PyObject *queue = PyObject_GetItem(requests, node_id);
+    Py_DECREF(requests);
+    if (queue == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return 1;
+    }
+    int allows = -1;
+    PyObject *newest = NULL, *send = NULL, *completed = NULL, *most = NULL;
+    Py_ssize_t length = PyObject_Length(queue);
+    if (length <= 0) {
+        allows = length == 0 ? 1 : -1;
+        goto exit;
+    }
+    newest = PySequence_GetItem(queue, length - 1);
+    if (newest == NULL) {
+        goto exit;
+    }
+    if ((PyObject *)Py_TYPE(newest) == in_flight_request_type) {
+        send = Py_XNewRef(SLOT(newest, off_send));
+    }
+    if (send == NULL) {
+        send = PyObject_GetAttr(newest, str_send);
+        if (send == NULL) {
+            goto exit;
+        }
+    }
+    completed = PyObject_GetAttr(send, str_completed);
+    if (completed == NULL) {
+        goto exit;
+    }
+    allows = PyObject_IsTrue(completed);
+    if (allows != 1) {
+        goto exit;
+    }
+    most = PyObject_GetAttr(in_flight, str_max_in_flight);
+    PyObject *count = most ? PyLong_FromSsize_t(length) : NULL;
+    allows = count ? PyObject_RichCompareBool(count, most, Py_LT) : -1;
+    Py_XDECREF(count);
+exit:
+    Py_DECREF(queue);
+    Py_XDECREF(newest);
+    Py_XDECREF(send);
+    Py_XDECREF(completed);
+    Py_XDECREF(most);
+    return allows;
+}
+
+static PyObject *
+can_send(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "can_send(client, node_id, now_ms)");
+        return NULL;
+    }
+    if (in_flight_request_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kclient.network._client.bind() was not called");
+        return NULL;
+    }
+    PyObject *client = args[0], *node_id = args[1], *now_ms = args[2];
+    int yes = -1;
+    PyObject *states = NULL, *ready_nodes = NULL, *throttle = NULL, *selector = NULL;
+    PyObject *channel_ready = NULL, *in_flight = NULL;
+    states = PyObject_GetAttr(client, str_connection_states);
+    ready_nodes = states ? PyObject_GetAttr(states, str_ready_nodes) : NULL;
+    if (ready_nodes == NULL) {
+        goto exit;
+    }
+    throttle = PyObject_GetItem(ready_nodes, node_id); /* READY: its throttle_until_ms */
+    if (throttle == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+            PyErr_Clear();
+            yes = 0;
+        }
+        goto exit;
+    }
+    yes = PyObject_RichCompareBool(throttle, now_ms, Py_LE);
+    if (yes != 1) {
+        goto exit;
+    }
+    selector = PyObject_GetAttr(client, str_selector);
+    channel_ready =
+        selector ? PyObject_CallMethodOneArg(selector, str_is_channel_ready, node_id) : NULL;
+    yes = channel_ready ? PyObject_IsTrue(channel_ready) : -1;
+    if (yes != 1) {
+        goto exit;
+    }
+    in_flight = PyObject_GetAttr(client, str_in_flight_requests);
+    yes = in_flight ? in_flight_allows(in_flight, node_id) : -1;
+exit:
+    Py_XDECREF(states);
+    Py_XDECREF(ready_nodes);
+    Py_XDECREF(throttle);
+    Py_XDECREF(selector);
+    Py_XDECREF(channel_ready);
+    Py_XDECREF(in_flight);
+    if (yes < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(yes);
+}
+
 static PyObject *
 bind_send(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -476,9 +595,10 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
                           &new_response, &PyTuple_Type, &errors)) {
         return NULL;
     }
-    Py_ssize_t offsets[5];
-    const char *names[] = {"correlation_id", "api_key", "api_version", "request", "is_internal"};
-    for (int k = 0; k < 5; k++) {
+    Py_ssize_t offsets[6];
+    const char *names[] = {"correlation_id", "api_key",     "api_version",
+                           "request",        "is_internal", "send"};
+    for (int k = 0; k < 6; k++) {
         offsets[k] = slot_offset((PyTypeObject *)type, names[k]);
         if (offsets[k] < 0) {
             return NULL;
@@ -489,6 +609,7 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
     off_api_version = offsets[2];
     off_request = offsets[3];
     off_is_internal = offsets[4];
+    off_send = offsets[5];
     Py_XSETREF(in_flight_request_type, Py_NewRef(type));
     Py_XSETREF(decode_produce, Py_NewRef(produce));
     Py_XSETREF(decode_response, Py_NewRef(response));
@@ -504,6 +625,8 @@ static PyMethodDef methods[] = {
     {"bind_send", (PyCFunction)bind_send, METH_VARARGS,
      "bind_send(ClientRequest, encode_produce, encode_request, careful_encode, NetworkSend): "
      "what write_request calls"},
+    {"can_send", (PyCFunction)(void (*)(void))can_send, METH_FASTCALL,
+     "can_send(client, node_id, now_ms) -> NetworkClient.can_send_request's answer"},
     {"write_request", (PyCFunction)(void (*)(void))write_request, METH_FASTCALL,
      "write_request(client, request, now_ms) -> False when the Python _do_send must run"},
     {"complete_receives", (PyCFunction)(void (*)(void))complete_receives, METH_FASTCALL,
@@ -539,6 +662,12 @@ PyInit__client(void)
         {&str_selector, "_selector"},
         {&str_send, "send"},
         {&str_sent, "_sent"},
+        {&str_connection_states, "connection_states"},
+        {&str_ready_nodes, "ready_nodes"},
+        {&str_is_channel_ready, "is_channel_ready"},
+        {&str_in_flight_requests, "in_flight_requests"},
+        {&str_completed, "completed"},
+        {&str_max_in_flight, "max_in_flight_requests_per_connection"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         *names[k].where = PyUnicode_InternFromString(names[k].text);

@@ -80,7 +80,10 @@ of ``_handle_completed_receives`` (see ``_client.c``); None runs the Python loop
 write_request: Callable[[NetworkClient, ClientRequest, int], bool] | None
 """``kclient.network._client.write_request`` when the C accelerator runs: ``_do_send`` up to
 the write for a caller's request whose version is cached (False: it did nothing)."""
-complete_receives = write_request = None
+can_send: Callable[[NetworkClient, int, int], bool] | None
+"""``kclient.network._client.can_send`` when the C accelerator runs: ``can_send_request`` as
+one call, for ``ready`` and ``send``."""
+complete_receives = write_request = can_send = None
 try:
     from kclient.network import _client
 except ImportError:  # not built: the Python loop
@@ -99,6 +102,7 @@ else:  # bound when built (the tests compare both), used when the accelerator is
     if ACCELERATED:
         complete_receives = _client.complete_receives
         write_request = _client.write_request
+        can_send = _client.can_send
 
 
 class NetworkClient(ConnectionLifecycle):
@@ -234,8 +238,10 @@ class NetworkClient(ConnectionLifecycle):
         if not node.host or node.port < 0:
             raise IllegalStateError(f"cannot connect to node {node.id} without an address")
         # is_ready, with what send() may skip remembered
-        if not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(
-            node.id, now_ms
+        if not self.metadata_updater.is_update_due(now_ms) and (
+            self.can_send_request(node.id, now_ms)
+            if can_send is None
+            else can_send(self, node.id, now_ms)
         ):
             self._checked[node.id] = now_ms
             return True
@@ -336,7 +342,11 @@ class NetworkClient(ConnectionLifecycle):
         if self._closed:
             raise IllegalStateError("the network client is closed")
         node_id = request.destination
-        if self._checked.get(node_id) != now_ms and not self.can_send_request(node_id, now_ms):
+        if self._checked.get(node_id) != now_ms and not (
+            self.can_send_request(node_id, now_ms)
+            if can_send is None
+            else can_send(self, node_id, now_ms)
+        ):
             raise IllegalStateError(
                 f"node {request.destination} is not ready for a request: check "
                 "ready(node, now_ms) before send()"

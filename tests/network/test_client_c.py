@@ -20,7 +20,7 @@ from kclient.network import ClientRequest, ClientResponse, Metadata, NetworkClie
 from kclient.network import client as client_module
 from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
-from kclient.network.connection_states import Address, ConnectionState
+from kclient.network.connection_states import NO_DELAY_LIMIT_MS, Address, ConnectionState
 from kclient.network.selector import NetworkReceive
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.testing import MockClock, MockSelector, api_versions_body, metadata_update_with
@@ -229,8 +229,17 @@ def step(run: Run, op: tuple[Any, ...]) -> None:
         client.disconnect(op[1])
     elif kind == "tick":
         run.clock.advance(op[1])
+        now = run.clock.monotonic_ms()
+        in_flight = client.in_flight_requests
+        deadlines = [r.send_time_ms + r.request_timeout_ms + 1 for r in in_flight]
+        expected = max(0, min(deadlines) - now) if deadlines else NO_DELAY_LIMIT_MS
+        assert in_flight.next_timeout_ms(now) == expected
     elif kind == "poll":
         poll(run, op[1], now)
+    now = run.clock.monotonic_ms()
+    for node_id in NODES:  # C's check as one call against the Python one's
+        python = bool(client.can_send_request(node_id, now))
+        assert _client is None or _client.can_send(client, node_id, now) is python
     run.log.append(state(run))
 
 
@@ -278,13 +287,15 @@ def play(ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
 
 def _with(c: bool, ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
     """The script's transcript with the C paths (``c``) or with the Python ones alone."""
-    saved = client_module.complete_receives, client_module.write_request
-    client_module.complete_receives = _client.complete_receives if c else None
-    client_module.write_request = _client.write_request if c else None
+    names = ("complete_receives", "write_request", "can_send")
+    saved = [getattr(client_module, name) for name in names]
+    for name in names:
+        setattr(client_module, name, getattr(_client, name) if c else None)
     try:
         return play(ops, max_in_flight)
     finally:
-        client_module.complete_receives, client_module.write_request = saved
+        for name, value in zip(names, saved, strict=True):
+            setattr(client_module, name, value)
 
 
 @needs_c
