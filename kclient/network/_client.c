@@ -276,8 +276,16 @@ complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
         }
     }
     Py_DECREF(requests);
-    if (taken && forget_taken(in_flight, taken) < 0) {
-        return NULL;
+    if (taken) { /* the count follows what was taken, even when a later receive raised */
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (forget_taken(in_flight, taken) < 0) {
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(traceback);
+            return NULL;
+        }
+        PyErr_Restore(type, value, traceback);
     }
     if (outcome < 0) {
         return NULL;

@@ -21,8 +21,10 @@ from kclient.network import client as client_module
 from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
 from kclient.network.connection_states import NO_DELAY_LIMIT_MS, Address, ConnectionState
+from kclient.network.in_flight import InFlightRequest
+from kclient.network.kafka_client import new_client_response
 from kclient.network.selector import NetworkReceive
-from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey, frame, produce_fast
 from kclient.testing import MockClock, MockSelector, api_versions_body, metadata_update_with
 from kclient.testing.selector import SentRequest, response_payload
 
@@ -363,3 +365,49 @@ def test_send_checks_again_when_the_node_changed_since_ready(change: str) -> Non
     request = ClientRequest(0, ApiKey.PRODUCE, dict(PRODUCE_BODY), now)
     with pytest.raises(errors.IllegalStateError, match="node 0 is not ready for a request"):
         client.send(request, now)
+
+
+@needs_c
+def test_an_unexpected_decode_failure_propagates_after_the_answers_taken() -> None:
+    run = make_run(5)
+    for op in [*WARM_UP, ("send", 0, "produce", None, True), ("send", 0, "produce", None, True)]:
+        step(run, op)
+    step(run, ("answer", ["ok", "ok"], False))
+    payloads = list(run.selector._receives[0])
+    run.selector._receives[0].clear()
+    calls: list[int] = []
+
+    def decode_once(api_version: int, frame: Any) -> Any:
+        calls.append(api_version)
+        if len(calls) > 1:
+            raise RuntimeError("not a decode error")
+        return produce_fast.decode_produce(api_version, frame)
+
+    in_flight = run.client.in_flight_requests
+    responses: list[ClientResponse] = []
+    _client.bind(*_bound(decode_produce=decode_once))
+    try:
+        with pytest.raises(RuntimeError, match="not a decode error"):
+            _client.complete_receives(
+                [NetworkReceive(0, p) for p in payloads], in_flight, responses, 0
+            )
+    finally:
+        _client.bind(*_bound())
+    assert len(responses) == 1
+    assert in_flight.count == 1  # the first answer's request left; the second's is in flight
+    assert [r.correlation_id for r in in_flight] == [
+        run.selector.requests(0, ApiKey.PRODUCE)[1].header.correlation_id
+    ]
+
+
+def _bound(**replaced: Any) -> tuple[Any, ...]:
+    """What client.py binds (``_client.bind``'s arguments), some replaced."""
+    values = {
+        "in_flight_request": InFlightRequest,
+        "decode_produce": produce_fast.decode_produce,
+        "decode_response": frame.decode_response,
+        "new_client_response": new_client_response,
+        "decode_errors": (errors.ProtocolDecodeError, errors.UnsupportedVersionError),
+    }
+    values.update(replaced)
+    return tuple(values.values())
