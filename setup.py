@@ -11,9 +11,11 @@
 and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``), ``kclient/sender/_step.c`` with
-``_step_request.c`` (the Sender's send half of a step), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
-``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
+Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
+``kclient/sender/_step.c`` with ``_step_request.c`` (the Sender's send half of a step),
+``kclient/network/_channel.c`` with ``_send.c`` (the network channel's ``NetworkSend``,
+``NetworkReceive`` and plain-TCP reads and writes), ``kclient/network/_client.c`` (the
+network client's common-case sends and answers) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
@@ -91,6 +93,12 @@ setup(
             "kclient.network._channel",
             ["kclient/network/_channel.c", "kclient/network/_send.c"],
             depends=["kclient/network/_channel.h"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.network._client",
+            ["kclient/network/_client.c"],
+            depends=["kclient/_slots.h"],
             optional=True,
         ),
         Extension(

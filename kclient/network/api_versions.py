@@ -157,6 +157,10 @@ class ApiVersions:
     def __init__(self) -> None:
         self._nodes: dict[int, NodeApiVersions] = {}
         self.to_send: dict[int, int] = {}  # node → ApiVersions version to send next
+        self.usable: dict[tuple[int, int, int | None, int | None], int] = {}
+        """(node, api key, min, max) → what ``latest_usable_version`` answered (read-only
+        outside this class; emptied whenever what a node supports changes): the client's
+        per-request lookup."""
 
     def get(self, node_id: int) -> NodeApiVersions | None:
         return self._nodes.get(node_id)
@@ -165,11 +169,13 @@ class ApiVersions:
         """The node disconnected: forget what it said."""
         self._nodes.pop(node_id, None)
         self.to_send.pop(node_id, None)
+        self.usable.clear()
 
     def connected(self, node_id: int) -> None:
         """A new connection: ask it for its versions, at our highest ApiVersions version."""
         self._nodes.pop(node_id, None)
         self.to_send[node_id] = API_VERSIONS_MAX
+        self.usable.clear()
 
     def pending(self) -> list[tuple[int, int]]:
         """(node, ApiVersions version) for every connection still waiting to ask."""
@@ -204,6 +210,7 @@ class ApiVersions:
             raise errors.for_code(code)(f"ApiVersions v{sent_version} to node {node_id}")
         versions = NodeApiVersions.from_response(body, node_id)
         self._nodes[node_id] = versions
+        self.usable.clear()
         return versions
 
     def latest_usable_version(
@@ -213,13 +220,17 @@ class ApiVersions:
         min_allowed: int | None = None,
         max_allowed: int | None = None,
     ) -> int:
-        """The version to use for a request to the node (raises UnsupportedVersionError)."""
+        """The version to use for a request to the node (raises UnsupportedVersionError);
+        remembered in ``usable`` until what the node supports changes."""
         versions = self._nodes.get(node_id)
         if versions is not None:
-            return versions.latest_usable_version(api_key, min_allowed, max_allowed)
-        low, high = client_version_range(api_key, min_allowed, max_allowed)
-        if low > high:
-            raise errors.UnsupportedVersionError(
-                f"{api_name(api_key)}: kclient supports no version in v{min_allowed}-v{max_allowed}"
-            )
-        return high
+            version = versions.latest_usable_version(api_key, min_allowed, max_allowed)
+        else:
+            low, version = client_version_range(api_key, min_allowed, max_allowed)
+            if low > version:
+                raise errors.UnsupportedVersionError(
+                    f"{api_name(api_key)}: kclient supports no version in "
+                    f"v{min_allowed}-v{max_allowed}"
+                )
+        self.usable[node_id, api_key, min_allowed, max_allowed] = version
+        return version

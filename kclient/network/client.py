@@ -26,7 +26,7 @@ import random
 import selectors
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kclient import errors
@@ -49,21 +49,60 @@ from kclient.network.connection_states import (
     short_reason,
 )
 from kclient.network.in_flight import InFlightRequest, InFlightRequests
-from kclient.network.kafka_client import ClientRequest, ClientResponse
+from kclient.network.kafka_client import ClientRequest, ClientResponse, new_client_response
 from kclient.network.metadata import Metadata, Node
 from kclient.network.metadata_response import decode_metadata_response
 from kclient.network.metadata_updater import DefaultMetadataUpdater
 from kclient.network.selector import (
     KSelector,
+    NetworkReceive,
     NetworkSend,
     Selectable,
     describe_os_error,
     format_address,
 )
-from kclient.protocol import ApiKey
-from kclient.protocol.frame import decode_response, encode_request, peek_correlation_id
+from kclient.protocol import ApiKey, produce_fast
+from kclient.protocol.frame import (
+    _encode_request,
+    decode_response,
+    encode_request,
+    peek_correlation_id,
+)
+from kclient.record._accel import ACCELERATED
 
 log = logging.getLogger(__name__)
+
+complete_receives: (
+    Callable[[Sequence[NetworkReceive], InFlightRequests, list[ClientResponse], int], int] | None
+)
+"""``kclient.network._client.complete_receives`` when the C accelerator runs: the common case
+of ``_handle_completed_receives`` (see ``_client.c``); None runs the Python loop alone."""
+write_request: Callable[[NetworkClient, ClientRequest, int], bool] | None
+"""``kclient.network._client.write_request`` when the C accelerator runs: ``_do_send`` up to
+the write for a caller's request whose version is cached (False: it did nothing)."""
+can_send: Callable[[NetworkClient, int, int], bool] | None
+"""``kclient.network._client.can_send`` when the C accelerator runs: ``can_send_request`` as
+one call, for ``ready`` and ``send``."""
+complete_receives = write_request = can_send = None
+try:
+    from kclient.network import _client
+except ImportError:  # not built: the Python loop
+    pass
+else:  # bound when built (the tests compare both), used when the accelerator is on
+    _client.bind(
+        InFlightRequest,
+        produce_fast.decode_produce,
+        decode_response,
+        new_client_response,
+        (errors.ProtocolDecodeError, errors.UnsupportedVersionError),
+    )
+    _client.bind_send(
+        ClientRequest, produce_fast.encode_produce, encode_request, _encode_request, NetworkSend
+    )
+    if ACCELERATED:
+        complete_receives = _client.complete_receives
+        write_request = _client.write_request
+        can_send = _client.can_send
 
 
 class NetworkClient(ConnectionLifecycle):
@@ -121,6 +160,10 @@ class NetworkClient(ConnectionLifecycle):
         # some Kafka-compatible brokers answer them anyway; such answers are dropped.
         self._unanswered: dict[int, deque[int]] = {}
         self._correlation_id = 0
+        # node → the now_ms at which ``ready`` found it could take a request; ``send`` at
+        # that same now_ms need not check again. Emptied by everything that could change
+        # the answer: a send (the in-flight queue), a poll, a connect or a disconnect.
+        self._checked: dict[int, int] = {}
         self._addresses: dict[int, str] = {}  # node → "host:port (ip)" of the current attempt
         self.failures = ConnectionFailures()
         self._closed = False
@@ -182,8 +225,11 @@ class NetworkClient(ConnectionLifecycle):
         )
 
     def can_send_request(self, node_id: int, now_ms: int) -> bool:
+        # READY and not throttled (ClusterConnectionStates.is_ready, read in place)
+        throttle_until_ms = self.connection_states.ready_nodes.get(node_id)
         return (
-            self.connection_states.is_ready(node_id, now_ms)
+            throttle_until_ms is not None
+            and throttle_until_ms <= now_ms
             and self._selector.is_channel_ready(node_id)
             and self.in_flight_requests.can_send_more(node_id)
         )
@@ -191,7 +237,13 @@ class NetworkClient(ConnectionLifecycle):
     def ready(self, node: Node, now_ms: int) -> bool:
         if not node.host or node.port < 0:
             raise IllegalStateError(f"cannot connect to node {node.id} without an address")
-        if self.is_ready(node, now_ms):
+        # is_ready, with what send() may skip remembered
+        if not self.metadata_updater.is_update_due(now_ms) and (
+            self.can_send_request(node.id, now_ms)
+            if can_send is None
+            else can_send(self, node.id, now_ms)
+        ):
+            self._checked[node.id] = now_ms
             return True
         if self.connection_states.can_connect(node.id, now_ms):
             self.initiate_connect(node, now_ms)
@@ -266,6 +318,7 @@ class NetworkClient(ConnectionLifecycle):
 
     def initiate_connect(self, node: Node, now_ms: int) -> None:
         """Start a connection to the node (its next resolved address)."""
+        self._checked.clear()
         self.connection_states.connecting(node.id, now_ms, node.host, node.port)
         self._addresses[node.id] = node.address
         try:
@@ -288,12 +341,19 @@ class NetworkClient(ConnectionLifecycle):
     def send(self, request: ClientRequest, now_ms: int) -> None:
         if self._closed:
             raise IllegalStateError("the network client is closed")
-        if not self.can_send_request(request.destination, now_ms):
+        node_id = request.destination
+        if self._checked.get(node_id) != now_ms and not (
+            self.can_send_request(node_id, now_ms)
+            if can_send is None
+            else can_send(self, node_id, now_ms)
+        ):
             raise IllegalStateError(
                 f"node {request.destination} is not ready for a request: check "
                 "ready(node, now_ms) before send()"
             )
-        self._do_send(request, False, now_ms)
+        fast = write_request
+        if fast is None or not fast(self, request, now_ms):
+            self._do_send(request, False, now_ms)
 
     def send_internal(self, request: ClientRequest, now_ms: int) -> None:
         """Send a request the client makes itself (Metadata, ApiVersions)."""
@@ -303,20 +363,28 @@ class NetworkClient(ConnectionLifecycle):
         self, request: ClientRequest, is_internal: bool, now_ms: int, version: int | None = None
     ) -> None:
         node_id = request.destination
+        checked = self._checked
+        if checked:
+            checked.clear()  # this send changes the node's in-flight queue
         if version is None:
-            try:
-                version = self._api_versions.latest_usable_version(
-                    node_id, request.api_key, request.min_version, request.max_version
-                )
-            except errors.UnsupportedVersionError as exc:
-                log.warning("%s%s", self._prefix, exc)
-                if not is_internal:
-                    self._aborted.append(
-                        ClientResponse(request, None, now_ms, version_mismatch=exc)
+            api_versions = self._api_versions
+            version = api_versions.usable.get(
+                (node_id, request.api_key, request.min_version, request.max_version)
+            )
+            if version is None:
+                try:
+                    version = api_versions.latest_usable_version(
+                        node_id, request.api_key, request.min_version, request.max_version
                     )
-                elif request.api_key == ApiKey.METADATA:
-                    self.metadata_updater.handle_failed_request(now_ms, exc)
-                return
+                except errors.UnsupportedVersionError as exc:
+                    log.warning("%s%s", self._prefix, exc)
+                    if not is_internal:
+                        self._aborted.append(
+                            ClientResponse(request, None, now_ms, version_mismatch=exc)
+                        )
+                    elif request.api_key == ApiKey.METADATA:
+                        self.metadata_updater.handle_failed_request(now_ms, exc)
+                    return
         correlation_id = self._correlation_id
         self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
         body = request.body
@@ -331,6 +399,19 @@ class NetworkClient(ConnectionLifecycle):
         # On the wire first (KSelector writes at once), bookkeeping after: only the next
         # poll reports what the send did, and by then the request is in flight.
         self._selector.send(send)
+        self._sent(request, is_internal, now_ms, version, correlation_id, send)
+
+    def _sent(  # noqa: PLR0917 -- C (write_request) calls it positionally
+        self,
+        request: ClientRequest,
+        is_internal: bool,
+        now_ms: int,
+        version: int,
+        correlation_id: int,
+        send: NetworkSend,
+    ) -> None:
+        """The bookkeeping after the write: the request is in flight."""
+        node_id = request.destination
         self.in_flight_requests.add(
             InFlightRequest(  # positional (per request): destination, api key, version,
                 # correlation id, send, send and creation times, timeout, the request,
@@ -364,16 +445,22 @@ class NetworkClient(ConnectionLifecycle):
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         if self._closed:
             raise IllegalStateError("the network client is closed")
+        checked = self._checked
+        if checked:
+            checked.clear()  # the poll may change any node's readiness
         if self._aborted:
             aborted, self._aborted = self._aborted, []
             self._complete(aborted)
             return aborted
+        # the timeout: the least of the caller's and what is due next (comparisons, not min())
         metadata_timeout_ms = self.metadata_updater.maybe_update(now_ms)
-        timeout_ms = min(timeout_ms, metadata_timeout_ms)
+        if metadata_timeout_ms < timeout_ms:  # noqa: PLR1730
+            timeout_ms = metadata_timeout_ms
         in_flight = self.in_flight_requests
         if in_flight.count:
             request_timeout_ms = in_flight.next_timeout_ms(now_ms)
-            timeout_ms = min(timeout_ms, request_timeout_ms)
+            if request_timeout_ms < timeout_ms:  # noqa: PLR1730
+                timeout_ms = request_timeout_ms
         elif self.request_timeout_ms < timeout_ms:
             timeout_ms = self.request_timeout_ms
         states = self.connection_states
@@ -389,8 +476,15 @@ class NetworkClient(ConnectionLifecycle):
         # Each step runs only when the selector reported something for it (hot path).
         if selector.completed_sends:
             self._handle_completed_sends(responses, now_ms)
-        if selector.completed_receives:
-            self._handle_completed_receives(responses, now_ms)
+        receives = selector.completed_receives
+        if receives:
+            fast = complete_receives
+            if fast is None or self._unanswered:
+                self._handle_completed_receives(responses, now_ms, receives)
+            else:  # the plain answers in C, up to the first one that needs the Python loop
+                taken = fast(receives, in_flight, responses, now_ms)
+                if taken != len(receives):
+                    self._handle_completed_receives(responses, now_ms, receives[taken:])
         if selector.disconnected:
             self._handle_disconnections(responses, now_ms)
         if selector.connected:
@@ -422,10 +516,12 @@ class NetworkClient(ConnectionLifecycle):
                 unanswered.append(request.correlation_id)
                 responses.append(request.completed(None, now_ms))
 
-    def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
+    def _handle_completed_receives(
+        self, responses: list[ClientResponse], now_ms: int, receives: Sequence[NetworkReceive]
+    ) -> None:
         closed: set[int] | None = None
         in_flight = self.in_flight_requests
-        for receive in self._selector.completed_receives:
+        for receive in receives:
             node_id = receive.source
             if closed is not None and node_id in closed:
                 continue
@@ -504,6 +600,10 @@ class NetworkClient(ConnectionLifecycle):
 
     # ---- lifecycle ------------------------------------------------------------------
 
+    def disconnect(self, node_id: int) -> None:
+        self._checked.clear()
+        super().disconnect(node_id)
+
     def wakeup(self) -> None:
         self._selector.wakeup()
 
@@ -516,7 +616,10 @@ class NetworkClient(ConnectionLifecycle):
 
     def _complete(self, responses: list[ClientResponse]) -> None:
         for response in responses:
+            callback = response.request.callback  # ClientResponse.on_complete, in place
+            if callback is None:
+                continue
             try:
-                response.on_complete()
-            except Exception:  # noqa: PERF203 - one failing callback must not stop the rest
+                callback(response)
+            except Exception:  # one failing callback must not stop the rest
                 log.exception("%suncaught error in a request completion callback", self._prefix)

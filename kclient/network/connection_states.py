@@ -178,6 +178,10 @@ class ClusterConnectionStates:
         self._resolver = resolver
         self._states: dict[int, NodeConnectionState] = {}
         self.connecting_nodes: set[int] = set()
+        self.ready_nodes: dict[int, int] = {}
+        """READY node → its ``throttle_until_ms`` (read-only outside this class): what
+        ``is_ready`` reads, kept by the transitions and ``throttle``, for the client's
+        per-request check."""
 
     # ---- queries -------------------------------------------------------------------
 
@@ -256,12 +260,8 @@ class ClusterConnectionStates:
 
     def is_ready(self, node_id: int, now_ms: int) -> bool:
         """READY and not throttled by the broker."""
-        state = self._states.get(node_id)
-        return (
-            state is not None
-            and state.state is ConnectionState.READY
-            and state.throttle_until_ms <= now_ms
-        )
+        throttle_until_ms = self.ready_nodes.get(node_id)
+        return throttle_until_ms is not None and throttle_until_ms <= now_ms
 
     def is_disconnected(self, node_id: int) -> bool:
         state = self.state(node_id)
@@ -397,18 +397,24 @@ class ClusterConnectionStates:
         state = self._states.get(node_id)
         if state is not None and state.throttle_until_ms < throttle_until_ms:
             state.throttle_until_ms = throttle_until_ms
+            if node_id in self.ready_nodes:
+                self.ready_nodes[node_id] = throttle_until_ms
 
     def remove(self, node_id: int) -> None:
         self._states.pop(node_id, None)
         self.connecting_nodes.discard(node_id)
+        self.ready_nodes.pop(node_id, None)
 
-    @staticmethod
-    def _transition(node_id: int, state: NodeConnectionState, new: ConnectionState) -> None:
+    def _transition(self, node_id: int, state: NodeConnectionState, new: ConnectionState) -> None:
         if new not in ALLOWED_TRANSITIONS[state.state]:
             raise IllegalStateError(
                 f"node {node_id}: connection state cannot go from {state.state.name} to {new.name}"
             )
         state.state = new
+        if new is ConnectionState.READY:
+            self.ready_nodes[node_id] = state.throttle_until_ms
+        else:
+            self.ready_nodes.pop(node_id, None)
 
 
 _NODE_AT = re.compile(r"^node -?\d+ at \S+ ")

@@ -168,12 +168,12 @@ class InFlightRequests:
         """Ms until the earliest request times out (``NO_DELAY_LIMIT_MS`` if none is pending)."""
         if not self.count:
             return NO_DELAY_LIMIT_MS
+        if self._deadline_exact:  # min(earliest - now, the limit), not below 0
+            remaining_ms = self.earliest_deadline_ms - now_ms
+            if remaining_ms <= 0:
+                return 0
+            return remaining_ms if remaining_ms < NO_DELAY_LIMIT_MS else NO_DELAY_LIMIT_MS
         deadline_ms = now_ms + NO_DELAY_LIMIT_MS
-        if self._deadline_exact:
-            earliest_ms = self.earliest_deadline_ms
-            if earliest_ms < deadline_ms:  # noqa: PLR1730 -- min() is a call
-                deadline_ms = earliest_ms
-            return deadline_ms - now_ms if deadline_ms > now_ms else 0
         for queue in self._requests.values():
             for r in queue:
                 request_deadline_ms = r.send_time_ms + r.request_timeout_ms + 1

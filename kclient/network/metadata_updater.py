@@ -73,9 +73,11 @@ class DefaultMetadataUpdater:
 
     def maybe_update(self, now_ms: int) -> int:
         """Start a refresh if one is due; return ms until this should be called again."""
-        time_to_next_ms = self.metadata.time_to_next_update(now_ms)
-        wait_for_fetch_ms = self._client.request_timeout_ms if self._in_progress else 0
-        timeout_ms = max(time_to_next_ms, wait_for_fetch_ms)
+        timeout_ms = self.metadata.time_to_next_update(now_ms)
+        if self._in_progress is not None:  # wait for its answer (or its request timeout)
+            wait_for_fetch_ms = self._client.request_timeout_ms
+            if wait_for_fetch_ms > timeout_ms:  # noqa: PLR1730 -- max() is a call
+                timeout_ms = wait_for_fetch_ms
         if timeout_ms > 0:
             return timeout_ms
         if not self.fetch_nodes():

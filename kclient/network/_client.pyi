@@ -1,0 +1,24 @@
+from collections.abc import Callable, Sequence
+from typing import Any
+
+def bind(
+    in_flight_request_type: type,
+    decode_produce: Callable[..., Any],
+    decode_response: Callable[..., Any],
+    new_client_response: Callable[..., Any],
+    decode_errors: tuple[type[Exception], ...],
+    /,
+) -> None: ...
+def complete_receives(
+    receives: Sequence[Any], in_flight: Any, responses: list[Any], now_ms: int, /
+) -> int: ...
+def bind_send(
+    client_request_type: type,
+    encode_produce: Callable[..., Any],
+    encode_request: Callable[..., Any],
+    careful_encode: Callable[..., Any],
+    network_send: type,
+    /,
+) -> None: ...
+def write_request(client: Any, request: Any, now_ms: int, /) -> bool: ...
+def can_send(client: Any, node_id: int, now_ms: int, /) -> bool: ...
