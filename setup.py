@@ -11,7 +11,8 @@
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
-``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
+``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes; ``_selector.c``, the
+selector's ``poll``, ``send`` and ``is_channel_ready`` and the event loop's ``select``) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
@@ -75,8 +76,18 @@ setup(
         ),
         Extension(
             "kclient.network._channel",
-            ["kclient/network/_channel.c", "kclient/network/_send.c"],
-            depends=["kclient/network/_channel.h"],
+            [
+                "kclient/network/_channel.c",
+                "kclient/network/_send.c",
+                "kclient/network/_selector.c",
+                "kclient/network/_selector_util.c",
+                "kclient/network/_loop_select.c",
+            ],
+            depends=[
+                "kclient/network/_channel.h",
+                "kclient/network/_selector.h",
+                "kclient/_fallback_method.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -29,6 +29,12 @@ setup timeout; a failed handshake is a disconnect whose error says why and which
 
 Every ``OSError`` is caught here and reported in ``disconnected`` as a ``KafkaError`` that
 names the node and its address. Nothing above this module touches sockets.
+
+``KSelector`` is ``CKSelector`` when the C accelerator is on (``C_POLL``): ``poll``,
+``is_channel_ready`` and ``send``'s common case (a connected channel, no send in progress)
+run in C (``_selector.c``), handing anything unusual (a connection being set up, a failure,
+an interest change, a due idle check) to the Python methods here. ``PyKSelector`` is the
+reference; the tests run both.
 """
 
 from __future__ import annotations
@@ -39,11 +45,13 @@ import selectors
 import socket
 import ssl
 import threading
-from typing import Protocol
+import time
+from typing import TYPE_CHECKING, Protocol
 
-from kclient.clock import Clock
+from kclient.clock import Clock, SystemClock
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
 from kclient.network.channel import (
+    C_ACCELERATED,
     CONNECT_IN_PROGRESS,
     KafkaChannel,
     NetworkReceive,
@@ -52,6 +60,7 @@ from kclient.network.channel import (
     describe_os_error,
     format_address,
 )
+from kclient.network.idle_expiry import IdleExpiryManager
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -69,40 +78,12 @@ __all__ = [
     "KafkaChannel",
     "NetworkReceive",
     "NetworkSend",
+    "PyKSelector",
     "Selectable",
     "Waker",
     "describe_os_error",
     "format_address",
 ]
-
-
-class IdleExpiryManager:
-    """Least-recently-used connections, for closing those idle longer than a limit."""
-
-    def __init__(self, connections_max_idle_ms: int) -> None:
-        self.connections_max_idle_ms = connections_max_idle_ms
-        self._last_active_ms: dict[int, int] = {}
-        self._next_check_ms = 0
-
-    def update(self, node_id: int, now_ms: int) -> None:
-        self._last_active_ms.pop(node_id, None)
-        self._last_active_ms[node_id] = now_ms
-
-    def remove(self, node_id: int) -> None:
-        self._last_active_ms.pop(node_id, None)
-
-    def poll_expired(self, now_ms: int) -> int | None:
-        """The least recently used node if it has been idle too long, else None."""
-        if self.connections_max_idle_ms < 0 or now_ms < self._next_check_ms:
-            return None
-        if not self._last_active_ms:
-            self._next_check_ms = now_ms + self.connections_max_idle_ms
-            return None
-        node_id, last_ms = next(iter(self._last_active_ms.items()))
-        if now_ms - last_ms > self.connections_max_idle_ms:
-            return node_id
-        self._next_check_ms = last_ms + self.connections_max_idle_ms + 1
-        return None
 
 
 class Selectable(Protocol):
@@ -150,8 +131,13 @@ class Selectable(Protocol):
         ...
 
 
-class KSelector:
-    """``Selectable`` over real sockets and ``selectors.DefaultSelector``."""
+class PyKSelector:
+    """``Selectable`` over real sockets and ``selectors.DefaultSelector``.
+
+    The reference of ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s common
+    case in C)."""
+
+    _channel_type: type[KafkaChannel] = KafkaChannel
 
     def __init__(
         self,
@@ -222,7 +208,7 @@ class KSelector:
             sock.close()
             failure = OSError(code, os.strerror(code))
             raise _connect_error(node_id, address, failure) from failure
-        channel = KafkaChannel(
+        channel = self._channel_type(
             node_id,
             sock,
             address,
@@ -249,7 +235,7 @@ class KSelector:
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         sock.setblocking(False)
-        channel = KafkaChannel(
+        channel = self._channel_type(
             node_id, sock, address or str(sock.getpeername()), self._max_receive_bytes
         )
         channel.connected = True
@@ -388,17 +374,22 @@ class KSelector:
                 if send is not None:
                     del self._sending[channel.node_id]
                     self.completed_sends.append(send)
-        except PeerClosedError:
-            self._fail(
-                channel,
-                KafkaConnectionError(
-                    f"node {channel.node_id} at {channel.address} closed the connection"
-                ),
+        except (PeerClosedError, ProtocolDecodeError, OSError) as exc:
+            self._io_failed(channel, exc)
+
+    def _io_failed(self, channel: KafkaChannel, exc: Exception) -> None:
+        """A read or write of ``channel`` in ``poll`` failed: close it and say why."""
+        error: KafkaError
+        if isinstance(exc, PeerClosedError):
+            error = KafkaConnectionError(
+                f"node {channel.node_id} at {channel.address} closed the connection"
             )
-        except ProtocolDecodeError as exc:
-            self._fail(channel, exc)
-        except OSError as exc:
-            self._fail(channel, _io_error(channel, exc))
+        elif isinstance(exc, ProtocolDecodeError):
+            error = exc
+        else:
+            assert isinstance(exc, OSError)
+            error = _io_error(channel, exc)
+        self._fail(channel, error)
 
     def _attempt_write(
         self,
@@ -409,14 +400,19 @@ class KSelector:
         try:
             send = channel.write()
         except OSError as exc:
-            self._close_channel(channel)
-            failed[channel.node_id] = _io_error(channel, exc)
+            self._write_failed(channel, exc, failed)
             return
         if send is not None:
             del self._sending[channel.node_id]
             completed.append(send)
         else:
             self._set_interest(channel)  # the rest waits for writability
+
+    def _write_failed(
+        self, channel: KafkaChannel, exc: OSError, failed: dict[int, KafkaError]
+    ) -> None:
+        self._close_channel(channel)
+        failed[channel.node_id] = _io_error(channel, exc)
 
     def _drain_wakeup(self) -> None:
         self._waker.drain()
@@ -500,3 +496,34 @@ def _io_error(channel: KafkaChannel, exc: OSError) -> KafkaConnectionError:
     return KafkaConnectionError(
         f"connection to node {channel.node_id} at {channel.address} lost: {describe_os_error(exc)}"
     )
+
+
+C_POLL = False
+"""Whether ``KSelector`` is ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s
+common case in C: :mod:`kclient.network._selector`, built into ``_channel``)."""
+if TYPE_CHECKING:
+    KSelector = PyKSelector
+else:
+    KSelector = PyKSelector
+    try:
+        from kclient.network import _channel
+    except ImportError:  # not built: the Python reference
+        pass
+    else:  # defined when built (the tests compare both), used when the accelerator is on
+        _channel.bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns)
+        _selector_send = _channel.selector_send
+
+        class CKSelector(PyKSelector):
+            """``PyKSelector`` with ``poll``, ``is_channel_ready`` and ``send`` (a connected
+            channel, no send in progress) in C; the Python methods do anything else."""
+
+            poll = _channel.SelectorPoll(PyKSelector.poll)
+            is_channel_ready = _channel.ChannelReady(PyKSelector.is_channel_ready)
+
+            def send(self, send: NetworkSend) -> None:
+                if not _selector_send(self, send):
+                    PyKSelector.send(self, send)
+
+        if C_ACCELERATED:
+            KSelector = CKSelector
+            C_POLL = True
