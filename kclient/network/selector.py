@@ -46,7 +46,7 @@ import socket
 import ssl
 import threading
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from kclient.clock import Clock, SystemClock
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
@@ -61,6 +61,7 @@ from kclient.network.channel import (
     format_address,
 )
 from kclient.network.idle_expiry import IdleExpiryManager
+from kclient.network.selectable import Selectable
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -84,51 +85,6 @@ __all__ = [
     "describe_os_error",
     "format_address",
 ]
-
-
-class Selectable(Protocol):
-    """The selector seam (Java's ``Selectable``): ``KSelector``, or ``MockSelector`` in tests."""
-
-    completed_sends: list[NetworkSend]
-    completed_receives: list[NetworkReceive]
-    connected: list[int]
-    disconnected: dict[int, KafkaError]
-    release_before_select: list[threading.Lock]
-    """Locks that threads waiting on completed work block on: the next ``poll`` releases
-    them (and empties the list) just before it waits for I/O, so a woken thread finds the
-    GIL free instead of waking once for its lock and again for the GIL."""
-
-    def connect(
-        self,
-        node_id: int,
-        host: str,
-        port: int,
-        family: int | None = None,
-        server_hostname: str | None = None,
-    ) -> None:
-        """Start a non-blocking connection to an IP address (``family`` inferred when None).
-        ``server_hostname`` is the broker's advertised name, which TLS verifies.
-        Raises ``KafkaConnectionError`` if it fails at once."""
-        ...
-
-    def send(self, send: NetworkSend) -> None:
-        """Queue a send on its node's channel; written by the following polls."""
-        ...
-
-    def poll(self, timeout_ms: int) -> None:
-        """Do I/O, waiting up to ``timeout_ms`` for some; refills the result lists."""
-        ...
-
-    def mute(self, node_id: int) -> None: ...
-    def unmute(self, node_id: int) -> None: ...
-    def is_channel_ready(self, node_id: int) -> bool: ...
-    def wakeup(self) -> None:
-        """Interrupt a blocked ``poll``. Safe to call from any thread."""
-        ...
-
-    def close(self, node_id: int | None = None) -> None:
-        """Close one node's connection (not reported in ``disconnected``), or all when None."""
-        ...
 
 
 class PyKSelector:
