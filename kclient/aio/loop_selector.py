@@ -123,20 +123,23 @@ if TYPE_CHECKING:
     LoopSelector = PyLoopSelector
 else:
     LoopSelector = PyLoopSelector
-    from kclient.network import channel as _channel_module
-
-    if _channel_module.C_ACCELERATED:  # then _channel is built
+    try:
         from kclient.network import _channel
+    except ImportError:  # not built: the Python reference
+        pass
+    else:  # defined when built (the tests compare both), used when the accelerator is on
+        from kclient.network.channel import C_ACCELERATED
 
         _loop_readable = _channel.loop_readable
 
         class CLoopSelector(PyLoopSelector):
-            """``PyLoopSelector`` with ``select`` in C (``_channel.LoopSelect``)."""
+            """``PyLoopSelector`` with ``select`` and the reader callback in C."""
 
             select = _channel.LoopSelect(PyLoopSelector.select)
 
             def _readable(self, fd: int) -> None:
                 _loop_readable(self, fd)
 
-        LoopSelector = CLoopSelector
-        C_SELECT = True
+        if C_ACCELERATED:
+            LoopSelector = CLoopSelector
+            C_SELECT = True

@@ -61,7 +61,13 @@ class Channel:
 # _selector.c, _selector_util.c, _loop_select.c: KSelector's and LoopSelector's C methods.
 
 def bind_selector(
-    system_clock: type, monotonic_ms: Callable[..., int], monotonic_ns: Callable[[], int], /
+    system_clock: type,
+    monotonic_ms: Callable[..., int],
+    monotonic_ns: Callable[[], int],
+    kselector: type,
+    idle_expiry_manager: type,
+    channel: type,
+    /,
 ) -> None: ...
 def selector_send(kselector: Any, send: Any, /) -> bool: ...
 def loop_readable(loop_selector: Any, fd: int, /) -> None: ...

@@ -24,9 +24,9 @@
 
 /* self.name = a new empty list (dict) if it holds anything: callers may keep the old one. */
 static int
-renew(PyObject *self, PyObject *name, int as_dict)
+renew(PyObject *self, int field, int as_dict)
 {
-    int full = attr_truth(self, name);
+    int full = field_truth(self, field);
     if (full <= 0) {
         return full;
     }
@@ -34,7 +34,7 @@ renew(PyObject *self, PyObject *name, int as_dict)
     if (fresh == NULL) {
         return -1;
     }
-    int result = PyObject_SetAttr(self, name, fresh);
+    int result = field_set(self, field, fresh);
     Py_DECREF(fresh);
     return result;
 }
@@ -43,7 +43,7 @@ renew(PyObject *self, PyObject *name, int as_dict)
 static int
 any_send_complete(PyObject *self)
 {
-    PyObject *sends = PyObject_GetAttr(self, s_completed_sends);
+    PyObject *sends = field_get(self, F_COMPLETED_SENDS);
     PyObject *it = sends ? PyObject_GetIter(sends) : NULL;
     Py_XDECREF(sends);
     if (it == NULL) {
@@ -64,7 +64,7 @@ any_send_complete(PyObject *self)
 static int
 release_gates(PyObject *self)
 {
-    PyObject *gates = PyObject_GetAttr(self, s_release_before_select);
+    PyObject *gates = field_get(self, F_RELEASE_BEFORE_SELECT);
     if (gates == NULL) {
         return -1;
     }
@@ -127,7 +127,7 @@ handle_key(PyObject *self, PyObject *key, PyObject *mask, PyObject *now)
         return done(call0(self, s_drain_wakeup));
     }
     int result = -1;
-    PyObject *node_id = PyObject_GetAttr(channel, s_node_id);
+    PyObject *node_id = field_get(channel, F_CH_NODE_ID);
     if (node_id == NULL) {
         goto out;
     }
@@ -152,26 +152,26 @@ out:
 static int
 before_select(PyObject *self, long long *timeout_ms)
 {
-    PyObject *unusual[4] = {s_closed, s_immediately_connected, s_early_failures, s_sending};
+    int unusual[4] = {F_CLOSED, F_IMMEDIATELY_CONNECTED, F_EARLY_FAILURES, F_SENDING};
     for (int i = 0; i < 4; i++) {
-        int set = attr_truth(self, unusual[i]);
+        int set = field_truth(self, unusual[i]);
         if (set != 0) {
             return set < 0 ? -1 : 0;
         }
     }
-    if (renew(self, s_completed_sends, 0) < 0 || renew(self, s_completed_receives, 0) < 0 ||
-        renew(self, s_connected, 0) < 0 || renew(self, s_disconnected, 1) < 0) {
+    if (renew(self, F_COMPLETED_SENDS, 0) < 0 || renew(self, F_COMPLETED_RECEIVES, 0) < 0 ||
+        renew(self, F_CONNECTED, 0) < 0 || renew(self, F_DISCONNECTED, 1) < 0) {
         return -1;
     }
-    int early = attr_truth(self, s_early_sends);
+    int early = field_truth(self, F_EARLY_SENDS);
     if (early < 0) {
         return -1;
     }
     if (early) {
-        PyObject *sends = PyObject_GetAttr(self, s_early_sends), *fresh = PyList_New(0);
+        PyObject *sends = field_get(self, F_EARLY_SENDS), *fresh = PyList_New(0);
         int failed = sends == NULL || fresh == NULL ||
-                     PyObject_SetAttr(self, s_completed_sends, sends) < 0 ||
-                     PyObject_SetAttr(self, s_early_sends, fresh) < 0;
+                     field_set(self, F_COMPLETED_SENDS, sends) < 0 ||
+                     field_set(self, F_EARLY_SENDS, fresh) < 0;
         Py_XDECREF(sends);
         Py_XDECREF(fresh);
         if (failed) {
@@ -180,8 +180,8 @@ before_select(PyObject *self, long long *timeout_ms)
     }
     int news = any_send_complete(self);
     if (news == 0) {
-        int connected = attr_truth(self, s_connected);
-        news = connected != 0 ? connected : attr_truth(self, s_disconnected);
+        int connected = field_truth(self, F_CONNECTED);
+        news = connected != 0 ? connected : field_truth(self, F_DISCONNECTED);
     }
     if (news < 0) {
         return -1;
@@ -216,7 +216,7 @@ poll_call(FallbackMethod *method, PyObject *const *args, size_t nargsf, PyObject
     if (ready <= 0) {
         return ready < 0 ? NULL : fallback_general(method, args, nargsf, kwnames);
     }
-    PyObject *selector = PyObject_GetAttr(self, s_selector);
+    PyObject *selector = field_get(self, F_SELECTOR);
     if (selector == NULL) {
         return NULL;
     }
@@ -274,31 +274,31 @@ selector_send(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *self = args[0], *send = args[1], *result = NULL, *owned = NULL;
     PyObject *dest = PyObject_GetAttr(send, s_destination);
-    PyObject *channels = dest ? PyObject_GetAttr(self, s_channels) : NULL;
+    PyObject *channels = dest ? field_get(self, F_CHANNELS) : NULL;
     PyObject *channel = channels ? dict_get(channels, dest, &owned) : NULL;
     if (channel == NULL) {
         result = PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
         goto out;
     }
     Py_INCREF(channel);
-    PyObject *pending = PyObject_GetAttr(channel, str_send);
+    PyObject *pending = field_get(channel, F_CH_SEND);
     if (pending == NULL) {
         goto out_channel;
     }
     Py_DECREF(pending);
-    int connected = pending == Py_None ? attr_truth(channel, s_connected) : 0;
+    int connected = pending == Py_None ? field_truth(channel, F_CH_CONNECTED) : 0;
     if (connected <= 0) {
         result = connected < 0 ? NULL : Py_NewRef(Py_False);
         goto out_channel;
     }
-    PyObject *sending = PyObject_GetAttr(self, s_sending);
-    int failed = sending == NULL || PyObject_SetAttr(channel, str_send, send) < 0 ||
+    PyObject *sending = field_get(self, F_SENDING);
+    int failed = sending == NULL || field_set(channel, F_CH_SEND, send) < 0 ||
                  PyObject_SetItem(sending, dest, channel) < 0;
     Py_XDECREF(sending);
     if (failed) {
         goto out_channel;
     }
-    PyObject *node_id = PyObject_GetAttr(channel, s_node_id);
+    PyObject *node_id = field_get(channel, F_CH_NODE_ID);
     if (node_id == NULL) {
         goto out_channel;
     }
@@ -308,7 +308,7 @@ selector_send(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         if (PyErr_ExceptionMatches(PyExc_OSError)) { /* _write_failed(channel, exc, failures) */
             PyObject *type, *value, *tb;
             PyErr_Fetch(&type, &value, &tb);
-            PyObject *failures = PyObject_GetAttr(self, s_early_failures);
+            PyObject *failures = field_get(self, F_EARLY_FAILURES);
             if (failures != NULL) {
                 PyErr_Restore(type, value, tb);
                 failed = hand_over_error(self, s_write_failed, channel, failures) < 0;
@@ -322,8 +322,8 @@ selector_send(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     else if (written != Py_None) {
-        PyObject *sending = PyObject_GetAttr(self, s_sending);
-        PyObject *early = sending ? PyObject_GetAttr(self, s_early_sends) : NULL;
+        PyObject *sending = field_get(self, F_SENDING);
+        PyObject *early = sending ? field_get(self, F_EARLY_SENDS) : NULL;
         failed = early == NULL || PyObject_DelItem(sending, node_id) < 0 ||
                  done(call_method1(early, s_append, written)) < 0;
         Py_XDECREF(early);
@@ -360,7 +360,7 @@ ready_call(FallbackMethod *method, PyObject *const *args, size_t nargsf, PyObjec
     if (!fallback_bind(args, PyVectorcall_NARGS(nargsf), kwnames, ready_kw_names, 1, 2, argv)) {
         return fallback_general(method, args, nargsf, kwnames);
     }
-    PyObject *channels = PyObject_GetAttr(argv[0], s_channels), *owned;
+    PyObject *channels = field_get(argv[0], F_CHANNELS), *owned;
     if (channels == NULL) {
         return NULL;
     }
@@ -369,7 +369,7 @@ ready_call(FallbackMethod *method, PyObject *const *args, size_t nargsf, PyObjec
         result = PyErr_Occurred() ? NULL : Py_NewRef(Py_False);
     }
     else {
-        result = PyObject_GetAttr(channel, s_connected);
+        result = field_get(channel, F_CH_CONNECTED);
     }
     Py_XDECREF(owned);
     Py_DECREF(channels);

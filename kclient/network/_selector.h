@@ -64,6 +64,70 @@ done(PyObject *result)
     return result == NULL ? -1 : 0;
 }
 
+/* Attributes of a PyKSelector, its IdleExpiryManager and a CKafkaChannel read and written
+ * at their __slots__ (or C member) offsets, bound by bind_selector; by name for any other
+ * object. */
+enum {
+    F_CLOSED, F_IMMEDIATELY_CONNECTED, F_EARLY_FAILURES, F_SENDING, F_COMPLETED_SENDS,
+    F_COMPLETED_RECEIVES, F_CONNECTED, F_DISCONNECTED, F_EARLY_SENDS, F_RELEASE_BEFORE_SELECT,
+    F_SELECTOR, F_CLOCK, F_IDLE, F_CHANNELS,
+    F_IDLE_MAX_MS, F_IDLE_LAST_ACTIVE_MS, F_IDLE_NEXT_CHECK_MS,
+    F_CH_NODE_ID, F_CH_CONNECTED, F_CH_MUTED, F_CH_TLS_WAIT, F_CH_EVENTS, F_CH_SEND,
+    F_COUNT
+};
+extern PyObject *field_names[F_COUNT];
+extern Py_ssize_t field_offsets[F_COUNT];
+extern PyTypeObject *kselector_type, *idle_type, *channel_type;
+
+static inline PyTypeObject *
+field_owner(int field)
+{
+    return field >= F_CH_NODE_ID ? channel_type
+                                 : (field >= F_IDLE_MAX_MS ? idle_type : kselector_type);
+}
+
+/* obj.<field>: a new reference, or NULL with an error set. */
+static inline PyObject *
+field_get(PyObject *obj, int field)
+{
+    PyTypeObject *owner = field_owner(field);
+    if (owner != NULL && PyObject_TypeCheck(obj, owner)) {
+        PyObject *value = *(PyObject **)((char *)obj + field_offsets[field]);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(obj, field_names[field]);
+}
+
+/* bool(obj.<field>): 1, 0, -1. */
+static inline int
+field_truth(PyObject *obj, int field)
+{
+    PyObject *value = field_get(obj, field);
+    if (value == NULL) {
+        return -1;
+    }
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+/* obj.<field> = value: 0 or -1. */
+static inline int
+field_set(PyObject *obj, int field, PyObject *value)
+{
+    PyTypeObject *owner = field_owner(field);
+    if (owner != NULL && PyObject_TypeCheck(obj, owner)) {
+        PyObject **slot = (PyObject **)((char *)obj + field_offsets[field]);
+        PyObject *old = *slot;
+        *slot = Py_NewRef(value);
+        Py_XDECREF(old);
+        return 0;
+    }
+    return PyObject_SetAttr(obj, field_names[field], value);
+}
+
 /* _selector_util.c: see there. */
 PyObject *dict_get(PyObject *mapping, PyObject *key, PyObject **owned);
 int is_current(PyObject *self, PyObject *node_id, PyObject *channel);

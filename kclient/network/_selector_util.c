@@ -5,9 +5,14 @@
  */
 #include "_selector.h"
 
+#include <structmember.h>
+
 PyObject *s_closed, *s_immediately_connected, *s_early_failures, *s_sending, *s_completed_sends, *s_completed_receives, *s_connected, *s_disconnected, *s_early_sends, *s_release_before_select, *s_clear, *s_selector, *s_select, *s_clock, *s_monotonic_ms, *s_idle, *s_last_active_ms, *s_next_check_ms, *s_max_idle_ms, *s_maybe_close_idle, *s_channels, *s_data, *s_drain_wakeup, *s_node_id, *s_handle_events, *s_read, *s_write, *s_muted, *s_io_failed, *s_write_failed, *s_set_interest, *s_tls_wait, *s_events, *s_destination, *s_update, *s_timeout_ms, *s_timeout, *s_node_id_kw, *s_ready, *s_keys, *s_requested_timeout_ms, *s_returned_events, *s_append, *s_get, *s_on_ready;
 PyObject *million, *thousand, *zero, *one;
 PyObject *system_clock_type, *system_clock_monotonic_ms, *time_monotonic_ns;
+PyObject *field_names[F_COUNT];
+Py_ssize_t field_offsets[F_COUNT];
+PyTypeObject *kselector_type, *idle_type, *channel_type;
 
 /* mapping.get(key) as a borrowed reference (NULL: absent, or an error if one is set). */
 PyObject *
@@ -30,7 +35,7 @@ dict_get(PyObject *mapping, PyObject *key, PyObject **owned)
 int
 is_current(PyObject *self, PyObject *node_id, PyObject *channel)
 {
-    PyObject *channels = PyObject_GetAttr(self, s_channels);
+    PyObject *channels = field_get(self, F_CHANNELS);
     if (channels == NULL) {
         return -1;
     }
@@ -46,7 +51,7 @@ is_current(PyObject *self, PyObject *node_id, PyObject *channel)
 PyObject *
 now_ms(PyObject *self)
 {
-    PyObject *clock = PyObject_GetAttr(self, s_clock);
+    PyObject *clock = field_get(self, F_CLOCK);
     if (clock == NULL) {
         return NULL;
     }
@@ -68,12 +73,12 @@ now_ms(PyObject *self)
 int
 idle_update(PyObject *self, PyObject *node_id, PyObject *now)
 {
-    PyObject *idle = PyObject_GetAttr(self, s_idle);
+    PyObject *idle = field_get(self, F_IDLE);
     if (idle == NULL) {
         return -1;
     }
     int result;
-    PyObject *last = PyObject_GetAttr(idle, s_last_active_ms);
+    PyObject *last = field_get(idle, F_IDLE_LAST_ACTIVE_MS);
     if (last != NULL && PyDict_CheckExact(last)) {
         int had = PyDict_Contains(last, node_id);
         result = had < 0 || (had && PyDict_DelItem(last, node_id) < 0) ||
@@ -94,12 +99,12 @@ idle_update(PyObject *self, PyObject *node_id, PyObject *now)
 int
 maybe_close_idle(PyObject *self, PyObject *now)
 {
-    PyObject *idle = PyObject_GetAttr(self, s_idle);
+    PyObject *idle = field_get(self, F_IDLE);
     if (idle == NULL) {
         return -1;
     }
-    PyObject *max_idle = PyObject_GetAttr(idle, s_max_idle_ms);
-    PyObject *next = max_idle ? PyObject_GetAttr(idle, s_next_check_ms) : NULL;
+    PyObject *max_idle = field_get(idle, F_IDLE_MAX_MS);
+    PyObject *next = max_idle ? field_get(idle, F_IDLE_NEXT_CHECK_MS) : NULL;
     Py_DECREF(idle);
     int off = next ? PyObject_RichCompareBool(max_idle, zero, Py_LT) : -1;
     int early = off == 0 ? PyObject_RichCompareBool(now, next, Py_LT) : off;
@@ -116,11 +121,11 @@ maybe_close_idle(PyObject *self, PyObject *now)
                                           2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL));
 }
 
-/* Reads channel.name as a C long into *out: 1, 0 (not an int: *out untouched), -1. */
+/* Reads channel.<field> as a C long into *out: 1, 0 (not an int: *out untouched), -1. */
 static int
-attr_long(PyObject *channel, PyObject *name, long *out)
+attr_long(PyObject *channel, int field, long *out)
 {
-    PyObject *value = PyObject_GetAttr(channel, name);
+    PyObject *value = field_get(channel, field);
     if (value == NULL) {
         return -1;
     }
@@ -142,16 +147,16 @@ int
 set_interest(PyObject *self, PyObject *channel)
 {
     long tls_wait = 0, current = 0;
-    int ok = attr_long(channel, s_tls_wait, &tls_wait);
-    int connected = ok > 0 ? attr_truth(channel, s_connected) : -1;
-    int muted = connected > 0 ? attr_truth(channel, s_muted) : 0;
+    int ok = attr_long(channel, F_CH_TLS_WAIT, &tls_wait);
+    int connected = ok > 0 ? field_truth(channel, F_CH_CONNECTED) : -1;
+    int muted = connected > 0 ? field_truth(channel, F_CH_MUTED) : 0;
     if (ok < 0 || connected < 0 || muted < 0) {
         return -1;
     }
     if (ok > 0) {
         long events = tls_wait;
         if (!tls_wait) {
-            PyObject *send = connected ? PyObject_GetAttr(channel, str_send) : Py_NewRef(Py_None);
+            PyObject *send = connected ? field_get(channel, F_CH_SEND) : Py_NewRef(Py_None);
             if (send == NULL) {
                 return -1;
             }
@@ -163,7 +168,7 @@ set_interest(PyObject *self, PyObject *channel)
         if (connected && !muted) {
             events |= EVENT_READ;
         }
-        ok = attr_long(channel, s_events, &current);
+        ok = attr_long(channel, F_CH_EVENTS, &current);
         if (ok < 0) {
             return -1;
         }
@@ -205,7 +210,7 @@ hand_over_error(PyObject *self, PyObject *method, PyObject *channel, PyObject *e
 int
 handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *mask_obj)
 {
-    int connected = attr_truth(channel, s_connected);
+    int connected = field_truth(channel, F_CH_CONNECTED);
     if (connected < 0) {
         return -1;
     }
@@ -219,12 +224,12 @@ handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *ma
         return done(call2(self, s_handle_events, channel, mask_obj));
     }
     if (mask & EVENT_READ) {
-        int muted = attr_truth(channel, s_muted);
+        int muted = field_truth(channel, F_CH_MUTED);
         if (muted < 0) {
             return -1;
         }
         if (!muted) {
-            PyObject *completed = PyObject_GetAttr(self, s_completed_receives);
+            PyObject *completed = field_get(self, F_COMPLETED_RECEIVES);
             if (completed == NULL) {
                 return -1;
             }
@@ -239,7 +244,7 @@ handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *ma
         }
     }
     if (mask & EVENT_WRITE) {
-        PyObject *pending = PyObject_GetAttr(channel, str_send);
+        PyObject *pending = field_get(channel, F_CH_SEND);
         if (pending == NULL) {
             return -1;
         }
@@ -251,9 +256,9 @@ handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *ma
             }
             int result = 0;
             if (send != Py_None) {
-                PyObject *sending = PyObject_GetAttr(self, s_sending);
+                PyObject *sending = field_get(self, F_SENDING);
                 PyObject *completed =
-                    sending ? PyObject_GetAttr(self, s_completed_sends) : NULL;
+                    sending ? field_get(self, F_COMPLETED_SENDS) : NULL;
                 result = completed == NULL || PyObject_DelItem(sending, node_id) < 0 ||
                                  done(call_method1(completed, s_append, send)) < 0
                              ? -1
@@ -269,17 +274,53 @@ handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *ma
 }
 
 /* bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns). */
+/* The offset of `type`'s __slots__ member `name`; -1 with TypeError if it is not one. */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, PyObject *name)
+{
+    PyObject *descr = PyObject_GetAttr((PyObject *)type, name);
+    Py_ssize_t offset = -1;
+    if (descr == NULL) {
+        return -1;
+    }
+    if (Py_TYPE(descr) == &PyMemberDescr_Type &&
+        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX) {
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "%s.%U is not a __slots__ member", type->tp_name, name);
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
+/* bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns, PyKSelector,
+ * IdleExpiryManager, CKafkaChannel). */
 PyObject *
 bind_selector(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 || !PyType_Check(args[0])) {
+    if (nargs != 6 || !PyType_Check(args[0]) || !PyType_Check(args[3]) ||
+        !PyType_Check(args[4]) || !PyType_Check(args[5])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind_selector(SystemClock, SystemClock.monotonic_ms, monotonic_ns)");
+                        "bind_selector(SystemClock, SystemClock.monotonic_ms, monotonic_ns, "
+                        "PyKSelector, IdleExpiryManager, CKafkaChannel)");
         return NULL;
     }
+    Py_ssize_t offsets[F_COUNT];
+    for (int i = 0; i < F_COUNT; i++) {
+        int owner = i >= F_CH_NODE_ID ? 5 : (i >= F_IDLE_MAX_MS ? 4 : 3);
+        offsets[i] = slot_offset((PyTypeObject *)args[owner], field_names[i]);
+        if (offsets[i] < 0) {
+            return NULL;
+        }
+    }
+    memcpy(field_offsets, offsets, sizeof(offsets));
     Py_XSETREF(system_clock_type, Py_NewRef(args[0]));
     Py_XSETREF(system_clock_monotonic_ms, Py_NewRef(args[1]));
     Py_XSETREF(time_monotonic_ns, Py_NewRef(args[2]));
+    Py_XSETREF(kselector_type, (PyTypeObject *)Py_NewRef(args[3]));
+    Py_XSETREF(idle_type, (PyTypeObject *)Py_NewRef(args[4]));
+    Py_XSETREF(channel_type, (PyTypeObject *)Py_NewRef(args[5]));
     Py_RETURN_NONE;
 }
 
@@ -342,6 +383,32 @@ selector_intern(void)
             return -1;
         }
     }
+    PyObject *fields[F_COUNT] = {
+        [F_CLOSED] = s_closed,
+        [F_IMMEDIATELY_CONNECTED] = s_immediately_connected,
+        [F_EARLY_FAILURES] = s_early_failures,
+        [F_SENDING] = s_sending,
+        [F_COMPLETED_SENDS] = s_completed_sends,
+        [F_COMPLETED_RECEIVES] = s_completed_receives,
+        [F_CONNECTED] = s_connected,
+        [F_DISCONNECTED] = s_disconnected,
+        [F_EARLY_SENDS] = s_early_sends,
+        [F_RELEASE_BEFORE_SELECT] = s_release_before_select,
+        [F_SELECTOR] = s_selector,
+        [F_CLOCK] = s_clock,
+        [F_IDLE] = s_idle,
+        [F_CHANNELS] = s_channels,
+        [F_IDLE_MAX_MS] = s_max_idle_ms,
+        [F_IDLE_LAST_ACTIVE_MS] = s_last_active_ms,
+        [F_IDLE_NEXT_CHECK_MS] = s_next_check_ms,
+        [F_CH_NODE_ID] = s_node_id,
+        [F_CH_CONNECTED] = s_connected,
+        [F_CH_MUTED] = s_muted,
+        [F_CH_TLS_WAIT] = s_tls_wait,
+        [F_CH_EVENTS] = s_events,
+        [F_CH_SEND] = str_send,
+    };
+    memcpy(field_names, fields, sizeof(fields));
     if ((million = PyLong_FromLong(1000000)) == NULL ||
         (thousand = PyLong_FromLong(1000)) == NULL || (zero = PyLong_FromLong(0)) == NULL ||
         (one = PyLong_FromLong(1)) == NULL) {

@@ -12,6 +12,8 @@ __all__ = ["IdleExpiryManager"]
 class IdleExpiryManager:
     """Least-recently-used connections, for closing those idle longer than a limit."""
 
+    __slots__ = ("_last_active_ms", "_next_check_ms", "connections_max_idle_ms")
+
     def __init__(self, connections_max_idle_ms: int) -> None:
         self.connections_max_idle_ms = connections_max_idle_ms
         self._last_active_ms: dict[int, int] = {}

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 
 from kclient.clock import Clock, SystemClock
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
+from kclient.network import channel as channel_module
 from kclient.network.channel import (
     C_ACCELERATED,
     CONNECT_IN_PROGRESS,
@@ -93,6 +94,29 @@ class PyKSelector:
     The reference of ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s common
     case in C)."""
 
+    # slots: the C poll reads them at their offsets (an instance dict lookup from C costs more)
+    __slots__ = (
+        "_channels",
+        "_clock",
+        "_closed",
+        "_early_failures",
+        "_early_sends",
+        "_idle",
+        "_immediately_connected",
+        "_max_receive_bytes",
+        "_prefix",
+        "_receive_buffer_bytes",
+        "_selector",
+        "_send_buffer_bytes",
+        "_sending",
+        "_ssl_context",
+        "_waker",
+        "completed_receives",
+        "completed_sends",
+        "connected",
+        "disconnected",
+        "release_before_select",
+    )
     _channel_type: type[KafkaChannel] = KafkaChannel
 
     def __init__(
@@ -466,7 +490,14 @@ else:
     except ImportError:  # not built: the Python reference
         pass
     else:  # defined when built (the tests compare both), used when the accelerator is on
-        _channel.bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns)
+        _channel.bind_selector(
+            SystemClock,
+            SystemClock.monotonic_ms,
+            time.monotonic_ns,
+            PyKSelector,
+            IdleExpiryManager,
+            channel_module.CKafkaChannel,
+        )
         _selector_send = _channel.selector_send
 
         class CKSelector(PyKSelector):

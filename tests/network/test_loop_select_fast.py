@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kclient.aio import loop_selector
+from kclient.network import channel
 
 READ = selectors.EVENT_READ
 WRITE = selectors.EVENT_WRITE
@@ -132,5 +133,8 @@ def test_what_select_returns() -> None:
 
 
 def test_the_accelerator_is_what_the_loop_producer_uses() -> None:
-    assert loop_selector.C_SELECT
-    assert loop_selector.LoopSelector is loop_selector.CLoopSelector
+    assert loop_selector.C_SELECT is channel.C_ACCELERATED  # KCLIENT_PURE_PYTHON: Python
+    expected = (
+        loop_selector.CLoopSelector if channel.C_ACCELERATED else loop_selector.PyLoopSelector
+    )
+    assert loop_selector.LoopSelector is expected
