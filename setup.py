@@ -14,8 +14,9 @@ and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer
 Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
 ``kclient/sender/_step.c`` with ``_step_request.c`` (the Sender's send half of a step),
 ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's ``NetworkSend``,
-``NetworkReceive`` and plain-TCP reads and writes), ``kclient/network/_client.c`` (the
-network client's common-case sends and answers) and
+``NetworkReceive`` and plain-TCP reads and writes; ``_selector.c``, the selector's ``poll``,
+``send`` and ``is_channel_ready`` and the event loop's ``select``), ``kclient/network/_client.c``
+(the network client's common-case sends and answers) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
@@ -91,8 +92,18 @@ setup(
         ),
         Extension(
             "kclient.network._channel",
-            ["kclient/network/_channel.c", "kclient/network/_send.c"],
-            depends=["kclient/network/_channel.h"],
+            [
+                "kclient/network/_channel.c",
+                "kclient/network/_send.c",
+                "kclient/network/_selector.c",
+                "kclient/network/_selector_util.c",
+                "kclient/network/_loop_select.c",
+            ],
+            depends=[
+                "kclient/network/_channel.h",
+                "kclient/network/_selector.h",
+                "kclient/_fallback_method.h",
+            ],
             optional=True,
         ),
         Extension(

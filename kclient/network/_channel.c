@@ -20,8 +20,7 @@ PyObject *str_send, *str_sendmsg, *str_recv_into, *str_release, *str_cast, *str_
     *str_awaits_response;
 static PyObject *str_write_to, *str_write_to_tls, *str_read_from, *str_read_tls, *str_completed,
     *str_complete, *str_append;
-PyObject *ssl_socket_type, *tls_recv_into;
-static PyObject *peer_closed_error, *protocol_decode_error;
+PyObject *ssl_socket_type, *tls_recv_into, *peer_closed_error, *protocol_decode_error;
 
 typedef struct {
     PyObject_HEAD
@@ -453,7 +452,8 @@ PyInit__channel(void)
         PyModule_AddObjectRef(module, "Channel", (PyObject *)&ChannelType) < 0 ||
         PyModule_AddIntConstant(module, "IOV_MAX", CHANNEL_IOV_MAX) < 0 ||
         PyModule_AddIntConstant(module, "FIRST_FRAME_BUFFER_BYTES",
-                                CHANNEL_FIRST_FRAME_BUFFER_BYTES) < 0) {
+                                CHANNEL_FIRST_FRAME_BUFFER_BYTES) < 0 ||
+        selector_add_to_module(module) < 0) {
         Py_DECREF(module);
         return NULL;
     }

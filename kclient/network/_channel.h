@@ -40,7 +40,10 @@ extern PyObject *str_send, *str_sendmsg, *str_recv_into, *str_release, *str_cast
     *str_awaits_response;
 
 /* From channel.py by bind(): NULL until then. */
-extern PyObject *ssl_socket_type, *tls_recv_into;
+extern PyObject *ssl_socket_type, *tls_recv_into, *peer_closed_error, *protocol_decode_error;
+
+/* _selector.c: adds KSelector's and LoopSelector's C methods to the module. 0 or -1. */
+int selector_add_to_module(PyObject *module);
 
 /* A new NetworkReceive of source's frame `payload` (a new reference, stolen). */
 PyObject *receive_new(PyObject *source, PyObject *payload, Py_ssize_t filled, Py_ssize_t size);

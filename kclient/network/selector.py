@@ -29,6 +29,12 @@ setup timeout; a failed handshake is a disconnect whose error says why and which
 
 Every ``OSError`` is caught here and reported in ``disconnected`` as a ``KafkaError`` that
 names the node and its address. Nothing above this module touches sockets.
+
+``KSelector`` is ``CKSelector`` when the C accelerator is on (``C_POLL``): ``poll``,
+``is_channel_ready`` and ``send``'s common case (a connected channel, no send in progress)
+run in C (``_selector.c``), handing anything unusual (a connection being set up, a failure,
+an interest change, a due idle check) to the Python methods here. ``PyKSelector`` is the
+reference; the tests run both.
 """
 
 from __future__ import annotations
@@ -39,11 +45,14 @@ import selectors
 import socket
 import ssl
 import threading
-from typing import Protocol
+import time
+from typing import TYPE_CHECKING
 
-from kclient.clock import Clock
+from kclient.clock import Clock, SystemClock
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
+from kclient.network import channel as channel_module
 from kclient.network.channel import (
+    C_ACCELERATED,
     CONNECT_IN_PROGRESS,
     KafkaChannel,
     NetworkReceive,
@@ -52,6 +61,8 @@ from kclient.network.channel import (
     describe_os_error,
     format_address,
 )
+from kclient.network.idle_expiry import IdleExpiryManager
+from kclient.network.selectable import Selectable
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -69,6 +80,7 @@ __all__ = [
     "KafkaChannel",
     "NetworkReceive",
     "NetworkSend",
+    "PyKSelector",
     "Selectable",
     "Waker",
     "describe_os_error",
@@ -76,82 +88,36 @@ __all__ = [
 ]
 
 
-class IdleExpiryManager:
-    """Least-recently-used connections, for closing those idle longer than a limit."""
+class PyKSelector:
+    """``Selectable`` over real sockets and ``selectors.DefaultSelector``.
 
-    def __init__(self, connections_max_idle_ms: int) -> None:
-        self.connections_max_idle_ms = connections_max_idle_ms
-        self._last_active_ms: dict[int, int] = {}
-        self._next_check_ms = 0
+    The reference of ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s common
+    case in C)."""
 
-    def update(self, node_id: int, now_ms: int) -> None:
-        self._last_active_ms.pop(node_id, None)
-        self._last_active_ms[node_id] = now_ms
-
-    def remove(self, node_id: int) -> None:
-        self._last_active_ms.pop(node_id, None)
-
-    def poll_expired(self, now_ms: int) -> int | None:
-        """The least recently used node if it has been idle too long, else None."""
-        if self.connections_max_idle_ms < 0 or now_ms < self._next_check_ms:
-            return None
-        if not self._last_active_ms:
-            self._next_check_ms = now_ms + self.connections_max_idle_ms
-            return None
-        node_id, last_ms = next(iter(self._last_active_ms.items()))
-        if now_ms - last_ms > self.connections_max_idle_ms:
-            return node_id
-        self._next_check_ms = last_ms + self.connections_max_idle_ms + 1
-        return None
-
-
-class Selectable(Protocol):
-    """The selector seam (Java's ``Selectable``): ``KSelector``, or ``MockSelector`` in tests."""
-
-    completed_sends: list[NetworkSend]
-    completed_receives: list[NetworkReceive]
-    connected: list[int]
-    disconnected: dict[int, KafkaError]
-    release_before_select: list[threading.Lock]
-    """Locks that threads waiting on completed work block on: the next ``poll`` releases
-    them (and empties the list) just before it waits for I/O, so a woken thread finds the
-    GIL free instead of waking once for its lock and again for the GIL."""
-
-    def connect(
-        self,
-        node_id: int,
-        host: str,
-        port: int,
-        family: int | None = None,
-        server_hostname: str | None = None,
-    ) -> None:
-        """Start a non-blocking connection to an IP address (``family`` inferred when None).
-        ``server_hostname`` is the broker's advertised name, which TLS verifies.
-        Raises ``KafkaConnectionError`` if it fails at once."""
-        ...
-
-    def send(self, send: NetworkSend) -> None:
-        """Queue a send on its node's channel; written by the following polls."""
-        ...
-
-    def poll(self, timeout_ms: int) -> None:
-        """Do I/O, waiting up to ``timeout_ms`` for some; refills the result lists."""
-        ...
-
-    def mute(self, node_id: int) -> None: ...
-    def unmute(self, node_id: int) -> None: ...
-    def is_channel_ready(self, node_id: int) -> bool: ...
-    def wakeup(self) -> None:
-        """Interrupt a blocked ``poll``. Safe to call from any thread."""
-        ...
-
-    def close(self, node_id: int | None = None) -> None:
-        """Close one node's connection (not reported in ``disconnected``), or all when None."""
-        ...
-
-
-class KSelector:
-    """``Selectable`` over real sockets and ``selectors.DefaultSelector``."""
+    # slots: the C poll reads them at their offsets (an instance dict lookup from C costs more)
+    __slots__ = (
+        "_channels",
+        "_clock",
+        "_closed",
+        "_early_failures",
+        "_early_sends",
+        "_idle",
+        "_immediately_connected",
+        "_max_receive_bytes",
+        "_prefix",
+        "_receive_buffer_bytes",
+        "_selector",
+        "_send_buffer_bytes",
+        "_sending",
+        "_ssl_context",
+        "_waker",
+        "completed_receives",
+        "completed_sends",
+        "connected",
+        "disconnected",
+        "release_before_select",
+    )
+    _channel_type: type[KafkaChannel] = KafkaChannel
 
     def __init__(
         self,
@@ -222,7 +188,7 @@ class KSelector:
             sock.close()
             failure = OSError(code, os.strerror(code))
             raise _connect_error(node_id, address, failure) from failure
-        channel = KafkaChannel(
+        channel = self._channel_type(
             node_id,
             sock,
             address,
@@ -249,7 +215,7 @@ class KSelector:
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         sock.setblocking(False)
-        channel = KafkaChannel(
+        channel = self._channel_type(
             node_id, sock, address or str(sock.getpeername()), self._max_receive_bytes
         )
         channel.connected = True
@@ -388,17 +354,22 @@ class KSelector:
                 if send is not None:
                     del self._sending[channel.node_id]
                     self.completed_sends.append(send)
-        except PeerClosedError:
-            self._fail(
-                channel,
-                KafkaConnectionError(
-                    f"node {channel.node_id} at {channel.address} closed the connection"
-                ),
+        except (PeerClosedError, ProtocolDecodeError, OSError) as exc:
+            self._io_failed(channel, exc)
+
+    def _io_failed(self, channel: KafkaChannel, exc: Exception) -> None:
+        """A read or write of ``channel`` in ``poll`` failed: close it and say why."""
+        error: KafkaError
+        if isinstance(exc, PeerClosedError):
+            error = KafkaConnectionError(
+                f"node {channel.node_id} at {channel.address} closed the connection"
             )
-        except ProtocolDecodeError as exc:
-            self._fail(channel, exc)
-        except OSError as exc:
-            self._fail(channel, _io_error(channel, exc))
+        elif isinstance(exc, ProtocolDecodeError):
+            error = exc
+        else:
+            assert isinstance(exc, OSError)
+            error = _io_error(channel, exc)
+        self._fail(channel, error)
 
     def _attempt_write(
         self,
@@ -409,14 +380,19 @@ class KSelector:
         try:
             send = channel.write()
         except OSError as exc:
-            self._close_channel(channel)
-            failed[channel.node_id] = _io_error(channel, exc)
+            self._write_failed(channel, exc, failed)
             return
         if send is not None:
             del self._sending[channel.node_id]
             completed.append(send)
         else:
             self._set_interest(channel)  # the rest waits for writability
+
+    def _write_failed(
+        self, channel: KafkaChannel, exc: OSError, failed: dict[int, KafkaError]
+    ) -> None:
+        self._close_channel(channel)
+        failed[channel.node_id] = _io_error(channel, exc)
 
     def _drain_wakeup(self) -> None:
         self._waker.drain()
@@ -500,3 +476,41 @@ def _io_error(channel: KafkaChannel, exc: OSError) -> KafkaConnectionError:
     return KafkaConnectionError(
         f"connection to node {channel.node_id} at {channel.address} lost: {describe_os_error(exc)}"
     )
+
+
+C_POLL = False
+"""Whether ``KSelector`` is ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s
+common case in C: :mod:`kclient.network._selector`, built into ``_channel``)."""
+if TYPE_CHECKING:
+    KSelector = PyKSelector
+else:
+    KSelector = PyKSelector
+    try:
+        from kclient.network import _channel
+    except ImportError:  # not built: the Python reference
+        pass
+    else:  # defined when built (the tests compare both), used when the accelerator is on
+        _channel.bind_selector(
+            SystemClock,
+            SystemClock.monotonic_ms,
+            time.monotonic_ns,
+            PyKSelector,
+            IdleExpiryManager,
+            channel_module.CKafkaChannel,
+        )
+        _selector_send = _channel.selector_send
+
+        class CKSelector(PyKSelector):
+            """``PyKSelector`` with ``poll``, ``is_channel_ready`` and ``send`` (a connected
+            channel, no send in progress) in C; the Python methods do anything else."""
+
+            poll = _channel.SelectorPoll(PyKSelector.poll)
+            is_channel_ready = _channel.ChannelReady(PyKSelector.is_channel_ready)
+
+            def send(self, send: NetworkSend) -> None:
+                if not _selector_send(self, send):
+                    PyKSelector.send(self, send)
+
+        if C_ACCELERATED:
+            KSelector = CKSelector
+            C_POLL = True
