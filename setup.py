@@ -10,7 +10,8 @@
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
+Sender's recording), ``kclient/sender/_complete.c`` (a Produce answer's common case, see
+``produce_responses.py``), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
 ``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
@@ -71,6 +72,12 @@ setup(
         Extension(
             "kclient.sender._stats",
             ["kclient/sender/_stats.c"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.sender._complete",
+            ["kclient/sender/_complete.c"],
+            depends=["kclient/_slots.h", "kclient/_fallback_method.h"],
             optional=True,
         ),
         Extension(
