@@ -10,8 +10,9 @@
 ``_future_module.c`` (kclient.aio's record future, per-batch settle and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording), ``kclient/sender/_complete.c`` (a Produce answer's common case, see
-``produce_responses.py``), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
+Sender's recording), ``kclient/sender/_complete.c`` with ``_complete_batch.c`` and ``_complete_locked.c`` (a
+Produce answer's common case, see ``produce_responses.py``, and the buffer pool's,
+incomplete batches' and produce result's small locked methods), ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's
 ``NetworkSend``, ``NetworkReceive`` and plain-TCP reads and writes) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
@@ -76,8 +77,16 @@ setup(
         ),
         Extension(
             "kclient.sender._complete",
-            ["kclient/sender/_complete.c"],
-            depends=["kclient/_slots.h", "kclient/_fallback_method.h"],
+            [
+                "kclient/sender/_complete.c",
+                "kclient/sender/_complete_batch.c",
+                "kclient/sender/_complete_locked.c",
+            ],
+            depends=[
+                "kclient/sender/_complete.h",
+                "kclient/_slots.h",
+                "kclient/_fallback_method.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -4,10 +4,13 @@ command: if it is missing the import below fails) against the Python reference
 (error codes mixed in, partitions left out or unknown, disconnects), expiries, send
 callbacks (some raising), watchers (``kclient.aio``'s ``_BatchWatch``, done callbacks) and
 waiters for buffer memory, with and without idempotence, give the same calls in the same
-order and the same state after every step."""
+order and the same state after every step. Then the send side's small locked methods in C
+(``BufferPool.try_allocate``, ``IncompleteBatches.add``, ``ProduceResult.watch``) against
+theirs."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from dataclasses import dataclass
@@ -20,13 +23,16 @@ from hypothesis import strategies as st
 import kclient.sender._complete as c_complete
 from kclient import errors
 from kclient.aio.completions import _BatchWatch
+from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.protocol import ApiKey
 from kclient.record import ACCELERATED
-from kclient.sender import produce_responses
+from kclient.sender import buffer_pool, future, incomplete, produce_responses
 from kclient.sender.batch import ProducerBatch
+from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
 from kclient.sender.idempotence import TransactionManager
+from kclient.sender.incomplete import IncompleteBatches
 from kclient.sender.sender import Sender
 from kclient.testing import MockClock
 from kclient.testing.client import MockClient, metadata_update_with
@@ -445,3 +451,109 @@ def test_an_answer_for_a_batch_that_expired_meanwhile_changes_nothing(
     assert final[12] == [("KafkaTimeoutError", final[12][0][1])]
     assert final[1] == 1 << 20
     assert final[6] == 0 and final[7] == 1
+
+
+# ---- the send side's small locked methods ---------------------------------------------------
+
+
+def test_the_c_locked_methods_run_when_the_accelerator_is_on() -> None:
+    for cls, name, c_method in [
+        (BufferPool, "try_allocate", buffer_pool.c_try_allocate),
+        (IncompleteBatches, "add", incomplete.c_add),
+        (ProduceResult, "watch", future.c_watch),
+    ]:
+        assert (vars(cls)[name] is c_method) == ACCELERATED
+        assert getattr(cls, name).__name__ == name  # on the class: the Python function
+
+
+class Waits:
+    def notify(self) -> None:
+        pass
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["try", "try", "try_keyword", "deallocate", "wait", "leave", "close"]),
+            st.integers(0, 400),
+        ),
+        max_size=40,
+    )
+)
+def test_try_allocate_c_and_python_alike(ops: list[tuple[str, int]]) -> None:
+    def run_ops(c: bool) -> list[Any]:
+        pool = BufferPool(1_000, MockClock())
+        try_allocate = (
+            buffer_pool.c_try_allocate.__get__(pool)
+            if c
+            else functools.partial(buffer_pool.py_try_allocate, pool)
+        )
+        seen: list[Any] = []
+        for op, size in ops:
+            if op == "try":
+                seen.append(try_allocate(size))
+            elif op == "try_keyword":
+                seen.append(try_allocate(size=size))
+            elif op == "deallocate":
+                try:
+                    pool.deallocate(size)
+                except IllegalStateError as e:
+                    seen.append(str(e))
+            elif op == "wait":
+                pool._waiters.append(Waits())  # type: ignore[arg-type]
+            elif op == "leave" and pool._waiters:
+                pool._waiters.popleft()
+            elif op == "close":
+                pool.close()
+            seen.append((pool.available_bytes, pool.queued, pool._lock.locked()))
+        return seen
+
+    assert run_ops(True) == run_ops(False)
+
+
+class Tagged:
+    def __init__(self, flush_id: int) -> None:
+        self.flush_id = flush_id
+
+
+@given(st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.integers(0, 9))))
+def test_incomplete_add_c_and_python_alike(ops: list[tuple[str, int]]) -> None:
+    def run_ops(c: bool) -> list[Any]:
+        incomplete_batches = IncompleteBatches()
+        add = (
+            incomplete.c_add.__get__(incomplete_batches)
+            if c
+            else functools.partial(incomplete.py_add, incomplete_batches)
+        )
+        batches = [Tagged(n * 3 % 7) for n in range(10)]
+        seen: list[Any] = []
+        for op, n in ops:
+            if op == "add":
+                add(batches[n])
+            else:
+                incomplete_batches.remove(batches[n])  # type: ignore[arg-type]
+            members = {batches.index(b) for b in incomplete_batches.copy()}  # type: ignore[arg-type]
+            seen.append((members, incomplete_batches.last_batch_id))
+        return seen
+
+    assert run_ops(True) == run_ops(False)
+
+
+@given(st.lists(st.sampled_from(["watch", "watch", "set", "supersede"]), max_size=12))
+def test_watch_c_and_python_alike(ops: list[str]) -> None:
+    def run_ops(c: bool) -> list[Any]:
+        result = ProduceResult(TopicPartition("t", 0))
+        watch = future.c_watch.__get__(result) if c else functools.partial(future.py_watch, result)
+        watchers = [_BatchWatch(lambda r: None, result) for _ in ops]
+        seen: list[Any] = []
+        for i, op in enumerate(ops):
+            if op == "watch":
+                seen.append(watch(watchers[i]))
+            elif op == "set" and not result.done:
+                seen.append([watchers.index(w) for w in result.set(i, -1, None)])  # type: ignore[arg-type]
+            elif op == "supersede" and not result.done:
+                seen.append([watchers.index(w) for w in result.supersede([])])  # type: ignore[arg-type]
+            seen.append(result._lock.locked())
+        return seen
+
+    assert run_ops(True) == run_ops(False)
