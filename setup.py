@@ -13,6 +13,9 @@ and C ``send``), and
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
 ``kclient/sender/_step.c`` with ``_step_request.c`` (the Sender's send half of a step),
+``kclient/sender/_complete.c`` with ``_complete_batch.c`` and ``_complete_locked.c`` (a
+Produce answer's common case, see ``produce_responses.py``, and the buffer pool's,
+incomplete batches' and produce result's small locked methods),
 ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's ``NetworkSend``,
 ``NetworkReceive`` and plain-TCP reads and writes; ``_selector.c``, the selector's ``poll``,
 ``send`` and ``is_channel_ready`` and the event loop's ``select``), ``kclient/network/_client.c``
@@ -88,6 +91,20 @@ setup(
         Extension(
             "kclient.sender._stats",
             ["kclient/sender/_stats.c"],
+            optional=True,
+        ),
+        Extension(
+            "kclient.sender._complete",
+            [
+                "kclient/sender/_complete.c",
+                "kclient/sender/_complete_batch.c",
+                "kclient/sender/_complete_locked.c",
+            ],
+            depends=[
+                "kclient/sender/_complete.h",
+                "kclient/_slots.h",
+                "kclient/_fallback_method.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -281,16 +281,25 @@ class ProducerBatch:
             wakeups=wakeups,
         )
         if thunks:
-            for future, callback in thunks:
-                metadata = future.metadata()
-                exc = None if metadata is not None else future.exception(0)
-                try:
-                    callback(metadata, exc)
-                except Exception:
-                    log.exception("exception in a send callback for %s (ignored)", self.tp)
-            result.finish(wakeups)
+            self._run_callbacks(thunks, wakeups)
         for watcher in watchers:
             watcher._notify()
+
+    def _run_callbacks(
+        self,
+        thunks: list[tuple[FutureRecordMetadata, Callback]],
+        wakeups: list[threading.Lock] | None,
+    ) -> None:
+        """The send callbacks of a done batch, in order, then its waiters' wakeup (also
+        called by the C completion, ``kclient/sender/_complete.c``)."""
+        for future, callback in thunks:
+            metadata = future.metadata()
+            exc = None if metadata is not None else future.exception(0)
+            try:
+                callback(metadata, exc)
+            except Exception:
+                log.exception("exception in a send callback for %s (ignored)", self.tp)
+        self.result.finish(wakeups)
 
     def split(
         self,

@@ -3,6 +3,10 @@
 Batches are added by callers' threads (``send`` creating a batch) and removed by the
 Sender thread when they complete; ``flush`` and ``close`` read it from their own threads.
 Every method takes the one lock.
+
+``add`` (a new batch, on ``send``'s path) runs in C (``kclient.sender._complete``'s
+``IncompleteAddMethod``, no Python frame) when the accelerator is built and
+``KCLIENT_PURE_PYTHON`` is unset; the Python method is the reference and its fallback.
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
+from kclient.record._accel import ACCELERATED
 from kclient.sender.batch import ProducerBatch
 
 
@@ -67,3 +73,17 @@ class IncompleteBatches:
                 if remaining is not None and remaining <= 0:
                     return False
                 batch.result.wait(remaining)
+
+
+py_add = IncompleteBatches.add
+"""The Python reference (and the C method's fallback)."""
+c_add: Any = None
+"""``kclient.sender._complete.IncompleteAddMethod`` over the reference, when built."""
+try:
+    from kclient.sender._complete import IncompleteAddMethod
+except ImportError:  # not built (or from older sources): the Python reference
+    pass
+else:
+    c_add = IncompleteAddMethod(py_add)
+    if ACCELERATED:
+        IncompleteBatches.add = c_add  # type: ignore[method-assign]

@@ -7,6 +7,12 @@ its batch: success (DUPLICATE_SEQUENCE_NUMBER too, under idempotence), a retry a
 backoff when the error is retriable and ``retries`` and ``delivery.timeout.ms`` allow, a
 split on MESSAGE_TOO_LARGE, or failure with the broker's error naming the partition (and
 per-record errors). Runs on the Sender thread, inside ``client.poll``'s callbacks.
+
+An answer's common case (every partition answered with error code 0, or
+DUPLICATE_SEQUENCE_NUMBER under idempotence) runs in C (:mod:`kclient.sender._complete`:
+``_handle_produce_response`` becomes its ``AnswerMethod``, no Python frame) when the
+accelerator is built and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); it calls
+the Python methods here for every other partition and answer, and is tested against them.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from kclient import errors
 from kclient.errors import KafkaError, RecordTooLargeError
 from kclient.network.cluster import TopicPartition
 from kclient.network.kafka_client import ClientResponse
+from kclient.record._accel import ACCELERATED
 from kclient.sender.batch import ProducerBatch
 
 if TYPE_CHECKING:
@@ -83,14 +90,24 @@ class ProduceResponses:
                 # a plain tuple finds the TopicPartition key (a NamedTuple) and is cheaper
                 found = batches.pop((name, part["index"]), None)  # type: ignore[call-overload]
                 if found is None:
-                    log.warning(
-                        "%sproduce response for %s-%s, which was not in the request",
-                        self._prefix,
-                        name,
-                        part["index"],
-                    )
+                    self._not_in_request(name, part["index"])
                     continue
                 self._complete_batch(found, part.get("error_code", 0), part, now_ms)
+        if batches:
+            self._not_answered(batches, response, now_ms)
+
+    def _not_in_request(self, topic: object, partition: object) -> None:
+        log.warning(
+            "%sproduce response for %s-%s, which was not in the request",
+            self._prefix,
+            topic,
+            partition,
+        )
+
+    def _not_answered(
+        self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse, now_ms: int
+    ) -> None:
+        """The batches of the request the answer did not mention fail as a network error."""
         for tp, batch in batches.items():
             message = f"{tp}: node {response.destination} did not answer for this partition"
             self._complete_batch(
@@ -216,3 +233,36 @@ class ProduceResponses:
         batches = self._in_flight_batches.get(batch.tp)
         if batches and batch in batches:
             batches.remove(batch)
+
+
+C_ACCELERATED = False
+"""Whether ``_handle_produce_response`` takes an answer's common case in C."""
+py_handle_produce_response = ProduceResponses._handle_produce_response
+"""The Python reference (and the C method's fallback)."""
+c_handle_produce_response: Any = None
+"""``kclient.sender._complete.AnswerMethod`` over the reference, when built."""
+try:
+    from kclient.sender import _complete
+except ImportError:  # not built: the Python reference
+    pass
+else:
+    from kclient.sender.accumulator import RecordAccumulator
+    from kclient.sender.batch import FinalState
+    from kclient.sender.buffer_pool import BufferPool
+    from kclient.sender.future import ProduceResult
+    from kclient.sender.incomplete import IncompleteBatches
+
+    _complete.configure(
+        ClientResponse,
+        ProducerBatch,
+        ProduceResult,
+        RecordAccumulator,
+        IncompleteBatches,
+        BufferPool,
+        FinalState.SUCCEEDED,
+        _DUPLICATE_SEQUENCE,
+    )
+    c_handle_produce_response = _complete.AnswerMethod(py_handle_produce_response)
+    if ACCELERATED:
+        ProduceResponses._handle_produce_response = c_handle_produce_response  # type: ignore[method-assign]
+        C_ACCELERATED = True

@@ -1,0 +1,131 @@
+/*
+ * kclient.sender._complete's shared declarations: its configuration (the Python types it
+ * takes the fast way, their __slots__ offsets), its interned names, one answer's state, and
+ * small call helpers. See _complete.c.
+ */
+#ifndef KCLIENT_COMPLETE_H
+#define KCLIENT_COMPLETE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "../_slots.h"
+
+typedef struct {
+    PyTypeObject *response, *batch, *result, *accumulator, *incomplete, *pool;
+    PyObject *succeeded; /* FinalState.SUCCEEDED */
+    long duplicate_sequence;
+    /* ProducerBatch slots */
+    Py_ssize_t b_tp, b_builder, b_result, b_thunks, b_final_state, b_reserved_bytes;
+    /* ProduceResult slots */
+    Py_ssize_t r_lock, r_done, r_base_offset, r_log_append_time_ms, r_error, r_record_errors,
+        r_watchers, r_gate, r_finished;
+    int ready;
+} CompleteConfig;
+
+extern CompleteConfig kclient_complete_cfg;
+#define cfg kclient_complete_cfg
+
+extern PyObject *s_accumulator, *s_tm, *s_guarantee_order, *s_in_flight_batches, *s_wakeups,
+    *s_metrics, *s_version_mismatch, *s_disconnected, *s_body, *s_received_time_ms, *s_request,
+    *s_created_time_ms, *s_responses, *s_name, *s_partition_responses, *s_index, *s_error_code,
+    *s_base_offset, *s_log_append_time_ms, *s_record_latency, *s_record_sent, *s_record_count,
+    *s_on_success, *s_unmute, *s_incomplete, *s_pool, *s_lock, *s_batches, *s_acquire,
+    *s_release, *s_available, *s_total_bytes, *s_waiters, *s_notify, *s_notify_watcher,
+    *s_complete_batch, *s_not_in_request, *s_not_answered, *s_remove_in_flight, *s_deallocate,
+    *s_complete, *s_remove, *s_run_callbacks, *s_append, *s_add, *minus_one, *zero;
+
+/* One Produce answer's state: the Sender's attributes read once. */
+typedef struct {
+    PyObject *sender, *accumulator, *tm, *in_flight, *wakeups, *metrics, *now_ms;
+    int guarantee_order;
+} Answer;
+
+static inline PyObject *
+call0(PyObject *obj, PyObject *name)
+{
+    PyObject *args[1] = {obj};
+    return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call1(PyObject *obj, PyObject *name, PyObject *a)
+{
+    PyObject *args[2] = {obj, a};
+    return PyObject_VectorcallMethod(name, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call2(PyObject *obj, PyObject *name, PyObject *a, PyObject *b)
+{
+    PyObject *args[3] = {obj, a, b};
+    return PyObject_VectorcallMethod(name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static inline PyObject *
+call3(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c)
+{
+    PyObject *args[4] = {obj, a, b, c};
+    return PyObject_VectorcallMethod(name, args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* A call whose result is dropped: 0, or -1 with its exception. */
+static inline int
+done(PyObject *result)
+{
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+/* Replace a slot's value (a new reference to `value` is taken). */
+static inline void
+slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
+{
+    PyObject *old = SLOT(obj, offset);
+    SLOT(obj, offset) = Py_NewRef(value);
+    Py_XDECREF(old);
+}
+
+
+/* `with lock:`'s two halves: 0, or -1 with the exception. */
+static inline int
+lock_acquire(PyObject *lock)
+{
+    return done(call0(lock, s_acquire));
+}
+
+static inline int
+lock_release(PyObject *lock)
+{
+    return done(call0(lock, s_release));
+}
+
+/* Release `lock` keeping the exception being raised (-1), or the release's own. */
+static inline int
+lock_release_raising(PyObject *lock)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    if (lock_release(lock) < 0) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    else {
+        PyErr_Restore(type, value, tb);
+    }
+    return -1;
+}
+
+/* ProduceResponses._complete_success for a batch of exactly ProducerBatch (_complete_batch.c). */
+int kclient_complete_success(Answer *a, PyObject *batch, PyObject *base_offset,
+                             PyObject *log_append_time_ms);
+
+/* Readies TryAllocateMethod, IncompleteAddMethod and WatchMethod and adds them to the module
+ * (_complete_locked.c); 0 or -1. */
+int kclient_complete_locked_init(PyObject *module);
+
+#endif
