@@ -443,14 +443,8 @@ class NetworkClient(ConnectionLifecycle):
     # ---- polling --------------------------------------------------------------------
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
-        if self._closed:
-            raise IllegalStateError("the network client is closed")
-        checked = self._checked
-        if checked:
-            checked.clear()  # the poll may change any node's readiness
-        if self._aborted:
-            aborted, self._aborted = self._aborted, []
-            self._complete(aborted)
+        aborted = self._poll_start()
+        if aborted is not None:
             return aborted
         # the timeout: the least of the caller's and what is due next (comparisons, not min())
         metadata_timeout_ms = self.metadata_updater.maybe_update(now_ms)
@@ -469,6 +463,36 @@ class NetworkClient(ConnectionLifecycle):
         auth = self._authenticator
         if auth is not None and auth.next_reauthentication_ms != NEVER_MS:
             timeout_ms = max(min(timeout_ms, auth.next_reauthentication_ms - now_ms), 0)
+        return self._poll_io(timeout_ms)
+
+    def poll_ready(self, now_ms: int) -> list[ClientResponse]:
+        """``poll(0, now_ms)`` for I/O known to be ready (an event loop's callback): the
+        same I/O and handling, without working out a timeout or starting a metadata
+        update. The caller's next ``poll`` does both."""
+        if self._closed or self._aborted:
+            return self.poll(0, now_ms)  # its checks, its aborted requests
+        self._checked.clear()  # the poll may change any node's readiness
+        return self._poll_io(0)
+
+    def _poll_start(self) -> list[ClientResponse] | None:
+        """``poll``'s first checks; the aborted requests, if any, are its answer."""
+        if self._closed:
+            raise IllegalStateError("the network client is closed")
+        checked = self._checked
+        if checked:
+            checked.clear()  # the poll may change any node's readiness
+        if self._aborted:
+            aborted, self._aborted = self._aborted, []
+            self._complete(aborted)
+            return aborted
+        return None
+
+    def _poll_io(self, timeout_ms: int) -> list[ClientResponse]:
+        """The selector's poll and what it brings (answers, disconnects, connections,
+        timeouts), answered through the requests' callbacks."""
+        in_flight = self.in_flight_requests
+        states = self.connection_states
+        auth = self._authenticator
         selector = self._selector
         selector.poll(timeout_ms)
         now_ms = self._clock.monotonic_ms()

@@ -173,6 +173,11 @@ class KafkaClient(Protocol):
         """Do network I/O for up to ``timeout_ms``; return (and call back) finished requests."""
         ...
 
+    def poll_ready(self, now_ms: int) -> list[ClientResponse]:
+        """``poll(0, now_ms)`` when a socket is known to be ready; may skip the periodic
+        work (metadata updates) that the next ``poll`` does anyway."""
+        ...
+
     def disconnect(self, node_id: int) -> None:
         """Close the node's connection; its in-flight requests end as disconnected."""
         ...

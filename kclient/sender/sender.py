@@ -235,7 +235,7 @@ class Sender(ProduceResponses):
         answers complete their batches) or written, nothing is sent. For an event loop
         that runs this when a socket is ready; its next ``run_once`` is due at once
         (returns 0)."""
-        self._client.poll(0, self._clock.monotonic_ms())
+        self._client.poll_ready(self._clock.monotonic_ms())
         return 0
 
     def _release_waiters(self) -> None:

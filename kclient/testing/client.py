@@ -287,6 +287,9 @@ class MockClient:
             return
         self.requests.append(request)
 
+    def poll_ready(self, now_ms: int) -> list[ClientResponse]:
+        return self.poll(0, now_ms)
+
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         if self.closed:
             raise IllegalStateError("the client is closed")

@@ -491,6 +491,22 @@ def test_metadata_is_refreshed_after_metadata_max_age_ms(env: Env) -> None:
     assert env.selector.requests(api_key=ApiKey.METADATA)
 
 
+def test_poll_ready_reads_answers_and_leaves_a_due_metadata_update_to_the_next_poll(
+    env: Env,
+) -> None:
+    env.connect(0)
+    env.send(0)
+    env.poll()
+    env.clock.advance(300_000)  # a refresh is due
+    env.selector.respond(0, metadata_update_with(3, {"t": 3}))
+    env.client.poll_ready(env.now)  # an event loop's callback: the socket is readable
+    assert len(env.done) == 1  # the answer was read and called back
+    assert not env.selector.requests(api_key=ApiKey.METADATA)[1:]  # no refresh asked yet
+    env.poll()
+    env.poll()
+    assert len(env.selector.requests(api_key=ApiKey.METADATA)) == 2  # the poll asked
+
+
 def test_with_only_bootstrap_servers_the_client_connects_and_fetches_metadata() -> None:
     env = make_env(bootstrap_only=[("seed", 9092)])
     env.selector.serve(ApiKey.METADATA, metadata_response_for)
