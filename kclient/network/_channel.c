@@ -13,6 +13,7 @@
  * against each other). One thread drives a channel (the Sender's, or the event loop's).
  */
 #include "_channel.h"
+#include "../_pycall.h"
 
 #include <structmember.h>
 
@@ -101,19 +102,6 @@ append(PyObject *completed, PyObject *item)
     return res == NULL ? -1 : 0;
 }
 
-/* The attribute `name` of obj, true or false: 1, 0, or -1 with an error set. */
-static int
-attr_true(PyObject *obj, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
 static int
 too_large(Channel *self, long long size)
 {
@@ -170,7 +158,7 @@ read_big(Channel *self, PyObject *completed)
     }
     int complete = Py_IS_TYPE(big, &NetworkReceiveType)
                        ? ((NetworkReceive *)big)->filled == ((NetworkReceive *)big)->size
-                       : attr_true(big, str_complete);
+                       : attr_truth(big, str_complete);
     if (complete > 0) {
         Py_XSETREF(self->receive, Py_NewRef(Py_None));
         complete = append(completed, big);
@@ -330,7 +318,7 @@ channel_write(Channel *self, PyObject *Py_UNUSED(ignored))
     Py_DECREF(res);
     int done = PyObject_TypeCheck(send, &NetworkSendType)
                    ? ((NetworkSend *)send)->remaining == 0
-                   : attr_true(send, str_completed);
+                   : attr_truth(send, str_completed);
     if (done > 0) {
         Py_XSETREF(self->send, Py_NewRef(Py_None));
         return send;

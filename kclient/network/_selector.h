@@ -6,6 +6,7 @@
 #define KCLIENT_NETWORK_SELECTOR_H
 
 #include "_channel.h"
+#include "../_pycall.h"
 
 #define EVENT_READ 1
 #define EVENT_WRITE 2
@@ -21,48 +22,6 @@ extern PyObject *system_clock_type, *system_clock_monotonic_ms, *time_monotonic_
 int selector_intern(void);
 PyObject *bind_selector(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 int loop_select_add_to_module(PyObject *module);
-
-/* bool(obj.name): 1, 0, or -1 with an error set. */
-static inline int
-attr_truth(PyObject *obj, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
-static inline PyObject *
-call0(PyObject *obj, PyObject *name)
-{
-    PyObject *args[1] = {obj};
-    return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-static inline PyObject *
-call2(PyObject *obj, PyObject *name, PyObject *a, PyObject *b)
-{
-    PyObject *args[3] = {obj, a, b};
-    return PyObject_VectorcallMethod(name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-static inline PyObject *
-call3(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c)
-{
-    PyObject *args[4] = {obj, a, b, c};
-    return PyObject_VectorcallMethod(name, args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-/* For a call made for its effect: 0, or -1 with an error set. */
-static inline int
-done(PyObject *result)
-{
-    Py_XDECREF(result);
-    return result == NULL ? -1 : 0;
-}
 
 /* Attributes of a PyKSelector, its IdleExpiryManager and a CKafkaChannel read and written
  * at their __slots__ (or C member) offsets, bound by bind_selector; by name for any other

@@ -4,6 +4,7 @@
  * failed read or write to the Python method that reports it; and the interned names.
  */
 #include "_selector.h"
+#include "../_slots.h"
 
 #include <structmember.h>
 
@@ -273,27 +274,6 @@ handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *ma
     return 0;
 }
 
-/* bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns). */
-/* The offset of `type`'s __slots__ member `name`; -1 with TypeError if it is not one. */
-static Py_ssize_t
-slot_offset(PyTypeObject *type, PyObject *name)
-{
-    PyObject *descr = PyObject_GetAttr((PyObject *)type, name);
-    Py_ssize_t offset = -1;
-    if (descr == NULL) {
-        return -1;
-    }
-    if (Py_TYPE(descr) == &PyMemberDescr_Type &&
-        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX) {
-        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    }
-    else {
-        PyErr_Format(PyExc_TypeError, "%s.%U is not a __slots__ member", type->tp_name, name);
-    }
-    Py_DECREF(descr);
-    return offset;
-}
-
 /* bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns, PyKSelector,
  * IdleExpiryManager, CKafkaChannel). */
 PyObject *
@@ -309,7 +289,8 @@ bind_selector(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t offsets[F_COUNT];
     for (int i = 0; i < F_COUNT; i++) {
         int owner = i >= F_CH_NODE_ID ? 5 : (i >= F_IDLE_MAX_MS ? 4 : 3);
-        offsets[i] = slot_offset((PyTypeObject *)args[owner], field_names[i]);
+        const char *name = PyUnicode_AsUTF8(field_names[i]);
+        offsets[i] = name == NULL ? -1 : slot_offset((PyTypeObject *)args[owner], name);
         if (offsets[i] < 0) {
             return NULL;
         }

@@ -1,7 +1,7 @@
 /*
  * kclient.sender._complete's shared declarations: its configuration (the Python types it
- * takes the fast way, their __slots__ offsets), its interned names, one answer's state, and
- * small call helpers. See _complete.c.
+ * takes the fast way, their __slots__ offsets), its interned names and one answer's state
+ * (the call helpers are kclient/_pycall.h's). See _complete.c.
  */
 #ifndef KCLIENT_COMPLETE_H
 #define KCLIENT_COMPLETE_H
@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include "../_slots.h"
+#include "../_pycall.h"
 
 typedef struct {
     PyTypeObject *response, *batch, *result, *accumulator, *incomplete, *pool;
@@ -41,45 +42,6 @@ typedef struct {
     int guarantee_order;
 } Answer;
 
-static inline PyObject *
-call0(PyObject *obj, PyObject *name)
-{
-    PyObject *args[1] = {obj};
-    return PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-static inline PyObject *
-call1(PyObject *obj, PyObject *name, PyObject *a)
-{
-    PyObject *args[2] = {obj, a};
-    return PyObject_VectorcallMethod(name, args, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-static inline PyObject *
-call2(PyObject *obj, PyObject *name, PyObject *a, PyObject *b)
-{
-    PyObject *args[3] = {obj, a, b};
-    return PyObject_VectorcallMethod(name, args, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-static inline PyObject *
-call3(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c)
-{
-    PyObject *args[4] = {obj, a, b, c};
-    return PyObject_VectorcallMethod(name, args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-}
-
-/* A call whose result is dropped: 0, or -1 with its exception. */
-static inline int
-done(PyObject *result)
-{
-    if (result == NULL) {
-        return -1;
-    }
-    Py_DECREF(result);
-    return 0;
-}
-
 /* Replace a slot's value (a new reference to `value` is taken). */
 static inline void
 slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
@@ -88,7 +50,6 @@ slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
     SLOT(obj, offset) = Py_NewRef(value);
     Py_XDECREF(old);
 }
-
 
 /* `with lock:`'s two halves: 0, or -1 with the exception. */
 static inline int

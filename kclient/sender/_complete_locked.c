@@ -21,28 +21,15 @@ one_argument(size_t nargsf, PyObject *kwnames)
     return PyVectorcall_NARGS(nargsf) == 2 && kwnames == NULL;
 }
 
-/* An attribute's truth: 1, 0, or -1 with the exception. */
-static int
-attr_true(PyObject *obj, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
 /* ---- BufferPool.try_allocate ---------------------------------------------------------- */
 
 /* With the pool's lock held: Py_True with `size` taken, Py_False, or NULL. */
 static PyObject *
 try_allocate_locked(PyObject *pool, PyObject *size)
 {
-    int refused = attr_true(pool, s_closed);
+    int refused = attr_truth(pool, s_closed);
     if (refused == 0) {
-        refused = attr_true(pool, s_waiters);
+        refused = attr_truth(pool, s_waiters);
     }
     if (refused != 0) {
         return refused < 0 ? NULL : Py_NewRef(Py_False);

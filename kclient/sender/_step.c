@@ -15,6 +15,7 @@
  * Threads: the Sender's (or the event loop's driving it), GIL held.
  */
 #include "_step.h"
+#include "../_pycall.h"
 
 #define TOPIC_REFRESH_INTERVAL_MS 1000 /* sender.py's */
 #define NO_TIMEOUT_MS INT64_MAX
@@ -41,19 +42,6 @@ attr_ll(PyObject *obj, PyObject *name)
     return out;
 }
 
-/* Whether getattr(obj, name) is true: 1, 0, or -1 on error. */
-static int
-attr_true(PyObject *obj, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int out = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return out;
-}
-
 /* RecordAccumulator.has_undrained: whether a topic has a batch queued. 1, 0, -1. */
 static int
 has_undrained(PyObject *topics)
@@ -65,7 +53,7 @@ has_undrained(PyObject *topics)
     Py_ssize_t pos = 0;
     PyObject *key, *queues;
     while (PyDict_Next(topics, &pos, &key, &queues)) {
-        int queued = attr_true(queues, str_queued);
+        int queued = attr_truth(queues, str_queued);
         if (queued != 0) {
             return queued;
         }
@@ -97,7 +85,7 @@ all_ready(PyObject *accumulator)
         return flushes == -1 && PyErr_Occurred() ? -1 : flushes > 0;
     }
     PyObject *appender = PyObject_GetAttr(accumulator, str_appender);
-    int closed = appender == NULL ? -1 : attr_true(appender, str_closed);
+    int closed = appender == NULL ? -1 : attr_truth(appender, str_closed);
     Py_XDECREF(appender);
     if (closed != 0) {
         return closed;
@@ -106,7 +94,7 @@ all_ready(PyObject *accumulator)
     if (tm == NULL) {
         return -1;
     }
-    int completing = tm == Py_None ? 0 : attr_true(tm, str_is_completing);
+    int completing = tm == Py_None ? 0 : attr_truth(tm, str_is_completing);
     Py_DECREF(tm);
     return completing;
 }
@@ -167,7 +155,7 @@ track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches)
     }
     long long expiry = attr_ll(sender, str_next_expiry);
     long long timeout_ms = expiry == -1 && PyErr_Occurred() ? -1 : attr_ll(accumulator, str_delivery_timeout_ms);
-    int guarantee = PyErr_Occurred() ? -1 : attr_true(sender, str_guarantee_order);
+    int guarantee = PyErr_Occurred() ? -1 : attr_truth(sender, str_guarantee_order);
     int rc = guarantee < 0 || !PyDict_Check(in_flight) ? -1 : 0;
     if (rc == 0 && !PyDict_Check(batches)) {
         PyErr_SetString(PyExc_TypeError, "drain() must return a dict");
@@ -317,7 +305,7 @@ send_ready(PyObject *sender, PyObject *accumulator, PyObject *topics, PyObject *
         poll_ms = expiry - now_ms;
     }
     if (batches != NULL && PyDict_GET_SIZE(batches)) {
-        int more = attr_true(drainer, str_more_ready);
+        int more = attr_truth(drainer, str_more_ready);
         if (more < 0) {
             goto done;
         }
