@@ -106,12 +106,7 @@ class LoopSender:
         except BaseException as exc:
             self._failed(sender, exc)
             raise
-        self.running = False
-        self._steps += 1
-        steps = self._steps
-        if self._turns:
-            self._end_turns()
-        self._after_step()
+        steps = self._step_over()
         if self._steps == steps and not self.stopped:
             self.schedule()  # the full step (unless a resumed task ran one)
 
@@ -136,17 +131,12 @@ class LoopSender:
         except BaseException as exc:
             self._failed(sender, exc)
             raise
-        self.running = False
-        self._steps += 1
-        steps = self._steps
         selector = self.selector
         if selector is not None:
             # I/O done in this step (a response, a connection): go round again at once,
             # as the Sender thread's loop does when its poll returns early
             timeout_ms = 0 if selector.returned_events else selector.requested_timeout_ms
-        if self._turns:
-            self._end_turns()
-        self._after_step()
+        steps = self._step_over()
         if self._steps != steps or self.stopped:
             return  # a task resumed after the step ran another: that one's schedule stands
         if timeout_ms <= 0:
@@ -169,11 +159,19 @@ class LoopSender:
             self.running = False
             self._after_step()
 
-    def _end_turns(self) -> None:
-        turns, self._turns = self._turns, []
-        for turn in turns:
-            if not turn.done():
-                turn.set_result(None)
+    def _step_over(self) -> int:
+        """A step ended: its count (a task resumed by ``after_step`` may run another, which
+        ``_steps`` then shows), the turns waiting for it ended, the pass after it run."""
+        self.running = False
+        self._steps += 1
+        steps = self._steps
+        if self._turns:
+            turns, self._turns = self._turns, []
+            for turn in turns:
+                if not turn.done():
+                    turn.set_result(None)
+        self._after_step()
+        return steps
 
     def _after_step(self) -> None:
         outer = self._dispatching

@@ -89,4 +89,25 @@ int kclient_complete_success(Answer *a, PyObject *batch, PyObject *base_offset,
  * (_complete_locked.c); 0 or -1. */
 int kclient_complete_locked_init(PyObject *module);
 
+/* obj's `_lock` held around locked(obj, arg), as the Python's `with self._lock:`: its
+ * answer (a new reference), or NULL with the exception. */
+static inline PyObject *
+under_lock(PyObject *obj, PyObject *arg, PyObject *(*locked)(PyObject *, PyObject *))
+{
+    PyObject *lock = PyObject_GetAttr(obj, s_lock);
+    if (lock == NULL) {
+        return NULL;
+    }
+    if (lock_acquire(lock) < 0) {
+        Py_DECREF(lock);
+        return NULL;
+    }
+    PyObject *answer = locked(obj, arg);
+    if ((answer == NULL ? lock_release_raising(lock) : lock_release(lock)) < 0) {
+        Py_CLEAR(answer);
+    }
+    Py_DECREF(lock);
+    return answer;
+}
+
 #endif

@@ -121,6 +121,20 @@ out:
     return status;
 }
 
+/* With the lock held: the batch leaves the set. None, or NULL. */
+static PyObject *
+incomplete_remove_locked(PyObject *incomplete, PyObject *batch)
+{
+    PyObject *batches = PyObject_GetAttr(incomplete, s_batches);
+    if (batches == NULL) {
+        return NULL;
+    }
+    int status = PySet_CheckExact(batches) ? (PySet_Discard(batches, batch) < 0 ? -1 : 0)
+                                           : done(PyObject_CallMethod(batches, "discard", "O", batch));
+    Py_DECREF(batches);
+    return status < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 /* IncompleteBatches.remove(batch) */
 static int
 incomplete_remove(PyObject *incomplete, PyObject *batch)
@@ -128,29 +142,7 @@ incomplete_remove(PyObject *incomplete, PyObject *batch)
     if (Py_TYPE(incomplete) != cfg.incomplete) {
         return done(call1(incomplete, s_remove, batch));
     }
-    PyObject *lock = PyObject_GetAttr(incomplete, s_lock);
-    if (lock == NULL) {
-        return -1;
-    }
-    if (lock_acquire(lock) < 0) {
-        Py_DECREF(lock);
-        return -1;
-    }
-    int status = 0;
-    PyObject *batches = PyObject_GetAttr(incomplete, s_batches);
-    if (batches == NULL) {
-        status = -1;
-    }
-    else if (PySet_CheckExact(batches)) {
-        status = PySet_Discard(batches, batch) < 0 ? -1 : 0;
-    }
-    else {
-        status = done(PyObject_CallMethod(batches, "discard", "O", batch));
-    }
-    Py_XDECREF(batches);
-    status = status < 0 ? lock_release_raising(lock) : lock_release(lock);
-    Py_DECREF(lock);
-    return status;
+    return done(under_lock(incomplete, batch, incomplete_remove_locked));
 }
 
 /* BufferPool.deallocate(size): returning more than was allocated goes to the Python method,

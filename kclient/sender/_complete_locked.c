@@ -60,20 +60,7 @@ try_allocate_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, Py
     if (!one_argument(nargsf, kwnames)) {
         return fallback_general(self, args, nargsf, kwnames);
     }
-    PyObject *lock = PyObject_GetAttr(args[0], s_lock);
-    if (lock == NULL) {
-        return NULL;
-    }
-    if (lock_acquire(lock) < 0) {
-        Py_DECREF(lock);
-        return NULL;
-    }
-    PyObject *answer = try_allocate_locked(args[0], args[1]);
-    if ((answer == NULL ? lock_release_raising(lock) : lock_release(lock)) < 0) {
-        Py_CLEAR(answer);
-    }
-    Py_DECREF(lock);
-    return answer;
+    return under_lock(args[0], args[1], try_allocate_locked);
 }
 
 static PyObject *
@@ -85,19 +72,19 @@ try_allocate_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 /* ---- IncompleteBatches.add -------------------------------------------------------------- */
 
-/* With the lock held: the batch joins the set and raises the last batch id. 0 or -1. */
-static int
+/* With the lock held: the batch joins the set and raises the last batch id. None, or NULL. */
+static PyObject *
 add_locked(PyObject *incomplete, PyObject *batch)
 {
     PyObject *batches = PyObject_GetAttr(incomplete, s_batches);
     if (batches == NULL) {
-        return -1;
+        return NULL;
     }
     int status = PySet_CheckExact(batches) ? PySet_Add(batches, batch)
                                            : done(call1(batches, s_add, batch));
     Py_DECREF(batches);
     if (status < 0) {
-        return -1;
+        return NULL;
     }
     PyObject *last = PyObject_GetAttr(incomplete, s_last_batch_id);
     PyObject *id = last == NULL ? NULL : PyObject_GetAttr(batch, s_flush_id);
@@ -105,7 +92,7 @@ add_locked(PyObject *incomplete, PyObject *batch)
     status = newer < 0 ? -1 : PyObject_SetAttr(incomplete, s_last_batch_id, newer ? id : last);
     Py_XDECREF(last);
     Py_XDECREF(id);
-    return status;
+    return status < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 static PyObject *
@@ -114,18 +101,7 @@ add_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject *k
     if (!one_argument(nargsf, kwnames)) {
         return fallback_general(self, args, nargsf, kwnames);
     }
-    PyObject *lock = PyObject_GetAttr(args[0], s_lock);
-    if (lock == NULL) {
-        return NULL;
-    }
-    if (lock_acquire(lock) < 0) {
-        Py_DECREF(lock);
-        return NULL;
-    }
-    int status = add_locked(args[0], args[1]);
-    status = status < 0 ? lock_release_raising(lock) : lock_release(lock);
-    Py_DECREF(lock);
-    return status < 0 ? NULL : Py_NewRef(Py_None);
+    return under_lock(args[0], args[1], add_locked);
 }
 
 static PyObject *
@@ -161,20 +137,7 @@ watch_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject 
     if (!one_argument(nargsf, kwnames)) {
         return fallback_general(self, args, nargsf, kwnames);
     }
-    PyObject *lock = PyObject_GetAttr(args[0], s_lock);
-    if (lock == NULL) {
-        return NULL;
-    }
-    if (lock_acquire(lock) < 0) {
-        Py_DECREF(lock);
-        return NULL;
-    }
-    PyObject *answer = watch_locked(args[0], args[1]);
-    if ((answer == NULL ? lock_release_raising(lock) : lock_release(lock)) < 0) {
-        Py_CLEAR(answer);
-    }
-    Py_DECREF(lock);
-    return answer;
+    return under_lock(args[0], args[1], watch_locked);
 }
 
 static PyObject *
