@@ -33,6 +33,7 @@ import asyncio
 import functools
 import logging
 import os
+import sys
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
@@ -66,7 +67,9 @@ AioSend: Any = _native.AioSend if NATIVE else None
 log = logging.getLogger(__name__)
 _new_metadata = tuple.__new__
 _InvalidStateError = asyncio.InvalidStateError
-_current_task = asyncio.current_task
+_current_task: Callable[[asyncio.AbstractEventLoop], object] = asyncio.current_task
+if sys.version_info < (3, 12):  # asyncio.current_task(loop) is _current_tasks.get(loop) there,
+    _current_task = asyncio.tasks._current_tasks.get  # type: ignore[attr-defined] # in Python
 _T = TypeVar("_T")
 
 

@@ -9,6 +9,7 @@ def configure(
     new_client_request: Callable[..., Any],
     produce_api_key: int,
     produce_min_version: int,
+    produce_max_version: int,
     partial: type[Any],
     log: logging.Logger,
     debug_level: int,

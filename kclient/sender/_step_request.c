@@ -13,24 +13,26 @@ static PyObject *str_acks, *str_acks_key, *str_builder, *str_client, *str_debug,
     *str_partition_data, *str_prefix, *str_produce_max_version, *str_record_batch,
     *str_record_count, *str_record_request, *str_records, *str_request_timeout_ms, *str_send,
     *str_send_produce_request, *str_timeout_ms, *str_topic_data, *str_tp, *str_transactional_id,
-    *str_transactional_id_key, *str_uncompressed_bytes;
+    *str_transactional_id_key, *str_uncompressed_bytes, *str_txn;
 
-/* configure(new_client_request, produce_api_key, produce_min_version, partial, log,
- * debug_level): what send_one needs of sender.py and its imports. */
-static PyObject *new_request, *produce_key, *min_version, *partial_type, *logger, *debug_level;
+/* configure(new_client_request, produce_api_key, produce_min_version, produce_max_version,
+ * partial, log, debug_level): what send_one needs of sender.py and its imports. */
+static PyObject *new_request, *produce_key, *min_version, *max_version_plain, *partial_type,
+    *logger, *debug_level;
 static PyObject *one, *debug_format; /* 1, and _send_produce_request's debug line */
 
 PyObject *
 kstep_configure(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6) {
+    if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError, "configure(new_client_request, produce_api_key, "
-                                         "produce_min_version, partial, log, debug_level)");
+                                         "produce_min_version, produce_max_version, partial, "
+                                         "log, debug_level)");
         return NULL;
     }
-    PyObject **slots[6] = {&new_request, &produce_key, &min_version, &partial_type, &logger,
-                           &debug_level};
-    for (int i = 0; i < 6; i++) {
+    PyObject **slots[7] = {&new_request, &produce_key, &min_version, &max_version_plain,
+                           &partial_type, &logger, &debug_level};
+    for (int i = 0; i < 7; i++) {
         Py_XSETREF(*slots[i], Py_NewRef(args[i]));
     }
     Py_RETURN_NONE;
@@ -159,7 +161,13 @@ send_one(PyObject *sender, PyObject *node_id, PyObject *node_batches, PyObject *
     handler = PyObject_GetAttr(sender, str_handle_produce_response);
     PyObject *partial_args[2] = {handler, by_tp};
     callback = handler == NULL ? NULL : PyObject_Vectorcall(partial_type, partial_args, 2, NULL);
-    max_version = callback == NULL ? NULL : PyObject_CallMethodNoArgs(sender, str_produce_max_version);
+    /* sender._produce_max_version(): the plain maximum unless a transaction sender decides */
+    PyObject *txn = callback == NULL ? NULL : PyObject_GetAttr(sender, str_txn);
+    if (txn != NULL) {
+        max_version = txn == Py_None ? Py_NewRef(max_version_plain)
+                                     : PyObject_CallMethodNoArgs(sender, str_produce_max_version);
+        Py_DECREF(txn);
+    }
     builder = max_version == NULL ? NULL : PyObject_GetAttr(batch, str_builder);
     records_count = builder == NULL ? NULL : PyObject_GetAttr(builder, str_record_count);
     size = records_count == NULL ? NULL : PyLong_FromSsize_t(PyBytes_GET_SIZE(data));
@@ -260,6 +268,7 @@ kstep_request_init(void)
     INTERN(str_transactional_id, "_transactional_id");
     INTERN(str_transactional_id_key, "transactional_id");
     INTERN(str_uncompressed_bytes, "uncompressed_bytes");
+    INTERN(str_txn, "_txn");
     INTERN(debug_format, "%sproduce request to node %d: %d batches, %d bytes");
 #undef INTERN
     if (one == NULL && (one = PyLong_FromLong(1)) == NULL) {

@@ -62,6 +62,7 @@ if _accel.ACCELERATED:
             new_client_request,
             ApiKey.PRODUCE,
             PRODUCE_MIN_VERSION,
+            PRODUCE_MAX_VERSION,
             functools.partial,
             log,
             logging.DEBUG,
