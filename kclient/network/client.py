@@ -37,7 +37,7 @@ from kclient.network.api_versions import (
 )
 from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.client_connections import ConnectionLifecycle
-from kclient.network.client_queries import ClientQueries
+from kclient.network.client_nodes import ClientNodes
 from kclient.network.client_unanswered import UnansweredRequests
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
@@ -101,11 +101,12 @@ else:  # bound when built (the tests compare both), used when the accelerator is
         can_send = _client.can_send
 
 
-class NetworkClient(ClientQueries, UnansweredRequests, ConnectionLifecycle):
+class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
     """``KafkaClient`` over real connections (or any ``Selectable``); connection setup
-    and teardown are in ``ConnectionLifecycle`` (``client_connections.py``), the state
-    queries in ``ClientQueries`` (``client_queries.py``) and what is kept of requests that
-    expect no response in ``UnansweredRequests`` (``client_unanswered.py``)."""
+    and teardown are in ``ConnectionLifecycle`` (``client_connections.py``), the node
+    queries and ``initiate_connect`` in ``ClientNodes`` (``client_nodes.py``) and what is
+    kept of requests that expect no response in ``UnansweredRequests``
+    (``client_unanswered.py``)."""
 
     def __init__(
         self,

@@ -2,14 +2,13 @@
 connection becomes READY and how a lost one is cleaned up.
 
 ``ConnectionLifecycle`` is a base class of ``NetworkClient``, holding what Kafka's
-``NetworkClient`` does around a connection rather than a request: the connect itself
-(``initiate_connect``); after the TCP (and TLS) handshake, ApiVersions, then SASL when
-configured (the exchange itself is in ``authenticator``), then READY; on a disconnect, a
-connection-setup timeout, a request timeout or a protocol error, the node's in-flight
-requests come back as disconnected, the failure is recorded for
-``no_broker_reachable_error`` (with a hint when the listener seems to speak TLS or SASL),
-and a metadata refresh is requested. Same thread contract as the client: its owning thread
-only.
+``NetworkClient`` does around a connection rather than a request: after the TCP (and TLS)
+connect, ApiVersions, then SASL when configured (the exchange itself is in
+``authenticator``), then READY; on a disconnect, a connection-setup timeout, a request
+timeout or a protocol error, the node's in-flight requests come back as disconnected, the
+failure is recorded for ``no_broker_reachable_error`` (with a hint when the listener seems
+to speak TLS or SASL), and a metadata refresh is requested. Same thread contract as the
+client: its owning thread only.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from kclient.errors import KafkaError, KafkaTimeoutError
 from kclient.network.api_versions import api_name
 from kclient.network.connection_states import ConnectionState, short_reason
 from kclient.network.kafka_client import ClientRequest, ClientResponse
-from kclient.network.selector import describe_os_error, format_address
 from kclient.protocol import ApiKey
 
 if TYPE_CHECKING:
@@ -33,7 +31,7 @@ if TYPE_CHECKING:
     from kclient.network.authenticator import SaslClientAuthenticator
     from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
     from kclient.network.in_flight import InFlightRequest, InFlightRequests
-    from kclient.network.metadata import Metadata, Node
+    from kclient.network.metadata import Metadata
     from kclient.network.metadata_updater import DefaultMetadataUpdater
     from kclient.network.selector import Selectable
 
@@ -56,7 +54,6 @@ class ConnectionLifecycle:
         _unanswered: dict[int, deque[int]]
         _correlation_id: int
         _addresses: dict[int, str]
-        _checked: dict[int, int]
         connection_states: ClusterConnectionStates
         in_flight_requests: InFlightRequests
         metadata_updater: DefaultMetadataUpdater
@@ -69,28 +66,6 @@ class ConnectionLifecycle:
             now_ms: int,
             version: int | None = None,
         ) -> None: ...
-
-    # ---- connecting -----------------------------------------------------------------
-
-    def initiate_connect(self, node: Node, now_ms: int) -> None:
-        """Start a connection to the node (its next resolved address)."""
-        self._checked.clear()
-        self.connection_states.connecting(node.id, now_ms, node.host, node.port)
-        self._addresses[node.id] = node.address
-        try:
-            family, ip, port = self.connection_states.current_address(node.id)
-            if ip != node.host:
-                self._addresses[node.id] = f"{node.address} ({format_address(ip, port)})"
-            log.debug(
-                "%sconnecting to node %d at %s", self._prefix, node.id, self._addresses[node.id]
-            )
-            self._selector.connect(node.id, ip, port, family, server_hostname=node.host)
-        except (OSError, KafkaError) as exc:
-            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-            log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)
-            self._record_failure(node.id, short_reason(reason))
-            self.connection_states.disconnected(node.id, now_ms)
-            self.metadata_updater.handle_server_disconnect(now_ms, node.id)
 
     def _record_failure(self, node_id: int, reason: str, error: KafkaError | None = None) -> None:
         address = self._addresses.get(node_id)

@@ -1,17 +1,23 @@
-"""The questions ``NetworkClient`` (``kclient/network/client.py``) answers about nodes,
-connections and failures without changing anything: ``ClientQueries``, a base class of
-``NetworkClient``.
+"""The node side of ``NetworkClient`` (``kclient/network/client.py``): whether a node can
+take a request or a connection, starting a connection (``initiate_connect``), the least
+loaded node and what failed. ``ClientNodes`` is a base class of ``NetworkClient``.
 
-They read ``ClusterConnectionStates``, ``InFlightRequests``, ``ApiVersions`` and the
-selector, as Kafka's ``NetworkClient`` does for ``isReady``, ``connectionDelay``,
-``leastLoadedNode`` and the like. Same thread contract as the client: its owning thread
-only, except ``connection_failures`` and ``no_broker_reachable_error`` (a snapshot under a
-lock, from any thread).
+The questions read ``ClusterConnectionStates``, ``InFlightRequests``, ``ApiVersions`` and
+the selector, as Kafka's ``NetworkClient`` does for ``isReady``, ``connectionDelay``,
+``leastLoadedNode`` and the like; what follows a connect (ApiVersions, SASL, READY) is in
+``ConnectionLifecycle`` (``client_connections.py``). Same thread contract as the client: its
+owning thread only, except ``connection_failures`` and ``no_broker_reachable_error`` (a
+snapshot under a lock, from any thread).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
+
+from kclient.errors import KafkaError
+from kclient.network.connection_states import short_reason
+from kclient.network.selector import describe_os_error, format_address
 
 if TYPE_CHECKING:
     import random
@@ -25,19 +31,28 @@ if TYPE_CHECKING:
     from kclient.network.metadata_updater import DefaultMetadataUpdater
     from kclient.network.selector import Selectable
 
+log = logging.getLogger("kclient.network.client")
 
-class ClientQueries:
-    """Read-only state queries of ``NetworkClient`` (see the module docstring)."""
+
+class ClientNodes:
+    """The node side of ``NetworkClient`` (see the module docstring)."""
 
     if TYPE_CHECKING:  # set by NetworkClient.__init__
         _selector: Selectable
         _metadata: Metadata
         _rng: random.Random
         _api_versions: ApiVersions
+        _prefix: str
+        _checked: dict[int, int]
+        _addresses: dict[int, str]
         connection_states: ClusterConnectionStates
         in_flight_requests: InFlightRequests
         metadata_updater: DefaultMetadataUpdater
         failures: ConnectionFailures
+
+        def _record_failure(
+            self, node_id: int, reason: str, error: KafkaError | None = None
+        ) -> None: ...
 
     # ---- nodes and connections -------------------------------------------------------
 
@@ -129,3 +144,25 @@ class ClientQueries:
         """The error for a caller whose deadline passed with no broker answering: names
         every address tried and the last OS error for each (thread-safe)."""
         return self.failures.no_broker_reachable_error(waited_ms)
+
+    # ---- connecting -----------------------------------------------------------------
+
+    def initiate_connect(self, node: Node, now_ms: int) -> None:
+        """Start a connection to the node (its next resolved address)."""
+        self._checked.clear()
+        self.connection_states.connecting(node.id, now_ms, node.host, node.port)
+        self._addresses[node.id] = node.address
+        try:
+            family, ip, port = self.connection_states.current_address(node.id)
+            if ip != node.host:
+                self._addresses[node.id] = f"{node.address} ({format_address(ip, port)})"
+            log.debug(
+                "%sconnecting to node %d at %s", self._prefix, node.id, self._addresses[node.id]
+            )
+            self._selector.connect(node.id, ip, port, family, server_hostname=node.host)
+        except (OSError, KafkaError) as exc:
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)
+            self._record_failure(node.id, short_reason(reason))
+            self.connection_states.disconnected(node.id, now_ms)
+            self.metadata_updater.handle_server_disconnect(now_ms, node.id)
