@@ -19,7 +19,7 @@ incomplete batches' and produce result's small locked methods),
 ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's ``NetworkSend``,
 ``NetworkReceive`` and plain-TCP reads and writes; ``_selector.c``, the selector's ``poll``,
 ``send`` and ``is_channel_ready`` and the event loop's ``select``), ``kclient/network/_client.c``
-(the network client's common-case sends and answers) and
+with ``_client_send.c`` (the network client's common-case answers, and its sends) and
 ``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
 (the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
 ``optional``: without a C compiler or the Python headers the build prints a warning and
@@ -125,8 +125,8 @@ setup(
         ),
         Extension(
             "kclient.network._client",
-            ["kclient/network/_client.c"],
-            depends=["kclient/_slots.h"],
+            ["kclient/network/_client.c", "kclient/network/_client_send.c"],
+            depends=["kclient/network/_client.h", "kclient/_slots.h"],
             optional=True,
         ),
         Extension(

@@ -24,29 +24,27 @@ from __future__ import annotations
 import logging
 import random
 import selectors
-import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from kclient import errors
 from kclient.clock import SYSTEM_CLOCK, Clock
-from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError
+from kclient.errors import IllegalStateError
 from kclient.network.api_versions import (
     ApiVersions,
-    NodeApiVersions,
     api_name,
     client_throttle_ms,
 )
 from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.client_connections import ConnectionLifecycle
+from kclient.network.client_nodes import ClientNodes
+from kclient.network.client_unanswered import UnansweredRequests
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
     ClusterConnectionStates,
     ConnectionFailures,
     Resolver,
     resolve_all,
-    short_reason,
 )
 from kclient.network.in_flight import InFlightRequest, InFlightRequests
 from kclient.network.kafka_client import ClientRequest, ClientResponse, new_client_response
@@ -58,8 +56,6 @@ from kclient.network.selector import (
     NetworkReceive,
     NetworkSend,
     Selectable,
-    describe_os_error,
-    format_address,
 )
 from kclient.protocol import ApiKey, produce_fast
 from kclient.protocol.frame import (
@@ -105,9 +101,12 @@ else:  # bound when built (the tests compare both), used when the accelerator is
         can_send = _client.can_send
 
 
-class NetworkClient(ConnectionLifecycle):
+class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
     """``KafkaClient`` over real connections (or any ``Selectable``); connection setup
-    and teardown are in ``ConnectionLifecycle`` (``client_connections.py``)."""
+    and teardown are in ``ConnectionLifecycle`` (``client_connections.py``), the node
+    queries and ``initiate_connect`` in ``ClientNodes`` (``client_nodes.py``) and what is
+    kept of requests that expect no response in ``UnansweredRequests``
+    (``client_unanswered.py``)."""
 
     def __init__(
         self,
@@ -208,31 +207,7 @@ class NetworkClient(ConnectionLifecycle):
         )
         return cls(kselector, metadata, config, clock=clock, resolver=resolver)
 
-    # ---- state queries ---------------------------------------------------------------
-
-    @property
-    def metadata(self) -> Metadata:
-        return self._metadata
-
-    @property
-    def release_before_blocking(self) -> list[threading.Lock]:
-        return self._selector.release_before_select
-
-    def is_ready(self, node: Node, now_ms: int) -> bool:
-        # A due metadata refresh goes first: nodes look unready until it has been sent.
-        return not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(
-            node.id, now_ms
-        )
-
-    def can_send_request(self, node_id: int, now_ms: int) -> bool:
-        # READY and not throttled (ClusterConnectionStates.is_ready, read in place)
-        throttle_until_ms = self.connection_states.ready_nodes.get(node_id)
-        return (
-            throttle_until_ms is not None
-            and throttle_until_ms <= now_ms
-            and self._selector.is_channel_ready(node_id)
-            and self.in_flight_requests.can_send_more(node_id)
-        )
+    # ---- sending ---------------------------------------------------------------------
 
     def ready(self, node: Node, now_ms: int) -> bool:
         if not node.host or node.port < 0:
@@ -248,95 +223,6 @@ class NetworkClient(ConnectionLifecycle):
         if self.connection_states.can_connect(node.id, now_ms):
             self.initiate_connect(node, now_ms)
         return False
-
-    def connection_delay(self, node: Node, now_ms: int) -> int:
-        return self.connection_states.connection_delay(node.id, now_ms)
-
-    def poll_delay_ms(self, node: Node, now_ms: int) -> int:
-        return self.connection_states.poll_delay_ms(node.id, now_ms)
-
-    def is_any_node_connecting(self) -> bool:
-        return self.connection_states.is_any_node_connecting()
-
-    def can_connect(self, node_id: int, now_ms: int) -> bool:
-        return self.connection_states.can_connect(node_id, now_ms)
-
-    def connection_failed(self, node: Node) -> bool:
-        return self.connection_states.is_disconnected(node.id)
-
-    def in_flight_request_count(self, node_id: int | None = None) -> int:
-        return self.in_flight_requests.in_flight_request_count(node_id)
-
-    def has_in_flight_requests(self, node_id: int | None = None) -> bool:
-        return not self.in_flight_requests.is_empty(node_id)
-
-    def has_ready_nodes(self, now_ms: int) -> bool:
-        return self.connection_states.has_ready_nodes(now_ms)
-
-    def api_versions(self, node_id: int) -> NodeApiVersions | None:
-        return self._api_versions.get(node_id)
-
-    def least_loaded_node(self, now_ms: int) -> Node | None:
-        """Fewest in-flight requests among ready nodes; else a connecting node; else the
-        connectable node tried longest ago; None if every node is backing off."""
-        nodes = self.metadata_updater.fetch_nodes()
-        if not nodes:
-            return None
-        in_flight = None
-        found_ready = found_connecting = found_can_connect = None
-        offset = self._rng.randrange(len(nodes))
-        for i in range(len(nodes)):
-            node = nodes[(offset + i) % len(nodes)]
-            if self.can_send_request(node.id, now_ms):
-                count = self.in_flight_requests.in_flight_request_count(node.id)
-                if count == 0:
-                    return node
-                if in_flight is None or count < in_flight:
-                    in_flight, found_ready = count, node
-            elif self.connection_states.is_preparing_connection(node.id):
-                found_connecting = node
-            elif self.connection_states.can_connect(node.id, now_ms) and (
-                found_can_connect is None
-                or self.connection_states.last_connect_attempt_ms(found_can_connect.id)
-                > self.connection_states.last_connect_attempt_ms(node.id)
-            ):
-                found_can_connect = node
-        return found_ready or found_connecting or found_can_connect
-
-    # ---- failures, for people -----------------------------------------------------
-
-    def connection_failures(self) -> dict[str, str]:
-        """Every address whose last connection attempt failed, and why (thread-safe)."""
-        return self.failures.snapshot()
-
-    def no_broker_reachable_error(self, waited_ms: int) -> KafkaTimeoutError:
-        """The error for a caller whose deadline passed with no broker answering: names
-        every address tried and the last OS error for each (thread-safe)."""
-        return self.failures.no_broker_reachable_error(waited_ms)
-
-    # ---- connecting -----------------------------------------------------------------
-
-    def initiate_connect(self, node: Node, now_ms: int) -> None:
-        """Start a connection to the node (its next resolved address)."""
-        self._checked.clear()
-        self.connection_states.connecting(node.id, now_ms, node.host, node.port)
-        self._addresses[node.id] = node.address
-        try:
-            family, ip, port = self.connection_states.current_address(node.id)
-            if ip != node.host:
-                self._addresses[node.id] = f"{node.address} ({format_address(ip, port)})"
-            log.debug(
-                "%sconnecting to node %d at %s", self._prefix, node.id, self._addresses[node.id]
-            )
-            self._selector.connect(node.id, ip, port, family, server_hostname=node.host)
-        except (OSError, KafkaError) as exc:
-            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-            log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)
-            self._record_failure(node.id, short_reason(reason))
-            self.connection_states.disconnected(node.id, now_ms)
-            self.metadata_updater.handle_server_disconnect(now_ms, node.id)
-
-    # ---- sending --------------------------------------------------------------------
 
     def send(self, request: ClientRequest, now_ms: int) -> None:
         if self._closed:
@@ -527,19 +413,6 @@ class NetworkClient(ConnectionLifecycle):
             self._complete(responses)
         return responses
 
-    def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
-        for send in self._selector.completed_sends:
-            if send.awaits_response or self.in_flight_requests.is_empty(send.destination):
-                continue
-            request = self.in_flight_requests.last_sent(send.destination)
-            if not request.expect_response:
-                self.in_flight_requests.complete_last_sent(send.destination)
-                unanswered = self._unanswered.get(send.destination)
-                if unanswered is None:
-                    unanswered = self._unanswered[send.destination] = deque(maxlen=256)
-                unanswered.append(request.correlation_id)
-                responses.append(request.completed(None, now_ms))
-
     def _handle_completed_receives(
         self, responses: list[ClientResponse], now_ms: int, receives: Sequence[NetworkReceive]
     ) -> None:
@@ -597,30 +470,6 @@ class NetworkClient(ConnectionLifecycle):
                 self._handle_sasl_authenticate_response(responses, node_id, body, now_ms)
             else:
                 responses.append(request.completed(body, now_ms))
-
-    def _is_answer_to_unanswered(self, node_id: int, payload: Any) -> bool:
-        """True for a response to a request sent as expecting none (e.g. acks=0 Produce).
-
-        Kafka never answers those, but some Kafka-compatible brokers do; the answer carries
-        nothing the caller waits for, so it is dropped instead of closing the connection.
-        """
-        unanswered = self._unanswered.get(node_id)
-        if not unanswered:
-            return False
-        try:
-            correlation_id = peek_correlation_id(payload)
-        except errors.ProtocolDecodeError:
-            return False
-        if correlation_id not in unanswered:
-            return False
-        unanswered.remove(correlation_id)
-        log.debug(
-            "%snode %d answered request %d, which expected no response; ignored",
-            self._prefix,
-            node_id,
-            correlation_id,
-        )
-        return True
 
     # ---- lifecycle ------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ written is an ``IllegalStateError``) and the partial receive. ``poll(timeout_ms)
 every connect, read and write, and fills four result lists that stay valid until the next
 poll: ``completed_sends``, ``completed_receives``, ``connected`` and ``disconnected``.
 
-Sends and receives are in ``channel.py``. ``send`` writes at once as much as the socket
-takes (unlike Java's, which only queues), so a request is on the wire while the caller
-still does its bookkeeping; what it finished or broke is reported by the next ``poll``.
+Sends and receives are in ``channel.py``, opening a connection (``connect``, ``register``)
+in ``selector_connect.py``. ``send`` writes at once as much as the socket takes (unlike
+Java's, which only queues), so a request is on the wire while the caller still does its
+bookkeeping; what it finished or broke is reported by the next ``poll``.
 The rest of a send is written at the start of each ``poll`` and then on writability. A
 request written whole waits in the same poll for its response (one poll per round trip),
 unless its send says no response will come (``awaits_response=False``, acks=0). A
@@ -40,9 +41,7 @@ reference; the tests run both.
 from __future__ import annotations
 
 import logging
-import os
 import selectors
-import socket
 import ssl
 import threading
 import time
@@ -53,7 +52,6 @@ from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, 
 from kclient.network import channel as channel_module
 from kclient.network.channel import (
     C_ACCELERATED,
-    CONNECT_IN_PROGRESS,
     KafkaChannel,
     NetworkReceive,
     NetworkSend,
@@ -63,6 +61,7 @@ from kclient.network.channel import (
 )
 from kclient.network.idle_expiry import IdleExpiryManager
 from kclient.network.selectable import Selectable
+from kclient.network.selector_connect import SelectorConnect, connect_error
 from kclient.waker import Waker
 
 log = logging.getLogger(__name__)
@@ -88,7 +87,7 @@ __all__ = [
 ]
 
 
-class PyKSelector:
+class PyKSelector(SelectorConnect):
     """``Selectable`` over real sockets and ``selectors.DefaultSelector``.
 
     The reference of ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s common
@@ -156,72 +155,7 @@ class PyKSelector:
         self.disconnected: dict[int, KafkaError] = {}
         self.release_before_select: list[threading.Lock] = []
 
-    # ---- connections ------------------------------------------------------------------
-
-    def connect(
-        self,
-        node_id: int,
-        host: str,
-        port: int,
-        family: int | None = None,
-        server_hostname: str | None = None,
-    ) -> None:
-        if node_id in self._channels:
-            raise IllegalStateError(f"there is already a connection to node {node_id}")
-        address = format_address(host, port)
-        if family is None:
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-            if self._send_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self._send_buffer_bytes)
-            if self._receive_buffer_bytes > 0:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self._receive_buffer_bytes)
-            code = sock.connect_ex((host, port))
-        except OSError as exc:
-            sock.close()
-            raise _connect_error(node_id, address, exc) from exc
-        if code not in (0, *CONNECT_IN_PROGRESS):
-            sock.close()
-            failure = OSError(code, os.strerror(code))
-            raise _connect_error(node_id, address, failure) from failure
-        channel = self._channel_type(
-            node_id,
-            sock,
-            address,
-            self._max_receive_bytes,
-            tls_context=self._ssl_context,
-            tls_hostname=server_hostname or host,
-        )
-        self._channels[node_id] = channel
-        self._idle.update(node_id, self._clock.monotonic_ms())
-        if code == 0:
-            if self._ssl_context is None:
-                channel.connected = True
-                self._immediately_connected.append(channel)
-            else:  # the handshake's first step goes out now; its answer comes in a poll
-                try:
-                    channel.tcp_connected()
-                except OSError as exc:
-                    self._close_channel(channel)
-                    raise _connect_error(node_id, address, exc) from exc
-        self._set_interest(channel)
-
-    def register(self, node_id: int, sock: socket.socket, address: str = "") -> None:
-        """Adopt an already connected socket (tests use it for socket pairs)."""
-        if node_id in self._channels:
-            raise IllegalStateError(f"there is already a connection to node {node_id}")
-        sock.setblocking(False)
-        channel = self._channel_type(
-            node_id, sock, address or str(sock.getpeername()), self._max_receive_bytes
-        )
-        channel.connected = True
-        self._channels[node_id] = channel
-        self._idle.update(node_id, self._clock.monotonic_ms())
-        self._set_interest(channel)
+    # ---- connections (connect and register: SelectorConnect) ---------------------------
 
     def is_channel_ready(self, node_id: int) -> bool:
         channel = self._channels.get(node_id)
@@ -464,15 +398,9 @@ def release_all(gates: list[threading.Lock]) -> None:
     gates.clear()
 
 
-def _connect_error(node_id: int, address: str, exc: OSError) -> KafkaConnectionError:
-    return KafkaConnectionError(
-        f"connection to node {node_id} at {address} failed: {describe_os_error(exc)}"
-    )
-
-
 def _io_error(channel: KafkaChannel, exc: OSError) -> KafkaConnectionError:
     if not channel.connected:
-        return _connect_error(channel.node_id, channel.address, exc)
+        return connect_error(channel.node_id, channel.address, exc)
     return KafkaConnectionError(
         f"connection to node {channel.node_id} at {channel.address} lost: {describe_os_error(exc)}"
     )

@@ -1,0 +1,168 @@
+"""The node side of ``NetworkClient`` (``kclient/network/client.py``): whether a node can
+take a request or a connection, starting a connection (``initiate_connect``), the least
+loaded node and what failed. ``ClientNodes`` is a base class of ``NetworkClient``.
+
+The questions read ``ClusterConnectionStates``, ``InFlightRequests``, ``ApiVersions`` and
+the selector, as Kafka's ``NetworkClient`` does for ``isReady``, ``connectionDelay``,
+``leastLoadedNode`` and the like; what follows a connect (ApiVersions, SASL, READY) is in
+``ConnectionLifecycle`` (``client_connections.py``). Same thread contract as the client: its
+owning thread only, except ``connection_failures`` and ``no_broker_reachable_error`` (a
+snapshot under a lock, from any thread).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kclient.errors import KafkaError
+from kclient.network.connection_states import short_reason
+from kclient.network.selector import describe_os_error, format_address
+
+if TYPE_CHECKING:
+    import random
+    import threading
+
+    from kclient.errors import KafkaTimeoutError
+    from kclient.network.api_versions import ApiVersions, NodeApiVersions
+    from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
+    from kclient.network.in_flight import InFlightRequests
+    from kclient.network.metadata import Metadata, Node
+    from kclient.network.metadata_updater import DefaultMetadataUpdater
+    from kclient.network.selector import Selectable
+
+log = logging.getLogger("kclient.network.client")
+
+
+class ClientNodes:
+    """The node side of ``NetworkClient`` (see the module docstring)."""
+
+    if TYPE_CHECKING:  # set by NetworkClient.__init__
+        _selector: Selectable
+        _metadata: Metadata
+        _rng: random.Random
+        _api_versions: ApiVersions
+        _prefix: str
+        _checked: dict[int, int]
+        _addresses: dict[int, str]
+        connection_states: ClusterConnectionStates
+        in_flight_requests: InFlightRequests
+        metadata_updater: DefaultMetadataUpdater
+        failures: ConnectionFailures
+
+        def _record_failure(
+            self, node_id: int, reason: str, error: KafkaError | None = None
+        ) -> None: ...
+
+    # ---- nodes and connections -------------------------------------------------------
+
+    @property
+    def metadata(self) -> Metadata:
+        return self._metadata
+
+    @property
+    def release_before_blocking(self) -> list[threading.Lock]:
+        return self._selector.release_before_select
+
+    def is_ready(self, node: Node, now_ms: int) -> bool:
+        # A due metadata refresh goes first: nodes look unready until it has been sent.
+        return not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(
+            node.id, now_ms
+        )
+
+    def can_send_request(self, node_id: int, now_ms: int) -> bool:
+        # READY and not throttled (ClusterConnectionStates.is_ready, read in place)
+        throttle_until_ms = self.connection_states.ready_nodes.get(node_id)
+        return (
+            throttle_until_ms is not None
+            and throttle_until_ms <= now_ms
+            and self._selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        )
+
+    def connection_delay(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.connection_delay(node.id, now_ms)
+
+    def poll_delay_ms(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.poll_delay_ms(node.id, now_ms)
+
+    def is_any_node_connecting(self) -> bool:
+        return self.connection_states.is_any_node_connecting()
+
+    def can_connect(self, node_id: int, now_ms: int) -> bool:
+        return self.connection_states.can_connect(node_id, now_ms)
+
+    def connection_failed(self, node: Node) -> bool:
+        return self.connection_states.is_disconnected(node.id)
+
+    def in_flight_request_count(self, node_id: int | None = None) -> int:
+        return self.in_flight_requests.in_flight_request_count(node_id)
+
+    def has_in_flight_requests(self, node_id: int | None = None) -> bool:
+        return not self.in_flight_requests.is_empty(node_id)
+
+    def has_ready_nodes(self, now_ms: int) -> bool:
+        return self.connection_states.has_ready_nodes(now_ms)
+
+    def api_versions(self, node_id: int) -> NodeApiVersions | None:
+        return self._api_versions.get(node_id)
+
+    def least_loaded_node(self, now_ms: int) -> Node | None:
+        """Fewest in-flight requests among ready nodes; else a connecting node; else the
+        connectable node tried longest ago; None if every node is backing off."""
+        nodes = self.metadata_updater.fetch_nodes()
+        if not nodes:
+            return None
+        in_flight = None
+        found_ready = found_connecting = found_can_connect = None
+        offset = self._rng.randrange(len(nodes))
+        for i in range(len(nodes)):
+            node = nodes[(offset + i) % len(nodes)]
+            if self.can_send_request(node.id, now_ms):
+                count = self.in_flight_requests.in_flight_request_count(node.id)
+                if count == 0:
+                    return node
+                if in_flight is None or count < in_flight:
+                    in_flight, found_ready = count, node
+            elif self.connection_states.is_preparing_connection(node.id):
+                found_connecting = node
+            elif self.connection_states.can_connect(node.id, now_ms) and (
+                found_can_connect is None
+                or self.connection_states.last_connect_attempt_ms(found_can_connect.id)
+                > self.connection_states.last_connect_attempt_ms(node.id)
+            ):
+                found_can_connect = node
+        return found_ready or found_connecting or found_can_connect
+
+    # ---- failures, for people -----------------------------------------------------
+
+    def connection_failures(self) -> dict[str, str]:
+        """Every address whose last connection attempt failed, and why (thread-safe)."""
+        return self.failures.snapshot()
+
+    def no_broker_reachable_error(self, waited_ms: int) -> KafkaTimeoutError:
+        """The error for a caller whose deadline passed with no broker answering: names
+        every address tried and the last OS error for each (thread-safe)."""
+        return self.failures.no_broker_reachable_error(waited_ms)
+
+    # ---- connecting -----------------------------------------------------------------
+
+    def initiate_connect(self, node: Node, now_ms: int) -> None:
+        """Start a connection to the node (its next resolved address)."""
+        self._checked.clear()
+        self.connection_states.connecting(node.id, now_ms, node.host, node.port)
+        self._addresses[node.id] = node.address
+        try:
+            family, ip, port = self.connection_states.current_address(node.id)
+            if ip != node.host:
+                self._addresses[node.id] = f"{node.address} ({format_address(ip, port)})"
+            log.debug(
+                "%sconnecting to node %d at %s", self._prefix, node.id, self._addresses[node.id]
+            )
+            self._selector.connect(node.id, ip, port, family, server_hostname=node.host)
+        except (OSError, KafkaError) as exc:
+            reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)
+            self._record_failure(node.id, short_reason(reason))
+            self.connection_states.disconnected(node.id, now_ms)
+            self.metadata_updater.handle_server_disconnect(now_ms, node.id)
