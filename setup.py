@@ -85,7 +85,7 @@ setup(
         Extension(
             "kclient.sender._step",
             ["kclient/sender/_step.c", "kclient/sender/_step_request.c"],
-            depends=["kclient/sender/_step.h"],
+            depends=["kclient/sender/_step.h", "kclient/_pycall.h"],
             optional=True,
         ),
         Extension(
@@ -103,6 +103,7 @@ setup(
             depends=[
                 "kclient/sender/_complete.h",
                 "kclient/_slots.h",
+                "kclient/_pycall.h",
                 "kclient/_fallback_method.h",
             ],
             optional=True,
@@ -120,6 +121,8 @@ setup(
                 "kclient/network/_channel.h",
                 "kclient/network/_selector.h",
                 "kclient/_fallback_method.h",
+                "kclient/_pycall.h",
+                "kclient/_slots.h",
             ],
             optional=True,
         ),
