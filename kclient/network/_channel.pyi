@@ -61,9 +61,6 @@ class Channel:
 # _selector.c, _selector_util.c, _loop_select.c: KSelector's and LoopSelector's C methods.
 
 def bind_selector(
-    system_clock: type,
-    monotonic_ms: Callable[..., int],
-    monotonic_ns: Callable[[], int],
     kselector: type,
     idle_expiry_manager: type,
     channel: type,

@@ -383,7 +383,7 @@ FALLBACK_TYPE(ChannelReadyType, "ChannelReady", ready_call, "O:ChannelReady")
 
 static PyMethodDef selector_methods[] = {
     {"bind_selector", (PyCFunction)(void (*)(void))bind_selector, METH_FASTCALL,
-     "bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns): selector.py's."},
+     "bind_selector(PyKSelector, IdleExpiryManager, CKafkaChannel): selector.py's."},
     {"selector_send", (PyCFunction)(void (*)(void))selector_send, METH_FASTCALL,
      "selector_send(kselector, send) -> bool: KSelector.send's common case (False: not taken)."},
     {NULL, NULL, 0, NULL},

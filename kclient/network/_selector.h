@@ -14,10 +14,7 @@
 
 /* Interned attribute and method names, and constants (selector_intern). */
 extern PyObject *s_closed, *s_immediately_connected, *s_early_failures, *s_sending, *s_completed_sends, *s_completed_receives, *s_connected, *s_disconnected, *s_early_sends, *s_release_before_select, *s_clear, *s_selector, *s_select, *s_clock, *s_monotonic_ms, *s_idle, *s_last_active_ms, *s_next_check_ms, *s_max_idle_ms, *s_maybe_close_idle, *s_channels, *s_data, *s_drain_wakeup, *s_node_id, *s_handle_events, *s_read, *s_write, *s_muted, *s_io_failed, *s_write_failed, *s_set_interest, *s_tls_wait, *s_events, *s_destination, *s_update, *s_timeout_ms, *s_timeout, *s_node_id_kw, *s_ready, *s_keys, *s_requested_timeout_ms, *s_returned_events, *s_append, *s_get, *s_on_ready;
-extern PyObject *million, *thousand, *zero, *one;
-
-/* From selector.py by bind_selector(): NULL until then. */
-extern PyObject *system_clock_type, *system_clock_monotonic_ms, *time_monotonic_ns;
+extern PyObject *thousand, *zero, *one;
 
 int selector_intern(void);
 PyObject *bind_selector(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

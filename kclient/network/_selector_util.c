@@ -9,8 +9,7 @@
 #include <structmember.h>
 
 PyObject *s_closed, *s_immediately_connected, *s_early_failures, *s_sending, *s_completed_sends, *s_completed_receives, *s_connected, *s_disconnected, *s_early_sends, *s_release_before_select, *s_clear, *s_selector, *s_select, *s_clock, *s_monotonic_ms, *s_idle, *s_last_active_ms, *s_next_check_ms, *s_max_idle_ms, *s_maybe_close_idle, *s_channels, *s_data, *s_drain_wakeup, *s_node_id, *s_handle_events, *s_read, *s_write, *s_muted, *s_io_failed, *s_write_failed, *s_set_interest, *s_tls_wait, *s_events, *s_destination, *s_update, *s_timeout_ms, *s_timeout, *s_node_id_kw, *s_ready, *s_keys, *s_requested_timeout_ms, *s_returned_events, *s_append, *s_get, *s_on_ready;
-PyObject *million, *thousand, *zero, *one;
-PyObject *system_clock_type, *system_clock_monotonic_ms, *time_monotonic_ns;
+PyObject *thousand, *zero, *one;
 PyObject *field_names[F_COUNT];
 Py_ssize_t field_offsets[F_COUNT];
 PyTypeObject *kselector_type, *idle_type, *channel_type;
@@ -48,7 +47,7 @@ is_current(PyObject *self, PyObject *node_id, PyObject *channel)
     return result;
 }
 
-/* self._clock.monotonic_ms(): SystemClock's without its Python frame. */
+/* self._clock.monotonic_ms() (the system clock's is C itself: kclient/_clock.c). */
 PyObject *
 now_ms(PyObject *self)
 {
@@ -56,16 +55,7 @@ now_ms(PyObject *self)
     if (clock == NULL) {
         return NULL;
     }
-    PyObject *now;
-    if (system_clock_type != NULL && (PyObject *)Py_TYPE(clock) == system_clock_type &&
-        _PyType_Lookup(Py_TYPE(clock), s_monotonic_ms) == system_clock_monotonic_ms) {
-        PyObject *ns = PyObject_CallNoArgs(time_monotonic_ns);
-        now = ns == NULL ? NULL : PyNumber_FloorDivide(ns, million);
-        Py_XDECREF(ns);
-    }
-    else {
-        now = call0(clock, s_monotonic_ms);
-    }
+    PyObject *now = call0(clock, s_monotonic_ms);
     Py_DECREF(clock);
     return now;
 }
@@ -274,21 +264,19 @@ handle_events(PyObject *self, PyObject *channel, PyObject *node_id, PyObject *ma
     return 0;
 }
 
-/* bind_selector(SystemClock, SystemClock.monotonic_ms, time.monotonic_ns, PyKSelector,
- * IdleExpiryManager, CKafkaChannel). */
+/* bind_selector(PyKSelector, IdleExpiryManager, CKafkaChannel). */
 PyObject *
 bind_selector(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyType_Check(args[0]) || !PyType_Check(args[3]) ||
-        !PyType_Check(args[4]) || !PyType_Check(args[5])) {
+    if (nargs != 3 || !PyType_Check(args[0]) || !PyType_Check(args[1]) ||
+        !PyType_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind_selector(SystemClock, SystemClock.monotonic_ms, monotonic_ns, "
-                        "PyKSelector, IdleExpiryManager, CKafkaChannel)");
+                        "bind_selector(PyKSelector, IdleExpiryManager, CKafkaChannel)");
         return NULL;
     }
     Py_ssize_t offsets[F_COUNT];
     for (int i = 0; i < F_COUNT; i++) {
-        int owner = i >= F_CH_NODE_ID ? 5 : (i >= F_IDLE_MAX_MS ? 4 : 3);
+        int owner = i >= F_CH_NODE_ID ? 2 : (i >= F_IDLE_MAX_MS ? 1 : 0);
         const char *name = PyUnicode_AsUTF8(field_names[i]);
         offsets[i] = name == NULL ? -1 : slot_offset((PyTypeObject *)args[owner], name);
         if (offsets[i] < 0) {
@@ -296,12 +284,9 @@ bind_selector(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     memcpy(field_offsets, offsets, sizeof(offsets));
-    Py_XSETREF(system_clock_type, Py_NewRef(args[0]));
-    Py_XSETREF(system_clock_monotonic_ms, Py_NewRef(args[1]));
-    Py_XSETREF(time_monotonic_ns, Py_NewRef(args[2]));
-    Py_XSETREF(kselector_type, (PyTypeObject *)Py_NewRef(args[3]));
-    Py_XSETREF(idle_type, (PyTypeObject *)Py_NewRef(args[4]));
-    Py_XSETREF(channel_type, (PyTypeObject *)Py_NewRef(args[5]));
+    Py_XSETREF(kselector_type, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(idle_type, (PyTypeObject *)Py_NewRef(args[1]));
+    Py_XSETREF(channel_type, (PyTypeObject *)Py_NewRef(args[2]));
     Py_RETURN_NONE;
 }
 
@@ -390,8 +375,7 @@ selector_intern(void)
         [F_CH_SEND] = str_send,
     };
     memcpy(field_names, fields, sizeof(fields));
-    if ((million = PyLong_FromLong(1000000)) == NULL ||
-        (thousand = PyLong_FromLong(1000)) == NULL || (zero = PyLong_FromLong(0)) == NULL ||
+    if ((thousand = PyLong_FromLong(1000)) == NULL || (zero = PyLong_FromLong(0)) == NULL ||
         (one = PyLong_FromLong(1)) == NULL) {
         return -1;
     }

@@ -44,10 +44,9 @@ import logging
 import selectors
 import ssl
 import threading
-import time
 from typing import TYPE_CHECKING
 
-from kclient.clock import Clock, SystemClock
+from kclient.clock import Clock
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
 from kclient.network import channel as channel_module
 from kclient.network.channel import (
@@ -419,9 +418,6 @@ else:
         pass
     else:  # defined when built (the tests compare both), used when the accelerator is on
         _channel.bind_selector(
-            SystemClock,
-            SystemClock.monotonic_ms,
-            time.monotonic_ns,
             PyKSelector,
             IdleExpiryManager,
             channel_module.CKafkaChannel,
