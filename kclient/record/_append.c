@@ -128,9 +128,9 @@ size_of(PyObject *field)
 }
 
 /* A FutureRecordMetadata with its slots set, as FutureRecordMetadata(result, delta, ...). */
-PyObject *
-kclient_new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts,
-                   PyObject *key, PyObject *value)
+static PyObject *
+new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts, PyObject *key,
+           PyObject *value)
 {
     PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
     if (future == NULL) {
@@ -152,6 +152,24 @@ kclient_new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject 
     SLOT(future, self->f_ts) = ts;
     SLOT(future, self->f_key_size) = key_size;
     SLOT(future, self->f_value_size) = value_size;
+    return future;
+}
+
+/* The record's future on `batch`'s `result` and, unless `callback` is None,
+ * batch.add_callback(future, callback): the future, or NULL. */
+PyObject *
+kclient_new_future(Appender *self, PyObject *batch, PyObject *result, Py_ssize_t delta,
+                   PyObject *ts, PyObject *key, PyObject *value, PyObject *callback)
+{
+    PyObject *future = new_future(self, result, delta, ts, key, value);
+    if (future != NULL && callback != Py_None) {
+        PyObject *out = PyObject_CallMethodObjArgs(batch, str_add_callback, future, callback,
+                                                   NULL);
+        if (out == NULL) {
+            Py_CLEAR(future);
+        }
+        Py_XDECREF(out);
+    }
     return future;
 }
 
@@ -314,15 +332,9 @@ append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *c
     }
     else {
         PyObject *result = slot_get(batch, self->b_result, "result");
-        future = result == NULL ? NULL : kclient_new_future(self, result, delta, ts, key, value);
-        if (future != NULL && callback != Py_None) {
-            PyObject *out = PyObject_CallMethodObjArgs(batch, str_add_callback, future,
-                                                       callback, NULL);
-            if (out == NULL) {
-                Py_CLEAR(future);
-            }
-            Py_XDECREF(out);
-        }
+        future = result == NULL ? NULL
+                                : kclient_new_future(self, batch, result, delta, ts, key, value,
+                                                     callback);
     }
     if (future != NULL && sticky != NULL &&
         sticky_count(self, sticky, batch, size_estimate) < 0) {

@@ -51,8 +51,8 @@ PyObject *kclient_append_to(Appender *self, PyObject *queues, PyObject *const *a
 PyObject *kclient_append_or_open(Appender *self, PyObject *queues, PyObject *const *args);
 
 /* _append.c's helpers, for _open.c. */
-PyObject *kclient_new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts,
-                             PyObject *key, PyObject *value);
+PyObject *kclient_new_future(Appender *self, PyObject *batch, PyObject *result, Py_ssize_t delta,
+                             PyObject *ts, PyObject *key, PyObject *value, PyObject *callback);
 Py_ssize_t kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key,
                                 PyObject *value, PyObject *headers);
 

@@ -16,7 +16,6 @@
 #include "_append.h"
 
 static PyObject *str_append;       /* "append" */
-static PyObject *str_add_callback; /* "add_callback" */
 
 /* configure_open(accumulator, try_allocate, deallocate, make_batch, batch_ids, monotonic_ms,
  * incomplete_add, batch_size) */
@@ -43,8 +42,7 @@ kclient_appender_configure_open(Appender *self, PyObject *const *args, Py_ssize_
     }
     if (str_append == NULL) {
         str_append = PyUnicode_InternFromString("append");
-        str_add_callback = PyUnicode_InternFromString("add_callback");
-        if (str_append == NULL || str_add_callback == NULL) {
+        if (str_append == NULL) {
             return NULL;
         }
     }
@@ -187,17 +185,9 @@ kclient_open_locked(Appender *self, PyObject *queues, PyObject *partition, PyObj
         PyErr_SetString(PyExc_AttributeError, "ProducerBatch.result is not set");
         goto failed;
     }
-    future = kclient_new_future(self, result, delta, ts, key, value);
+    future = kclient_new_future(self, batch, result, delta, ts, key, value, callback);
     if (future == NULL) {
         goto failed;
-    }
-    if (callback != Py_None) {
-        PyObject *out = PyObject_CallMethodObjArgs(batch, str_add_callback, future, callback,
-                                                   NULL);
-        if (out == NULL) {
-            goto failed;
-        }
-        Py_DECREF(out);
     }
     if (queue_batch(self, queues, dq, batch, created) < 0) {
         goto failed;
