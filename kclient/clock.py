@@ -5,12 +5,11 @@ Kafka's ``Time`` / ``SystemTime``. Tests use ``kclient.testing.MockClock``.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from kclient.record._accel import PURE_PYTHON_ENV
+from kclient.record import _accel
 
 
 class Clock(Protocol):
@@ -52,8 +51,8 @@ class SystemClock:
 
 def _c_monotonic_ms() -> Callable[[], int] | None:
     """``kclient._clock.monotonic_ms`` (the same clock without a Python frame), if built and
-    not disabled with ``KCLIENT_PURE_PYTHON``."""
-    if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
+    the accelerator runs (not ``KCLIENT_PURE_PYTHON``)."""
+    if not _accel.ACCELERATED:
         return None
     try:
         from kclient import _clock
