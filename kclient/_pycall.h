@@ -9,11 +9,36 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* getattr(obj, name) for an instance attribute (one that __init__ sets, with no descriptor
+ * of that name on the class): read from the instance's __dict__ when the type looks
+ * attributes up the generic way; getattr itself otherwise, or when the dict lacks the name.
+ * Cheaper than getattr, which looks the name up on the class first. A new reference. */
+static inline PyObject *
+attr_get(PyObject *obj, PyObject *name)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type->tp_getattro == PyObject_GenericGetAttr && type->tp_dictoffset != 0) {
+        PyObject *dict = PyObject_GenericGetDict(obj, NULL);
+        if (dict == NULL) {
+            return NULL;
+        }
+        PyObject *value = PyDict_GetItemWithError(dict, name);
+        Py_DECREF(dict);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
 /* bool(getattr(obj, name)): 1, 0, or -1 with the exception. */
 static inline int
 attr_truth(PyObject *obj, PyObject *name)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
+    PyObject *value = attr_get(obj, name);
     if (value == NULL) {
         return -1;
     }
