@@ -26,6 +26,12 @@ latency. Columns:
   with a blocking ``recv`` ("raw socket"), or on the event loop (``add_reader`` and a
   future: "asyncio, raw socket", what any asyncio client pays before its own work).
 
+- **CPU µs/wait**: the process's CPU time (every thread: confluent-kafka's and the
+  threaded kclient's I/O threads included) per ``send_and_wait``, median over the turns.
+  On a machine with few cores it counts as much as the latency: the broker's thread, woken
+  by the request's write, tends to run on the writer's CPU, so work done after the write
+  delays the answer too (a local broker's case, as here).
+
 Prints a Markdown table of medians over the rounds (latency: over all waits), then the
 p50 ratios of the latency rows to confluent-kafka's.
 """
@@ -207,11 +213,15 @@ async def paired_latencies(
     topics: dict[str, str],
     waits: int,
     chunk: int,
-) -> dict[str, list[float]]:
-    """send_and_wait latencies (seconds) of every client and the floors, taking turns."""
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """send_and_wait latencies (seconds) of every client and the floors, taking turns; and
+    the process CPU seconds per wait, one value per turn (all the process's threads: the
+    clients' own I/O threads included)."""
     loop = asyncio.get_running_loop()
     clock = time.perf_counter
+    cpu_clock = time.process_time
     samples: dict[str, list[float]] = {name: [] for name in topics}
+    cpu: dict[str, list[float]] = {name: [] for name in topics}
     producers: dict[str, Any] = {}
     confluent = confluent_kafka.Producer(
         {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": False, "linger.ms": 0}
@@ -233,33 +243,41 @@ async def paired_latencies(
             n = min(chunk, waits - done)
             for name, producer in producers.items():
                 topic, out = topics[name], samples[name]
+                c0 = cpu_clock()
                 for _ in range(n):
                     t0 = clock()
                     await producer.send_and_wait(topic, VALUE)
                     out.append(clock() - t0)
+                cpu[name].append((cpu_clock() - c0) / n)
             topic, out = topics[CONFLUENT], samples[CONFLUENT]
+            c0 = cpu_clock()
             for _ in range(n):
                 t0 = clock()
                 confluent.produce(topic, VALUE)
                 confluent.flush(10)
                 out.append(clock() - t0)
+            cpu[CONFLUENT].append((cpu_clock() - c0) / n)
             out = samples[RAW]
+            c0 = cpu_clock()
             for _ in range(n):
                 t0 = clock()
                 raw.blocking_round_trip()
                 out.append(clock() - t0)
+            cpu[RAW].append((cpu_clock() - c0) / n)
             out = samples[RAW_ASYNC]
+            c0 = cpu_clock()
             for _ in range(n):
                 t0 = clock()
                 await raw_async.async_round_trip(loop)
                 out.append(clock() - t0)
+            cpu[RAW_ASYNC].append((cpu_clock() - c0) / n)
             done += n
     finally:
         for producer in producers.values():
             await producer.stop()
         raw.close()
         raw_async.close(loop)
-    return samples
+    return samples, cpu
 
 
 def pct(values: list[float], q: float) -> float:
@@ -288,6 +306,7 @@ def main() -> int:
     dropped: dict[str, list[tuple[float, float]]] = {name: [] for name in makers}
     batch_rates: dict[str, list[float]] = {name: [] for name in makers}
     lat: dict[str, list[float]] = {name: [] for name in [*makers, CONFLUENT, RAW, RAW_ASYNC]}
+    lat_cpu: dict[str, list[float]] = {name: [] for name in lat}
     ratios: dict[str, list[float]] = {name: [] for name in lat}
     with run_tansu() as tansu:
         bootstrap = tansu.bootstrap_servers
@@ -308,19 +327,21 @@ def main() -> int:
             topics = {name: f"wait-{i}-{r}" for i, name in enumerate(lat)}
             for topic in topics.values():
                 tansu.create_topic(topic, 1)
-            samples = asyncio.run(
+            samples, cpu = asyncio.run(
                 paired_latencies(makers, bootstrap, topics, args.waits, args.chunk)
             )
             for name, waits in samples.items():
                 lat[name].extend(waits)
+                lat_cpu[name].extend(cpu[name])
             confluent_p50 = pct(samples[CONFLUENT], 0.5)
             for name, waits in samples.items():
                 ratios[name].append(pct(waits, 0.5) / confluent_p50)
     print(
         "| client | await send(): records/s | CPU µs/record | await send(), flush(): "
-        "records/s | CPU µs/record | send_batch(): records/s | send_and_wait p50 µs | p99 µs |"
+        "records/s | CPU µs/record | send_batch(): records/s | send_and_wait p50 µs | p99 µs "
+        "| CPU µs/wait |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, waits in lat.items():
         rate, forgot = rates.get(name), dropped.get(name)
         r_text = f"{statistics.median(x for x, _ in rate):,.0f}" if rate else "-"
@@ -331,7 +352,8 @@ def main() -> int:
         b_text = f"{statistics.median(batched):,.0f}" if batched else "-"
         print(
             f"| {name} | {r_text} | {c_text} | {f_text} | {fc_text} | {b_text} "
-            f"| {pct(waits, 0.5):.0f} | {pct(waits, 0.99):.0f} |"
+            f"| {pct(waits, 0.5):.0f} | {pct(waits, 0.99):.0f} "
+            f"| {statistics.median(lat_cpu[name]) * 1e6:.0f} |"
         )
     print("\nsend_and_wait p50 ÷ confluent-kafka's, per round:")
     for name, per_round in ratios.items():
