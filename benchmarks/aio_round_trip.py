@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/aio_round_trip.py [--waits 3000]
     .venv/bin/python benchmarks/aio_round_trip.py --opcodes [--waits 300] [--top 40] [--by-phase]
+    .venv/bin/python benchmarks/aio_round_trip.py --after-write [--waits 3000]
 
 acks=all, no idempotence, linger 0, 100 B values, one partition, every record awaited
 before the next (``benchmarks/aio_producer.py`` compares the clients; this one looks
@@ -12,12 +13,13 @@ inside kclient's).
   run's) and the median µs between consecutive ones, over the round trips that took the
   most common path. What counts for latency is the time from the call to the request's
   write, and from the response's readability to the caller resuming. The work after the
-  write overlaps the broker's, up to its answer. The floor row repeats the split for one
-  pre-encoded request sent again and again on a plain socket read by the event loop.
+  write would overlap the broker's if the broker ran on another CPU: see ``--after-write``.
+  The floor row repeats the split for one pre-encoded request sent again and again on a
+  plain socket read by the event loop.
 - ``--opcodes``: the **Python opcodes** executed per round trip, by function (a
   ``sys.settrace`` opcode count: deterministic, unlike times on a shared machine; a
   change that saves opcodes on the path saves time, in proportion roughly). The total is
-  split as the timeline is: up to the request's write, overlapping the broker, and from
+  split as the timeline is: up to the request's write, after it, and from
   the answer's readability to the caller resuming (the first and the last are the latency).
 """
 
@@ -27,6 +29,7 @@ import argparse
 import asyncio
 import collections
 import functools
+import os
 import re
 import statistics
 import sys
@@ -201,6 +204,51 @@ async def opcodes(bootstrap: str, topic: str, waits: int, top: int, by_phase: bo
         print(f"| {count / waits:,.0f} | {where}:{name} |")
 
 
+async def after_write(bootstrap: str, topic: str, waits: int, pid: int) -> None:
+    """The floor's round trip with the CPU kept busy for a while after the write, as a
+    client's bookkeeping keeps it: does that work overlap the broker's? Then the same with
+    the broker's threads held on another CPU than this process's (when there is one)."""
+    loop = asyncio.get_running_loop()
+    raw = RawProduce(bootstrap, topic)
+    raw.start_async(loop)
+    spins = (0, 10, 20, 30, 60)
+    cpus = sorted(os.sched_getaffinity(0))
+    tansu_threads = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    print("| busy after the write, µs | round trip p50 µs | broker on another CPU: p50 µs |")
+    print("|---:|---:|---:|")
+    rows: dict[int, list[float]] = {}
+    for pinned in (False, True):
+        if pinned:
+            if len(cpus) < 2:
+                break
+            for thread in tansu_threads:
+                os.sched_setaffinity(thread, {cpus[1]})
+            os.sched_setaffinity(0, {cpus[0]})
+        try:
+            times: dict[int, list[float]] = {spin: [] for spin in spins}
+            for _ in range(waits // 50):
+                for spin in spins:
+                    for _ in range(50):
+                        t0 = _clock()
+                        raw.answered = loop.create_future()
+                        raw.sock.send(raw.frame)
+                        while _clock() - t0 < spin / 1e6:
+                            pass
+                        await raw.answered
+                        times[spin].append(_clock() - t0)
+        finally:
+            if pinned:
+                for thread in tansu_threads:
+                    os.sched_setaffinity(thread, cpus)
+                os.sched_setaffinity(0, cpus)
+        for spin in spins:
+            rows.setdefault(spin, []).append(statistics.median(times[spin]) * 1e6)
+    raw.close(loop)
+    for spin, p50s in rows.items():
+        pinned_text = f"{p50s[1]:.0f}" if len(p50s) > 1 else "-"
+        print(f"| {spin} | {p50s[0]:.0f} | {pinned_text} |")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--waits", type=int, default=None, help="round trips measured")
@@ -209,6 +257,11 @@ def main() -> int:
     parser.add_argument(
         "--by-phase", action="store_true", help="list functions per phase (--opcodes)"
     )
+    parser.add_argument(
+        "--after-write",
+        action="store_true",
+        help="the floor with the CPU kept busy after the write (does it overlap the broker?)",
+    )
     args = parser.parse_args()
     waits = args.waits or (300 if args.opcodes else 3000)
     if waits < 1 or args.top < 0:
@@ -216,7 +269,11 @@ def main() -> int:
     with run_tansu() as tansu:
         tansu.create_topic("round-trip", 1)
         tansu.create_topic("round-trip-floor", 1)
-        if args.opcodes:
+        if args.after_write:
+            asyncio.run(
+                after_write(tansu.bootstrap_servers, "round-trip-floor", waits, tansu.proc.pid)
+            )
+        elif args.opcodes:
             asyncio.run(
                 opcodes(tansu.bootstrap_servers, "round-trip", waits, args.top, args.by_phase)
             )
