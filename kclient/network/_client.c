@@ -23,8 +23,9 @@ static PyObject *decode_produce;         /* produce_fast.decode_produce: a tuple
 static PyObject *decode_response;        /* frame.decode_response */
 static PyObject *new_client_response;    /* kafka_client.new_client_response */
 static PyObject *decode_errors;          /* what the Python loop catches from decoding */
-Py_ssize_t off_send;
-static Py_ssize_t off_correlation_id, off_api_key, off_api_version, off_request, off_is_internal;
+Py_ssize_t off_send, off_correlation_id, off_api_key, off_api_version, off_request,
+    off_is_internal, off_if_destination, off_send_time_ms, off_created_time_ms,
+    off_request_timeout_ms, off_if_expect_response;
 PyObject *str_requests;
 static PyObject *str_source, *str_payload, *str_count, *str_deadline_exact,
     *str_throttle_time_ms, *str_popleft;
@@ -279,10 +280,12 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
                           &new_response, &PyTuple_Type, &errors)) {
         return NULL;
     }
-    Py_ssize_t offsets[6];
-    const char *names[] = {"correlation_id", "api_key",     "api_version",
-                           "request",        "is_internal", "send"};
-    for (int k = 0; k < 6; k++) {
+    Py_ssize_t offsets[11];
+    const char *names[] = {"correlation_id",  "api_key",           "api_version",
+                           "request",         "is_internal",       "send",
+                           "destination",     "send_time_ms",      "created_time_ms",
+                           "request_timeout_ms", "expect_response"};
+    for (int k = 0; k < 11; k++) {
         offsets[k] = slot_offset((PyTypeObject *)type, names[k]);
         if (offsets[k] < 0) {
             return NULL;
@@ -294,6 +297,11 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
     off_request = offsets[3];
     off_is_internal = offsets[4];
     off_send = offsets[5];
+    off_if_destination = offsets[6];
+    off_send_time_ms = offsets[7];
+    off_created_time_ms = offsets[8];
+    off_request_timeout_ms = offsets[9];
+    off_if_expect_response = offsets[10];
     Py_XSETREF(in_flight_request_type, Py_NewRef(type));
     Py_XSETREF(decode_produce, Py_NewRef(produce));
     Py_XSETREF(decode_response, Py_NewRef(response));
@@ -342,7 +350,7 @@ PyInit__client(void)
     if (m == NULL) {
         return NULL;
     }
-    if (kclient_client_send_init(m) < 0) {
+    if (kclient_client_send_init(m) < 0 || kclient_client_ready_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

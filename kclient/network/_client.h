@@ -13,13 +13,53 @@
 
 /* Set by bind() (_client.c): NULL and unset until then. */
 extern PyObject *in_flight_request_type; /* kclient.network.in_flight.InFlightRequest */
-extern Py_ssize_t off_send;              /* its `send` slot */
+/* its slots: every field, for write_request to make one (_client_send.c) */
+extern Py_ssize_t off_send, off_correlation_id, off_api_key, off_api_version, off_request,
+    off_is_internal, off_if_destination, off_send_time_ms, off_created_time_ms,
+    off_request_timeout_ms, off_if_expect_response;
 
 /* Interned by PyInit__client (_client.c). */
 extern PyObject *str_requests; /* "_requests" */
 
-/* Interns the sends' side names and adds bind_send, can_send and write_request to the module
- * (_client_send.c): 0, or -1 with an exception. */
+/* Set by bind_client (_client_ready.c): NULL until then, and then write_request calls the
+ * Python _sent and selector.send, can_send the methods by name. */
+extern PyTypeObject *network_client_type;     /* client.NetworkClient */
+extern PyTypeObject *in_flight_requests_type; /* in_flight.InFlightRequests */
+extern Py_ssize_t off_ifr_requests, off_ifr_count, off_ifr_earliest, off_ifr_exact, off_ifr_max;
+extern PyTypeObject *ckselector_type; /* selector.CKSelector, or NULL */
+extern PyObject *selector_send;       /* _channel.selector_send: KSelector.send's common case */
+extern PyObject *client_logger;       /* client.py's logger */
+extern PyObject *deque_type;          /* collections.deque */
+extern PyObject *one;                 /* 1 */
+/* Set by bind_send (_client_send.c): _channel's C NetworkSend when it is selector.NetworkSend */
+extern PyTypeObject *c_network_send;
+
+/* NetworkClient's __slots__ that write_request and can_send read (and their names). */
+enum {
+    C_API_VERSIONS, C_CHECKED, C_CORRELATION_ID, C_SELECTOR, C_CLIENT_ID, C_CONNECTION_STATES,
+    C_IN_FLIGHT_REQUESTS, C_REQUEST_TIMEOUT_MS, C_COUNT
+};
+extern Py_ssize_t client_slots[C_COUNT];
+
+/* client.<field>: at its slot's offset for a NetworkClient, else by name. A new reference. */
+PyObject *client_get(PyObject *client, int field);
+
+/* bool(getattr(obj, name)): 1, 0, -1. (Not _pycall.h's attr_get: reading an instance's
+ * __dict__ from C makes CPython 3.11 build that dict from the instance's inline values, and
+ * every attribute access to the object costs more from then on, Python's own included.) */
+static inline int
+get_truth(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    int truth = value ? PyObject_IsTrue(value) : -1;
+    Py_XDECREF(value);
+    return truth;
+}
+
+/* Intern each side's names and add its functions to the module: bind_send and
+ * write_request (_client_send.c); bind_client and can_send (_client_ready.c). 0, or -1 with
+ * an exception. */
 int kclient_client_send_init(PyObject *module);
+int kclient_client_ready_init(PyObject *module);
 
 #endif

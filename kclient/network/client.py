@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from kclient import errors
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.errors import IllegalStateError
+from kclient.network import selector as selector_module
 from kclient.network.api_versions import (
     ApiVersions,
     api_name,
@@ -107,6 +108,19 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
     queries and ``initiate_connect`` in ``ClientNodes`` (``client_nodes.py``) and what is
     kept of requests that expect no response in ``UnansweredRequests``
     (``client_unanswered.py``)."""
+
+    # slots (the instance keeps its __dict__ for the rest): C's write_request and can_send
+    # (``_client_send.c``) read these at their offsets, once per request
+    __slots__ = (
+        "_api_versions",
+        "_checked",
+        "_correlation_id",
+        "_selector",
+        "client_id",
+        "connection_states",
+        "in_flight_requests",
+        "request_timeout_ms",
+    )
 
     def __init__(
         self,
@@ -316,15 +330,21 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
             )
         )
         if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
-                self._prefix,
-                api_name(request.api_key),
-                version,
-                node_id,
-                correlation_id,
-                send.size,
-            )
+            self._log_sent(request, version, correlation_id, send)
+
+    def _log_sent(
+        self, request: ClientRequest, version: int, correlation_id: int, send: NetworkSend
+    ) -> None:
+        """The DEBUG line of a request just written (``_sent``, and ``write_request``)."""
+        log.debug(
+            "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
+            self._prefix,
+            api_name(request.api_key),
+            version,
+            request.destination,
+            correlation_id,
+            send.size,
+        )
 
     # ---- polling --------------------------------------------------------------------
 
@@ -496,3 +516,15 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
                 callback(response)
             except Exception:  # one failing callback must not stop the rest
                 log.exception("%suncaught error in a request completion callback", self._prefix)
+
+
+if "_client" in globals():  # built: what write_request and can_send reach directly
+    _selector_names = vars(selector_module)  # C's KSelector (send, channel check), when built
+    _client.bind_client(
+        NetworkClient,
+        InFlightRequests,
+        _selector_names.get("CKSelector"),
+        _selector_names.get("_selector_send"),
+        log,
+        deque,
+    )

@@ -1,0 +1,286 @@
+/*
+ * kclient.network._client, the readiness side (the answers' side and the module are in
+ * _client.c, the sends' side in _client_send.c, what they share in _client.h).
+ *
+ * can_send(client, node_id, now_ms) is NetworkClient.can_send_request (READY and not
+ * throttled, the channel ready, the newest request written and fewer than the maximum in
+ * flight) as one call, for ready() and send(): NetworkClient's and InFlightRequests'
+ * attributes read at their slots' offsets, the C KSelector's is_channel_ready called
+ * directly, a C NetworkSend's `completed` read in place; by name for any other type.
+ *
+ * bind_client binds what can_send and write_request reach directly. The client's owning
+ * thread only.
+ */
+#include "_client.h"
+
+#include "_send.h"
+#include "../_pycall.h" /* call1 */
+
+PyTypeObject *network_client_type, *in_flight_requests_type, *ckselector_type;
+Py_ssize_t off_ifr_requests, off_ifr_count, off_ifr_earliest, off_ifr_exact, off_ifr_max;
+PyObject *selector_send, *client_logger, *deque_type, *one;
+Py_ssize_t client_slots[C_COUNT];
+static PyObject *channel_ready; /* CKSelector.__dict__["is_channel_ready"] (C: ChannelReady) */
+static const char *client_slot_names[C_COUNT] = {
+    "_api_versions", "_checked",           "_correlation_id",    "_selector",
+    "client_id",     "connection_states", "in_flight_requests", "request_timeout_ms"};
+static PyObject *client_slot_strs[C_COUNT];
+static PyObject *str_ready_nodes, *str_is_channel_ready, *str_completed, *str_can_send_more,
+    *str_get, *str_send;
+
+PyObject *
+client_get(PyObject *client, int field)
+{
+    if (Py_TYPE(client) == network_client_type) {
+        PyObject *value = SLOT(client, client_slots[field]);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(client, client_slot_strs[field]);
+}
+
+/* Whether the newest request's send is written whole (send.completed): 1, 0, -1. */
+static int
+send_completed(PyObject *send)
+{
+    if (c_network_send != NULL && Py_TYPE(send) == c_network_send) {
+        return ((NetworkSend *)send)->remaining == 0;
+    }
+    return get_truth(send, str_completed);
+}
+
+/* InFlightRequests.can_send_more(node_id): 1 when the in-flight queue lets the node take
+ * another request, 0 when not, -1 error. */
+static int
+in_flight_allows(PyObject *in_flight, PyObject *node_id)
+{
+    if (Py_TYPE(in_flight) != in_flight_requests_type || SLOT(in_flight, off_ifr_max) == NULL ||
+        SLOT(in_flight, off_ifr_requests) == NULL ||
+        !PyDict_CheckExact(SLOT(in_flight, off_ifr_requests))) {
+        PyObject *more = call1(in_flight, str_can_send_more, node_id);
+        int yes = more ? PyObject_IsTrue(more) : -1;
+        Py_XDECREF(more);
+        return yes;
+    }
+    PyObject *queue = PyDict_GetItemWithError(SLOT(in_flight, off_ifr_requests), node_id);
+    if (queue == NULL) {
+        return PyErr_Occurred() ? -1 : 1;
+    }
+    Py_INCREF(queue);
+    int allows = -1;
+    PyObject *newest = NULL, *count = NULL;
+    Py_ssize_t length = PyObject_Length(queue);
+    if (length <= 0) {
+        allows = length == 0 ? 1 : -1;
+        goto exit;
+    }
+    newest = PySequence_GetItem(queue, length - 1);
+    if (newest == NULL) {
+        goto exit;
+    }
+    PyObject *send = (PyObject *)Py_TYPE(newest) == in_flight_request_type
+                         ? Py_XNewRef(SLOT(newest, off_send))
+                         : PyObject_GetAttr(newest, str_send);
+    if (send == NULL) {
+        if (!PyErr_Occurred()) { /* the slot deleted: as Python says it */
+            send = PyObject_GetAttr(newest, str_send);
+        }
+        if (send == NULL) {
+            goto exit;
+        }
+    }
+    allows = send_completed(send);
+    Py_DECREF(send);
+    if (allows != 1) {
+        goto exit;
+    }
+    count = PyLong_FromSsize_t(length);
+    allows = count ? PyObject_RichCompareBool(count, SLOT(in_flight, off_ifr_max), Py_LT) : -1;
+exit:
+    Py_DECREF(queue);
+    Py_XDECREF(newest);
+    Py_XDECREF(count);
+    return allows;
+}
+
+/* selector.is_channel_ready(node_id), KSelector's C one called directly: 1, 0, -1. */
+static int
+channel_is_ready(PyObject *selector, PyObject *node_id)
+{
+    PyObject *ready;
+    if (ckselector_type != NULL && Py_TYPE(selector) == ckselector_type) {
+        PyObject *args[] = {selector, node_id};
+        ready = PyObject_Vectorcall(channel_ready, args, 2, NULL);
+    }
+    else {
+        ready = call1(selector, str_is_channel_ready, node_id);
+    }
+    int yes = ready ? PyObject_IsTrue(ready) : -1;
+    Py_XDECREF(ready);
+    return yes;
+}
+
+/* can_send_request: 1, 0, -1. */
+static int
+can_send_request(PyObject *client, PyObject *node_id, PyObject *now_ms)
+{
+    int yes = -1;
+    PyObject *states = NULL, *ready_nodes = NULL, *selector = NULL, *in_flight = NULL;
+    states = client_get(client, C_CONNECTION_STATES);
+    ready_nodes = states ? PyObject_GetAttr(states, str_ready_nodes) : NULL;
+    if (ready_nodes == NULL) {
+        goto exit;
+    }
+    PyObject *throttle; /* READY: its throttle_until_ms */
+    if (PyDict_CheckExact(ready_nodes)) {
+        throttle = Py_XNewRef(PyDict_GetItemWithError(ready_nodes, node_id));
+        if (throttle == NULL && PyErr_Occurred()) {
+            goto exit;
+        }
+        if (throttle == Py_None) {
+            Py_CLEAR(throttle);
+        }
+    }
+    else {
+        throttle = call1(ready_nodes, str_get, node_id);
+        if (throttle == NULL) {
+            goto exit;
+        }
+        if (throttle == Py_None) {
+            Py_CLEAR(throttle);
+        }
+    }
+    if (throttle == NULL) {
+        yes = 0;
+        goto exit;
+    }
+    yes = PyObject_RichCompareBool(throttle, now_ms, Py_LE);
+    Py_DECREF(throttle);
+    if (yes != 1) {
+        goto exit;
+    }
+    selector = client_get(client, C_SELECTOR);
+    yes = selector ? channel_is_ready(selector, node_id) : -1;
+    if (yes != 1) {
+        goto exit;
+    }
+    in_flight = client_get(client, C_IN_FLIGHT_REQUESTS);
+    yes = in_flight ? in_flight_allows(in_flight, node_id) : -1;
+exit:
+    Py_XDECREF(states);
+    Py_XDECREF(ready_nodes);
+    Py_XDECREF(selector);
+    Py_XDECREF(in_flight);
+    return yes;
+}
+
+static PyObject *
+can_send(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "can_send(client, node_id, now_ms)");
+        return NULL;
+    }
+    if (in_flight_request_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "kclient.network._client.bind() was not called");
+        return NULL;
+    }
+    int yes = can_send_request(args[0], args[1], args[2]);
+    return yes < 0 ? NULL : PyBool_FromLong(yes);
+}
+
+/* bind_client(NetworkClient, InFlightRequests, CKSelector | None, selector_send | None,
+ * logger, deque). */
+static PyObject *
+bind_client(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *client, *in_flight, *kselector, *send, *logger, *deque;
+    if (!PyArg_ParseTuple(args, "O!O!OOOO:bind_client", &PyType_Type, &client, &PyType_Type,
+                          &in_flight, &kselector, &send, &logger, &deque)) {
+        return NULL;
+    }
+    Py_ssize_t offsets[5];
+    const char *names[] = {"_requests", "count", "earliest_deadline_ms", "_deadline_exact",
+                           "max_in_flight_requests_per_connection"};
+    for (int k = 0; k < 5; k++) {
+        offsets[k] = slot_offset((PyTypeObject *)in_flight, names[k]);
+        if (offsets[k] < 0) {
+            return NULL;
+        }
+    }
+    PyObject *ready = NULL;
+    if (kselector != Py_None) {
+        if (!PyType_Check(kselector) || send == Py_None) {
+            PyErr_SetString(PyExc_TypeError, "bind_client: CKSelector and selector_send, or None");
+            return NULL;
+        }
+        ready = PyDict_GetItemWithError(((PyTypeObject *)kselector)->tp_dict, str_is_channel_ready);
+        if (ready == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "bind_client: CKSelector.is_channel_ready");
+            }
+            return NULL;
+        }
+    }
+    Py_ssize_t at[C_COUNT];
+    for (int k = 0; k < C_COUNT; k++) {
+        at[k] = slot_offset((PyTypeObject *)client, client_slot_names[k]);
+        if (at[k] < 0) {
+            return NULL;
+        }
+    }
+    memcpy(client_slots, at, sizeof(at));
+    off_ifr_requests = offsets[0];
+    off_ifr_count = offsets[1];
+    off_ifr_earliest = offsets[2];
+    off_ifr_exact = offsets[3];
+    off_ifr_max = offsets[4];
+    Py_XSETREF(network_client_type, (PyTypeObject *)Py_NewRef(client));
+    Py_XSETREF(in_flight_requests_type, (PyTypeObject *)Py_NewRef(in_flight));
+    Py_XSETREF(ckselector_type, kselector == Py_None ? NULL : (PyTypeObject *)Py_NewRef(kselector));
+    Py_XSETREF(selector_send, kselector == Py_None ? NULL : Py_NewRef(send));
+    Py_XSETREF(channel_ready, Py_XNewRef(ready));
+    Py_XSETREF(client_logger, Py_NewRef(logger));
+    Py_XSETREF(deque_type, Py_NewRef(deque));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef ready_methods[] = {
+    {"bind_client", (PyCFunction)bind_client, METH_VARARGS,
+     "bind_client(NetworkClient, InFlightRequests, CKSelector | None, selector_send | None, "
+     "logger, deque): what write_request and can_send reach directly"},
+    {"can_send", (PyCFunction)(void (*)(void))can_send, METH_FASTCALL,
+     "can_send(client, node_id, now_ms) -> NetworkClient.can_send_request's answer"},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+kclient_client_ready_init(PyObject *module)
+{
+    struct {
+        PyObject **where;
+        const char *text;
+    } names[] = {
+        {&str_ready_nodes, "ready_nodes"},     {&str_is_channel_ready, "is_channel_ready"},
+        {&str_completed, "completed"},         {&str_can_send_more, "can_send_more"},
+        {&str_get, "get"},                     {&str_send, "send"},
+    };
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
+        *names[k].where = PyUnicode_InternFromString(names[k].text);
+        if (*names[k].where == NULL) {
+            return -1;
+        }
+    }
+    for (int k = 0; k < C_COUNT; k++) {
+        client_slot_strs[k] = PyUnicode_InternFromString(client_slot_names[k]);
+        if (client_slot_strs[k] == NULL) {
+            return -1;
+        }
+    }
+    one = PyLong_FromLong(1);
+    if (one == NULL) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, ready_methods);
+}
