@@ -133,6 +133,7 @@ setup(
                 "kclient/network/_client.c",
                 "kclient/network/_client_send.c",
                 "kclient/network/_client_ready.c",
+                "kclient/network/_client_poll.c",
             ],
             depends=[
                 "kclient/network/_client.h",

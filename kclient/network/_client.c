@@ -220,8 +220,8 @@ forget_taken(PyObject *in_flight, int taken)
     return failed ? -1 : 0;
 }
 
-static PyObject *
-complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+kclient_complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4 || !PyList_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError,
@@ -314,7 +314,7 @@ static PyMethodDef methods[] = {
     {"bind", (PyCFunction)bind, METH_VARARGS,
      "bind(InFlightRequest, decode_produce, decode_response, new_client_response, "
      "decode_errors): what complete_receives calls"},
-    {"complete_receives", (PyCFunction)(void (*)(void))complete_receives, METH_FASTCALL,
+    {"complete_receives", (PyCFunction)(void (*)(void))kclient_complete_receives, METH_FASTCALL,
      "complete_receives(receives, in_flight, responses, now_ms) -> the index of the first "
      "receive left to the Python loop"},
     {NULL, NULL, 0, NULL},
@@ -350,7 +350,8 @@ PyInit__client(void)
     if (m == NULL) {
         return NULL;
     }
-    if (kclient_client_send_init(m) < 0 || kclient_client_ready_init(m) < 0) {
+    if (kclient_client_send_init(m) < 0 || kclient_client_ready_init(m) < 0 ||
+        kclient_client_poll_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -34,10 +34,11 @@ extern PyObject *one;                 /* 1 */
 /* Set by bind_send (_client_send.c): _channel's C NetworkSend when it is selector.NetworkSend */
 extern PyTypeObject *c_network_send;
 
-/* NetworkClient's __slots__ that write_request and can_send read (and their names). */
+/* NetworkClient's __slots__ that write_request, can_send and ClientPoll read. */
 enum {
     C_API_VERSIONS, C_CHECKED, C_CORRELATION_ID, C_SELECTOR, C_CLIENT_ID, C_CONNECTION_STATES,
-    C_IN_FLIGHT_REQUESTS, C_REQUEST_TIMEOUT_MS, C_COUNT
+    C_IN_FLIGHT_REQUESTS, C_REQUEST_TIMEOUT_MS, C_CLOSED, C_ABORTED, C_AUTHENTICATOR, C_CLOCK,
+    C_METADATA_UPDATER, C_UNANSWERED, C_COUNT
 };
 extern Py_ssize_t client_slots[C_COUNT];
 
@@ -61,5 +62,9 @@ get_truth(PyObject *obj, PyObject *name)
  * an exception. */
 int kclient_client_send_init(PyObject *module);
 int kclient_client_ready_init(PyObject *module);
+int kclient_client_poll_init(PyObject *module); /* ClientPoll, ClientPollReady, bind_poll */
+
+/* complete_receives(receives, in_flight, responses, now_ms) (_client.c), for ClientPoll. */
+PyObject *kclient_complete_receives(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

@@ -22,8 +22,10 @@ PyObject *selector_send, *client_logger, *deque_type, *one;
 Py_ssize_t client_slots[C_COUNT];
 static PyObject *channel_ready; /* CKSelector.__dict__["is_channel_ready"] (C: ChannelReady) */
 static const char *client_slot_names[C_COUNT] = {
-    "_api_versions", "_checked",           "_correlation_id",    "_selector",
-    "client_id",     "connection_states", "in_flight_requests", "request_timeout_ms"};
+    "_api_versions",      "_checked",           "_correlation_id", "_selector",
+    "client_id",          "connection_states",  "in_flight_requests",
+    "request_timeout_ms", "_closed",            "_aborted",        "_authenticator",
+    "_clock",             "metadata_updater",   "_unanswered"};
 static PyObject *client_slot_strs[C_COUNT];
 static PyObject *str_ready_nodes, *str_is_channel_ready, *str_completed, *str_can_send_more,
     *str_get, *str_send;

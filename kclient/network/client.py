@@ -42,6 +42,7 @@ from kclient.network.client_nodes import ClientNodes
 from kclient.network.client_unanswered import UnansweredRequests
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
+    NO_DELAY_LIMIT_MS,
     ClusterConnectionStates,
     ConnectionFailures,
     Resolver,
@@ -112,13 +113,19 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
     # slots (the instance keeps its __dict__ for the rest): C's write_request and can_send
     # (``_client_send.c``) read these at their offsets, once per request
     __slots__ = (
+        "_aborted",
         "_api_versions",
+        "_authenticator",
         "_checked",
+        "_clock",
+        "_closed",
         "_correlation_id",
         "_selector",
+        "_unanswered",
         "client_id",
         "connection_states",
         "in_flight_requests",
+        "metadata_updater",
         "request_timeout_ms",
     )
 
@@ -514,8 +521,12 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
                 continue
             try:
                 callback(response)
-            except Exception:  # one failing callback must not stop the rest
-                log.exception("%suncaught error in a request completion callback", self._prefix)
+            except Exception as exc:  # one failing callback must not stop the rest
+                self._callback_failed(exc)
+
+    def _callback_failed(self, exc: Exception) -> None:
+        """Logs a request completion callback's exception (``_complete``, and C's poll)."""
+        log.error("%suncaught error in a request completion callback", self._prefix, exc_info=exc)
 
 
 if "_client" in globals():  # built: what write_request and can_send reach directly
@@ -528,3 +539,7 @@ if "_client" in globals():  # built: what write_request and can_send reach direc
         log,
         deque,
     )
+    _client.bind_poll(_selector_names.get("CKSelector"), NO_DELAY_LIMIT_MS)
+    if ACCELERATED:  # an event loop's common step without a frame (the Python: the reference)
+        setattr(NetworkClient, "poll", _client.ClientPoll(NetworkClient.poll))  # noqa: B010
+        setattr(NetworkClient, "poll_ready", _client.ClientPollReady(NetworkClient.poll_ready))  # noqa: B010

@@ -238,6 +238,9 @@ def step(run: Run, op: tuple[Any, ...]) -> None:
         assert in_flight.next_timeout_ms(now) == expected
     elif kind == "poll":
         poll(run, op[1], now)
+    elif kind == "poll_ready":  # an event loop's callback: the I/O only
+        responses = client.poll_ready(now)
+        run.log.append(("poll_ready", [summary(r) for r in responses]))
     now = run.clock.monotonic_ms()
     for node_id in NODES:  # C's check as one call against the Python one's
         python = bool(client.can_send_request(node_id, now))
@@ -271,11 +274,15 @@ BY_KIND = {
     "ready": READY,
     "tick": st.tuples(st.just("tick"), st.sampled_from([1, 300])),
     "poll": st.tuples(st.just("poll"), st.sampled_from([0, 100, 60_000])),
+    "poll_ready": st.tuples(st.just("poll_ready")),
     "disrupt": DISRUPT,
 }
 # mostly sends and answers (one_of would weigh each kind alike)
 OPS = st.sampled_from(
-    ["send"] * 6 + ["answer"] * 5 + ["ready"] * 2 + ["tick", "tick", "poll", "disrupt"]
+    ["send"] * 6
+    + ["answer"] * 5
+    + ["ready"] * 2
+    + ["tick", "tick", "poll", "poll_ready", "disrupt"]
 ).flatmap(BY_KIND.__getitem__)
 WARM_UP = [("ready", 0, True), ("ready", 1, True)]
 
@@ -293,11 +300,20 @@ def _with(c: bool, ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
     saved = [getattr(client_module, name) for name in names]
     for name in names:
         setattr(client_module, name, getattr(_client, name) if c else None)
+    methods = {  # NetworkClient's C poll and poll_ready (_client_poll.c), or the Python ones
+        "poll": _client.ClientPoll(NetworkClient.poll),
+        "poll_ready": _client.ClientPollReady(NetworkClient.poll_ready),
+    }
+    saved_methods = {name: vars(NetworkClient)[name] for name in methods}
+    for name, fast in methods.items():
+        setattr(NetworkClient, name, fast if c else getattr(NetworkClient, name))
     try:
         return play(ops, max_in_flight)
     finally:
         for name, value in zip(names, saved, strict=True):
             setattr(client_module, name, value)
+        for name, value in saved_methods.items():
+            setattr(NetworkClient, name, value)
 
 
 @needs_c

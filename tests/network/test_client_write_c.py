@@ -23,6 +23,7 @@ from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
 from kclient.network.connection_states import Address
 from kclient.protocol import ApiKey
+from kclient.protocol.frame import encode_response, frame_bytes
 from kclient.testing import MockClock, api_versions_body, metadata_update_with
 from tests.network.selector_impls import ScriptedSelector, Sock
 
@@ -215,3 +216,119 @@ def test_the_c_write_puts_the_request_on_the_wire_and_in_flight() -> None:
     assert entry.send.completed and entry.correlation_id == 0
     assert client.in_flight_requests.earliest_deadline_ms == 701
     assert len(socks[0].written) == entry.send.size > 0
+
+
+PRODUCE_ANSWER = {
+    "responses": [
+        {"name": "t", "partition_responses": [{"index": 0, "error_code": 0, "base_offset": 5}]}
+    ],
+    "throttle_time_ms": 0,
+}
+
+
+def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> list[Any]:
+    """Requests written on the C KSelector, then answered (whole, in pieces, wrong, or the
+    connection closed) and polled (``poll`` or ``poll_ready``) with NetworkClient's C poll
+    (``c_poll``) or the Python one: what each poll returns, the callbacks, the state."""
+    socks = {0: Sock(), 1: Sock()}
+    client = make_client(selector_module.CKSelector, socks, 30_000)
+    clock: Any = client._clock
+    readiness: Any = client._selector._selector  # type: ignore[attr-defined]
+    seen: list[Any] = []
+    python = {"poll": NetworkClient.poll, "poll_ready": NetworkClient.poll_ready}
+    fast = {name: vars(NetworkClient)[name] for name in python}
+    if not c_poll:
+        for name, method in python.items():
+            setattr(NetworkClient, name, method)
+
+    def callback(response: Any) -> None:
+        seen.append(("callback", response.correlation_id, response.body, response.disconnected))
+        if raising and response.correlation_id % 2:
+            raise ValueError(f"callback {response.correlation_id} failed")
+
+    try:
+        for node_id, how, poll_kind, step_ms in script:
+            clock.advance(step_ms)
+            now = clock.monotonic_ms()
+            if client.ready(Node(node_id, f"b{node_id}", 9092), now):
+                request = ClientRequest(
+                    node_id, ApiKey.PRODUCE, dict(PRODUCE_BODY), now, callback=callback
+                )
+                client.send(request, now)
+                correlation_id = client.in_flight_requests._requests[node_id][-1].correlation_id
+                version = client.in_flight_requests._requests[node_id][-1].api_version
+                answer = frame_bytes(
+                    encode_response(
+                        ApiKey.PRODUCE,
+                        version,
+                        correlation_id + (how == "mismatch"),
+                        PRODUCE_ANSWER,
+                    )
+                )
+                sock = socks[node_id]
+                if how == "closed":
+                    sock.chunks.append(b"")
+                elif how == "split":
+                    sock.chunks.extend([answer[:7], answer[7:]])
+                else:
+                    sock.chunks.append(answer)
+            readiness.ready((node_id, 1))
+            try:
+                polled = client.poll if poll_kind == "poll" else None
+                responses = polled(100, now) if polled else client.poll_ready(now)
+                seen.append([(r.correlation_id, r.body, r.disconnected) for r in responses])
+            except Exception as exc:
+                seen.append(("raised", type(exc).__name__, str(exc)))
+            seen.append(observe(client, socks))
+            seen.append(list(readiness.log))
+    finally:
+        for name, method in fast.items():
+            setattr(NetworkClient, name, method)
+    return seen
+
+
+POLL_STEP = st.tuples(
+    st.sampled_from([0, 0, 1]),
+    st.sampled_from(["whole"] * 5 + ["split", "mismatch", "closed"]),
+    st.sampled_from(["poll", "poll_ready"]),
+    st.sampled_from([0, 0, 7]),
+)
+
+
+@pytest.mark.skipif(_client is None or not hasattr(_client, "ClientPoll"), reason="not built")
+@PROPS
+@given(st.lists(POLL_STEP, min_size=1, max_size=10), st.booleans())
+def test_the_c_poll_matches_the_python_one_on_the_c_selector(
+    script: list[tuple[Any, ...]], raising: bool
+) -> None:
+    assert play_polls(True, script, raising) == play_polls(False, script, raising)
+
+
+def test_a_failing_callback_is_logged_as_the_python_logs_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = [(0, "whole", "poll_ready", 0), (0, "whole", "poll", 0), (0, "whole", "poll", 1)]
+    lines = []
+    for c_poll in (True, False):
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="kclient.network.client"):
+            seen = play_polls(c_poll, script, raising=True)
+        lines.append(
+            [
+                (r.levelname, r.getMessage(), r.exc_info and str(r.exc_info[1]))
+                for r in caplog.records
+            ]
+        )
+        called = [e[1] for e in seen if isinstance(e, tuple) and e[0] == "callback"]
+        assert called == [0, 1, 2]  # the failing one does not stop the others
+    assert (
+        lines[0]
+        == lines[1]
+        == [
+            (
+                "ERROR",
+                "[kclient clientId=kclient] uncaught error in a request completion callback",
+                "callback 1 failed",
+            )
+        ]
+    )
