@@ -134,6 +134,7 @@ setup(
                 "kclient/network/_client_send.c",
                 "kclient/network/_client_ready.c",
                 "kclient/network/_client_poll.c",
+                "kclient/network/_client_poll_io.c",
             ],
             depends=[
                 "kclient/network/_client.h",

@@ -63,8 +63,56 @@ get_truth(PyObject *obj, PyObject *name)
 int kclient_client_send_init(PyObject *module);
 int kclient_client_ready_init(PyObject *module);
 int kclient_client_poll_init(PyObject *module); /* ClientPoll, ClientPollReady, bind_poll */
+int kclient_client_poll_io_init(PyObject *module); /* bind_poll (called by the above) */
+
+/* NetworkClient._poll_io(timeout_ms) for a client without an authenticator (_client_poll_io.c):
+ * the responses, a new reference, or NULL. */
+PyObject *kclient_poll_io(PyObject *self, PyObject *timeout_ms);
+extern long long no_delay_limit_ms; /* connection_states.NO_DELAY_LIMIT_MS (bind_poll) */
 
 /* complete_receives(receives, in_flight, responses, now_ms) (_client.c), for ClientPoll. */
 PyObject *kclient_complete_receives(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* in_flight.<attribute>: at InFlightRequests' slot, else by name. A new reference. */
+static inline PyObject *
+in_flight_get(PyObject *in_flight, Py_ssize_t offset, PyObject *name)
+{
+    if (Py_TYPE(in_flight) == in_flight_requests_type) {
+        PyObject *value = SLOT(in_flight, offset);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(in_flight, name);
+}
+
+/* bool(in_flight.<attribute>): 1, 0, -1. */
+static inline int
+in_flight_truth(PyObject *in_flight, Py_ssize_t offset, PyObject *name)
+{
+    PyObject *value = in_flight_get(in_flight, offset, name);
+    int truth = value ? PyObject_IsTrue(value) : -1;
+    Py_XDECREF(value);
+    return truth;
+}
+
+/* A Python int as a C long long: 1, 0 (not an int, or too large: *out untouched), -1. */
+static inline int
+as_long_long(PyObject *value, long long *out)
+{
+    if (!PyLong_CheckExact(value)) {
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
 
 #endif

@@ -40,6 +40,7 @@ from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.client_connections import ConnectionLifecycle
 from kclient.network.client_nodes import ClientNodes
 from kclient.network.client_unanswered import UnansweredRequests
+from kclient.network.client_writes import RequestWrites
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
     NO_DELAY_LIMIT_MS,
@@ -103,7 +104,7 @@ else:  # bound when built (the tests compare both), used when the accelerator is
         can_send = _client.can_send
 
 
-class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
+class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, RequestWrites):
     """``KafkaClient`` over real connections (or any ``Selectable``); connection setup
     and teardown are in ``ConnectionLifecycle`` (``client_connections.py``), the node
     queries and ``initiate_connect`` in ``ClientNodes`` (``client_nodes.py``) and what is
@@ -265,93 +266,6 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
     def send_internal(self, request: ClientRequest, now_ms: int) -> None:
         """Send a request the client makes itself (Metadata, ApiVersions)."""
         self._do_send(request, True, now_ms)
-
-    def _do_send(
-        self, request: ClientRequest, is_internal: bool, now_ms: int, version: int | None = None
-    ) -> None:
-        node_id = request.destination
-        checked = self._checked
-        if checked:
-            checked.clear()  # this send changes the node's in-flight queue
-        if version is None:
-            api_versions = self._api_versions
-            version = api_versions.usable.get(
-                (node_id, request.api_key, request.min_version, request.max_version)
-            )
-            if version is None:
-                try:
-                    version = api_versions.latest_usable_version(
-                        node_id, request.api_key, request.min_version, request.max_version
-                    )
-                except errors.UnsupportedVersionError as exc:
-                    log.warning("%s%s", self._prefix, exc)
-                    if not is_internal:
-                        self._aborted.append(
-                            ClientResponse(request, None, now_ms, version_mismatch=exc)
-                        )
-                    elif request.api_key == ApiKey.METADATA:
-                        self.metadata_updater.handle_failed_request(now_ms, exc)
-                    return
-        correlation_id = self._correlation_id
-        self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
-        body = request.body
-        buffers = encode_request(
-            request.api_key,
-            version,
-            correlation_id,
-            self.client_id,
-            body(version) if callable(body) else body,
-        )
-        send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
-        # On the wire first (KSelector writes at once), bookkeeping after: only the next
-        # poll reports what the send did, and by then the request is in flight.
-        self._selector.send(send)
-        self._sent(request, is_internal, now_ms, version, correlation_id, send)
-
-    def _sent(  # noqa: PLR0917 -- C (write_request) calls it positionally
-        self,
-        request: ClientRequest,
-        is_internal: bool,
-        now_ms: int,
-        version: int,
-        correlation_id: int,
-        send: NetworkSend,
-    ) -> None:
-        """The bookkeeping after the write: the request is in flight."""
-        node_id = request.destination
-        self.in_flight_requests.add(
-            InFlightRequest(  # positional (per request): destination, api key, version,
-                # correlation id, send, send and creation times, timeout, the request,
-                # whether it expects a response and whether the client made it itself
-                node_id,
-                request.api_key,
-                version,
-                correlation_id,
-                send,
-                now_ms,
-                request.created_time_ms,
-                request.request_timeout_ms or self.request_timeout_ms,
-                request,
-                request.expect_response,
-                is_internal,
-            )
-        )
-        if log.isEnabledFor(logging.DEBUG):
-            self._log_sent(request, version, correlation_id, send)
-
-    def _log_sent(
-        self, request: ClientRequest, version: int, correlation_id: int, send: NetworkSend
-    ) -> None:
-        """The DEBUG line of a request just written (``_sent``, and ``write_request``)."""
-        log.debug(
-            "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
-            self._prefix,
-            api_name(request.api_key),
-            version,
-            request.destination,
-            correlation_id,
-            send.size,
-        )
 
     # ---- polling --------------------------------------------------------------------
 
