@@ -31,8 +31,14 @@ extern PyObject *selector_send;       /* _channel.selector_send: KSelector.send'
 extern PyObject *client_logger;       /* client.py's logger */
 extern PyObject *deque_type;          /* collections.deque */
 extern PyObject *one;                 /* 1 */
-/* Set by bind_send (_client_send.c): _channel's C NetworkSend when it is selector.NetworkSend */
+/* Set by bind_send (_client_send.c): _channel's C NetworkSend when it is selector.NetworkSend;
+ * ClientRequest and its `destination` slot. */
 extern PyTypeObject *c_network_send;
+extern PyObject *client_request_type;
+extern Py_ssize_t off_destination;
+
+/* write_request(client, request, now_ms) (_client_send.c), for ClientSend. */
+PyObject *kclient_write_request(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* NetworkClient's __slots__ that write_request, can_send and ClientPoll read. */
 enum {
@@ -114,5 +120,21 @@ as_long_long(PyObject *value, long long *out)
     *out = v;
     return 1;
 }
+
+/* A method descriptor type over a Python function (_fallback_method.h, which the file using
+ * this includes), calls to `call`. */
+#define CLIENT_FALLBACK_TYPE(var, cname, call)                                                 \
+    static PyObject *var##_new(PyTypeObject *type, PyObject *args, PyObject *kwds)             \
+    {                                                                                          \
+        return fallback_new(type, args, kwds, (vectorcallfunc)call, "O:" cname);               \
+    }                                                                                          \
+    static PyGetSetDef var##_getset[] = {FALLBACK_GETSET};                                     \
+    static PyTypeObject var = {                                                                \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.network._client." cname,             \
+        .tp_basicsize = sizeof(FallbackMethod),                                                \
+        FALLBACK_SLOTS,                                                                        \
+        .tp_getset = var##_getset,                                                             \
+        .tp_new = var##_new,                                                                   \
+    };
 
 #endif

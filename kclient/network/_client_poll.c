@@ -248,20 +248,6 @@ client_poll_ready_call(FallbackMethod *method, PyObject *const *args, size_t nar
 
 /* ---- the types and the module's part ------------------------------------------------------ */
 
-#define CLIENT_FALLBACK_TYPE(var, cname, call)                                                 \
-    static PyObject *var##_new(PyTypeObject *type, PyObject *args, PyObject *kwds)             \
-    {                                                                                          \
-        return fallback_new(type, args, kwds, (vectorcallfunc)call, "O:" cname);               \
-    }                                                                                          \
-    static PyGetSetDef var##_getset[] = {FALLBACK_GETSET};                                     \
-    static PyTypeObject var = {                                                                \
-        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.network._client." cname,             \
-        .tp_basicsize = sizeof(FallbackMethod),                                                \
-        FALLBACK_SLOTS,                                                                        \
-        .tp_getset = var##_getset,                                                             \
-        .tp_new = var##_new,                                                                   \
-    };
-
 CLIENT_FALLBACK_TYPE(ClientPollType, "ClientPoll", client_poll_call)
 CLIENT_FALLBACK_TYPE(ClientPollReadyType, "ClientPollReady", client_poll_ready_call)
 

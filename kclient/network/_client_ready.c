@@ -8,13 +8,21 @@
  * attributes read at their slots' offsets, the C KSelector's is_channel_ready called
  * directly, a C NetworkSend's `completed` read in place; by name for any other type.
  *
- * bind_client binds what can_send and write_request reach directly. The client's owning
- * thread only.
+ * ClientReady and ClientSend are NetworkClient.ready and send as method descriptors over the
+ * Python functions (_fallback_method.h), for the common case: a NetworkClient (open, for
+ * send) whose node is ready (a Node with an address; no metadata refresh due; can_send) and,
+ * for send, a ClientRequest (then write_request, else _do_send). Anything else, every error
+ * included, goes to the Python function whole, before anything was done.
+ *
+ * bind_client binds what these reach directly. The client's owning thread only.
  */
 #include "_client.h"
 
 #include "_send.h"
-#include "../_pycall.h" /* call1 */
+#include <stddef.h>
+
+#include "../_fallback_method.h"
+#include "../_pycall.h" /* call1, call3 */
 
 PyTypeObject *network_client_type, *in_flight_requests_type, *ckselector_type;
 Py_ssize_t off_ifr_requests, off_ifr_count, off_ifr_earliest, off_ifr_exact, off_ifr_max;
@@ -28,7 +36,8 @@ static const char *client_slot_names[C_COUNT] = {
     "_clock",             "metadata_updater",   "_unanswered"};
 static PyObject *client_slot_strs[C_COUNT];
 static PyObject *str_ready_nodes, *str_is_channel_ready, *str_completed, *str_can_send_more,
-    *str_get, *str_send;
+    *str_get, *str_send, *str_host, *str_port, *str_id, *str_in_progress, *str_metadata,
+    *str_next_update_ms, *str_do_send, *zero;
 
 PyObject *
 client_get(PyObject *client, int field)
@@ -192,6 +201,134 @@ can_send(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     return yes < 0 ? NULL : PyBool_FromLong(yes);
 }
 
+/* ---- NetworkClient.ready and send ------------------------------------------------------- */
+
+/* metadata_updater.is_update_due(now_ms) read in place: 1, 0, -1; 2 when it cannot be read in
+ * place (the Python function decides). */
+static int
+update_due(PyObject *self, PyObject *now)
+{
+    PyObject *updater = client_get(self, C_METADATA_UPDATER);
+    PyObject *busy = updater ? PyObject_GetAttr(updater, str_in_progress) : NULL;
+    if (busy == NULL) {
+        Py_XDECREF(updater);
+        return -1;
+    }
+    int due = 0;
+    if (busy == Py_None) { /* metadata.time_to_next_update(now_ms) == 0 */
+        PyObject *metadata = PyObject_GetAttr(updater, str_metadata);
+        PyObject *next = metadata ? PyObject_GetAttr(metadata, str_next_update_ms) : NULL;
+        long long next_ms = 0, now_ms = 0;
+        int ok = next ? as_long_long(next, &next_ms) : -1;
+        ok = ok > 0 ? as_long_long(now, &now_ms) : ok;
+        due = ok < 0 ? -1
+                     : (ok == 0 || next_ms < LLONG_MIN / 2 || next_ms > LLONG_MAX / 2 ||
+                                now_ms < LLONG_MIN / 2 || now_ms > LLONG_MAX / 2
+                            ? 2
+                            : next_ms - now_ms <= 0);
+        Py_XDECREF(metadata);
+        Py_XDECREF(next);
+    }
+    Py_DECREF(busy);
+    Py_DECREF(updater);
+    return due;
+}
+
+static PyObject *ready_kw_names[2], *send_kw_names[2];
+
+/* NetworkClient.ready(node, now_ms). */
+static PyObject *
+client_ready_call(FallbackMethod *method, PyObject *const *args, size_t nargsf,
+                  PyObject *kwnames)
+{
+    PyObject *argv[3] = {NULL, NULL, NULL};
+    if (!fallback_bind(args, PyVectorcall_NARGS(nargsf), kwnames, ready_kw_names, 2, 3, argv) ||
+        argv[2] == NULL || network_client_type == NULL || Py_TYPE(argv[0]) != network_client_type) {
+        return fallback_general(method, args, nargsf, kwnames);
+    }
+    PyObject *self = argv[0], *node = argv[1], *now = argv[2], *result = NULL;
+    PyObject *host = PyObject_GetAttr(node, str_host);
+    PyObject *port = host ? PyObject_GetAttr(node, str_port) : NULL;
+    PyObject *node_id = port ? PyObject_GetAttr(node, str_id) : NULL;
+    int yes = node_id ? PyObject_IsTrue(host) : -1; /* an address: else the Python raises */
+    if (yes > 0) {
+        int negative = PyObject_RichCompareBool(port, zero, Py_LT);
+        yes = negative < 0 ? -1 : !negative;
+    }
+    if (yes > 0) {
+        int due = update_due(self, now);
+        yes = due < 0 ? -1 : (due ? 0 : 1);
+    }
+    if (yes > 0) {
+        yes = can_send_request(self, node_id, now);
+    }
+    if (yes > 0) { /* what send() may skip remembered */
+        PyObject *checked = client_get(self, C_CHECKED);
+        yes = checked == NULL || PyObject_SetItem(checked, node_id, now) < 0 ? -1 : 1;
+        Py_XDECREF(checked);
+        result = yes > 0 ? Py_NewRef(Py_True) : NULL;
+    }
+    else if (yes == 0) { /* not ready: the Python function (connecting, or raising) */
+        result = fallback_general(method, args, nargsf, kwnames);
+    }
+    Py_XDECREF(host);
+    Py_XDECREF(port);
+    Py_XDECREF(node_id);
+    return result;
+}
+
+/* NetworkClient.send(request, now_ms). */
+static PyObject *
+client_send_call(FallbackMethod *method, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *argv[3] = {NULL, NULL, NULL};
+    if (!fallback_bind(args, PyVectorcall_NARGS(nargsf), kwnames, send_kw_names, 2, 3, argv) ||
+        argv[2] == NULL || network_client_type == NULL || client_request_type == NULL ||
+        Py_TYPE(argv[0]) != network_client_type ||
+        (PyObject *)Py_TYPE(argv[1]) != client_request_type ||
+        SLOT(argv[0], client_slots[C_CLOSED]) != Py_False ||
+        SLOT(argv[1], off_destination) == NULL) {
+        return fallback_general(method, args, nargsf, kwnames);
+    }
+    PyObject *self = argv[0], *request = argv[1], *now = argv[2];
+    PyObject *node_id = SLOT(request, off_destination);
+    PyObject *checked = client_get(self, C_CHECKED); /* checked by ready() at this now_ms? */
+    if (checked == NULL) {
+        return NULL;
+    }
+    PyObject *owned = NULL, *when = NULL;
+    if (PyDict_CheckExact(checked)) {
+        when = PyDict_GetItemWithError(checked, node_id);
+    }
+    else {
+        when = owned = call1(checked, str_get, node_id);
+    }
+    int yes = when != NULL ? PyObject_RichCompareBool(when, now, Py_EQ)
+                           : (PyErr_Occurred() ? -1 : 0);
+    Py_XDECREF(owned);
+    Py_DECREF(checked);
+    if (yes == 0) {
+        yes = can_send_request(self, node_id, now);
+    }
+    if (yes <= 0) { /* not ready: the Python function raises */
+        return yes < 0 ? NULL : fallback_general(method, args, nargsf, kwnames);
+    }
+    PyObject *write_args[] = {self, request, now};
+    PyObject *written = kclient_write_request(NULL, write_args, 3);
+    if (written == NULL) {
+        return NULL;
+    }
+    Py_DECREF(written);
+    if (written == Py_True) {
+        Py_RETURN_NONE;
+    }
+    return call3(self, str_do_send, request, Py_False, now); /* the version is not cached */
+}
+
+CLIENT_FALLBACK_TYPE(ClientReadyType, "ClientReady", client_ready_call)
+CLIENT_FALLBACK_TYPE(ClientSendType, "ClientSend", client_send_call)
+
+
 /* bind_client(NetworkClient, InFlightRequests, CKSelector | None, selector_send | None,
  * logger, deque). */
 static PyObject *
@@ -267,6 +404,10 @@ kclient_client_ready_init(PyObject *module)
         {&str_ready_nodes, "ready_nodes"},     {&str_is_channel_ready, "is_channel_ready"},
         {&str_completed, "completed"},         {&str_can_send_more, "can_send_more"},
         {&str_get, "get"},                     {&str_send, "send"},
+        {&str_host, "host"},                   {&str_port, "port"},
+        {&str_id, "id"},                       {&str_in_progress, "_in_progress"},
+        {&str_metadata, "metadata"},           {&str_next_update_ms, "_next_update_ms"},
+        {&str_do_send, "_do_send"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         *names[k].where = PyUnicode_InternFromString(names[k].text);
@@ -281,7 +422,15 @@ kclient_client_ready_init(PyObject *module)
         }
     }
     one = PyLong_FromLong(1);
-    if (one == NULL) {
+    zero = PyLong_FromLong(0);
+    ready_kw_names[0] = PyUnicode_InternFromString("node");
+    ready_kw_names[1] = send_kw_names[1] = PyUnicode_InternFromString("now_ms");
+    send_kw_names[0] = PyUnicode_InternFromString("request");
+    if (one == NULL || zero == NULL || ready_kw_names[0] == NULL || ready_kw_names[1] == NULL ||
+        send_kw_names[0] == NULL || PyType_Ready(&ClientReadyType) < 0 ||
+        PyType_Ready(&ClientSendType) < 0 ||
+        PyModule_AddObjectRef(module, "ClientReady", (PyObject *)&ClientReadyType) < 0 ||
+        PyModule_AddObjectRef(module, "ClientSend", (PyObject *)&ClientSendType) < 0) {
         return -1;
     }
     return PyModule_AddFunctions(module, ready_methods);

@@ -21,14 +21,15 @@
 #include "_send.h"
 #include "../_pycall.h" /* call0, call1, done */
 
-static PyObject *client_request_type;    /* kafka_client.ClientRequest */
+PyObject *client_request_type;
 static PyObject *encode_produce;         /* produce_fast.encode_produce: a frame or None */
 static PyObject *encode_request;         /* frame.encode_request */
 static PyObject *careful_encode;         /* frame._encode_request, encode_produce's fallback */
 static PyObject *network_send;           /* selector.NetworkSend */
 PyTypeObject *c_network_send;
 static PyObject *awaits_kwnames;         /* ("awaits_response",) */
-static Py_ssize_t off_destination, off_req_api_key, off_body, off_expect_response, off_min,
+Py_ssize_t off_destination;
+static Py_ssize_t off_req_api_key, off_body, off_expect_response, off_min,
     off_max, off_created, off_req_timeout;
 static PyObject *debug_level; /* logging.DEBUG */
 static PyObject *str_usable, *str_correlation_id, *str_send, *str_sent, *str_add, *str_append,
@@ -262,8 +263,8 @@ exit:
     return result;
 }
 
-static PyObject *
-write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+kclient_write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "write_request(client, request, now_ms)");
@@ -442,7 +443,7 @@ static PyMethodDef send_methods[] = {
     {"bind_send", (PyCFunction)bind_send, METH_VARARGS,
      "bind_send(ClientRequest, encode_produce, encode_request, careful_encode, NetworkSend): "
      "what write_request calls"},
-    {"write_request", (PyCFunction)(void (*)(void))write_request, METH_FASTCALL,
+    {"write_request", (PyCFunction)(void (*)(void))kclient_write_request, METH_FASTCALL,
      "write_request(client, request, now_ms) -> False when the Python _do_send must run"},
     {NULL, NULL, 0, NULL},
 };

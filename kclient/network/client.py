@@ -454,6 +454,12 @@ if "_client" in globals():  # built: what write_request and can_send reach direc
         deque,
     )
     _client.bind_poll(_selector_names.get("CKSelector"), NO_DELAY_LIMIT_MS)
-    if ACCELERATED:  # an event loop's common step without a frame (the Python: the reference)
-        setattr(NetworkClient, "poll", _client.ClientPoll(NetworkClient.poll))  # noqa: B010
-        setattr(NetworkClient, "poll_ready", _client.ClientPollReady(NetworkClient.poll_ready))  # noqa: B010
+    C_METHODS = {  # the common case without a Python frame; the Python functions: the reference
+        "ready": _client.ClientReady,
+        "send": _client.ClientSend,
+        "poll": _client.ClientPoll,
+        "poll_ready": _client.ClientPollReady,
+    }
+    if ACCELERATED:
+        for _name, _fast in C_METHODS.items():
+            setattr(NetworkClient, _name, _fast(getattr(NetworkClient, _name)))

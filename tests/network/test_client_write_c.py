@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kclient.network import ClientRequest, Metadata, NetworkClient, Node
-from kclient.network import client as client_module
 from kclient.network import selector as selector_module
 from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
@@ -25,6 +24,7 @@ from kclient.network.connection_states import Address
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import encode_response, frame_bytes
 from kclient.testing import MockClock, api_versions_body, metadata_update_with
+from tests.network.client_impls import c_paths
 from tests.network.selector_impls import ScriptedSelector, Sock
 
 try:
@@ -134,9 +134,7 @@ def play(
     client = make_client(_selectors()[selector_name], socks, timeout_ms)
     clock: Any = client._clock
     seen: list[Any] = []
-    saved = client_module.write_request
-    client_module.write_request = _client.write_request if c_write else None
-    try:
+    with c_paths(c_write):
         for node_id, acks0, own_timeout_ms, takes, step_ms in script:
             clock.advance(step_ms)
             now = clock.monotonic_ms()
@@ -161,8 +159,6 @@ def play(
             except Exception as exc:
                 seen.append(("raised", type(exc).__name__, str(exc)))
             seen.append(observe(client, socks))
-    finally:
-        client_module.write_request = saved
     assert seen[0] == ("sent", True)  # the first request is always written (or fails)
     return seen
 
@@ -203,14 +199,10 @@ def test_the_c_write_logs_what_the_python_one_logs(
 def test_the_c_write_puts_the_request_on_the_wire_and_in_flight() -> None:
     socks = {0: Sock()}
     client = make_client(selector_module.CKSelector, socks, 30_000)
-    saved = client_module.write_request
-    client_module.write_request = _client.write_request
-    try:
+    with c_paths(True):
         request = ClientRequest(0, ApiKey.PRODUCE, dict(PRODUCE_BODY), 0, request_timeout_ms=700)
         assert client.ready(Node(0, "b0", 9092), 0)
         client.send(request, 0)
-    finally:
-        client_module.write_request = saved
     (entry,) = list(client.in_flight_requests)
     assert entry.request is request and entry.request_timeout_ms == 700
     assert entry.send.completed and entry.correlation_id == 0
@@ -235,18 +227,13 @@ def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> li
     clock: Any = client._clock
     readiness: Any = client._selector._selector  # type: ignore[attr-defined]
     seen: list[Any] = []
-    python = {"poll": NetworkClient.poll, "poll_ready": NetworkClient.poll_ready}
-    fast = {name: vars(NetworkClient)[name] for name in python}
-    if not c_poll:
-        for name, method in python.items():
-            setattr(NetworkClient, name, method)
 
     def callback(response: Any) -> None:
         seen.append(("callback", response.correlation_id, response.body, response.disconnected))
         if raising and response.correlation_id % 2:
             raise ValueError(f"callback {response.correlation_id} failed")
 
-    try:
+    with c_paths(c_poll):
         for node_id, how, poll_kind, step_ms in script:
             clock.advance(step_ms)
             now = clock.monotonic_ms()
@@ -281,9 +268,6 @@ def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> li
                 seen.append(("raised", type(exc).__name__, str(exc)))
             seen.append(observe(client, socks))
             seen.append(list(readiness.log))
-    finally:
-        for name, method in fast.items():
-            setattr(NetworkClient, name, method)
     return seen
 
 
