@@ -18,6 +18,10 @@
  */
 #include "_client.h"
 
+#include <string.h>
+
+#include "_send.h"
+
 PyObject *in_flight_request_type;        /* kclient.network.in_flight.InFlightRequest */
 static PyObject *decode_produce;         /* produce_fast.decode_produce: a tuple or None */
 static PyObject *decode_response;        /* frame.decode_response */
@@ -99,6 +103,32 @@ failed:
     return NULL;
 }
 
+/* receive.source and receive.payload: read in place from _channel's C NetworkReceive, else by
+ * name. New references in *source and *payload; 0, or -1 with *both* NULL. */
+static int
+receive_parts(PyObject *receive, PyObject **source, PyObject **payload)
+{
+    static PyTypeObject *c_receive_type; /* _channel's NetworkReceive, once seen */
+    PyTypeObject *type = Py_TYPE(receive);
+    if (c_receive_type == NULL && strcmp(type->tp_name, "kclient.network._channel.NetworkReceive") == 0 &&
+        type->tp_basicsize == sizeof(NetworkReceive)) {
+        c_receive_type = type;
+    }
+    if (type == c_receive_type && ((NetworkReceive *)receive)->source != NULL &&
+        ((NetworkReceive *)receive)->payload != NULL) {
+        *source = Py_NewRef(((NetworkReceive *)receive)->source);
+        *payload = Py_NewRef(((NetworkReceive *)receive)->payload);
+        return 0;
+    }
+    *source = PyObject_GetAttr(receive, str_source);
+    *payload = *source ? PyObject_GetAttr(receive, str_payload) : NULL;
+    if (*payload == NULL) {
+        Py_CLEAR(*source);
+        return -1;
+    }
+    return 0;
+}
+
 /* One plain receive taken: 1; 0 (no exception) to leave it to the Python loop; -1 error. */
 static int
 complete_one(PyObject *receive, PyObject *requests, PyObject *responses, PyObject *now_ms,
@@ -107,8 +137,7 @@ complete_one(PyObject *receive, PyObject *requests, PyObject *responses, PyObjec
     int result = 0;
     PyObject *source = NULL, *payload = NULL, *queue = NULL, *request = NULL, *body = NULL;
     PyObject *popped = NULL, *response = NULL;
-    source = PyObject_GetAttr(receive, str_source);
-    if (source == NULL) {
+    if (receive_parts(receive, &source, &payload) < 0) {
         goto error;
     }
     queue = PyDict_GetItemWithError(requests, source); /* borrowed */
@@ -137,10 +166,6 @@ complete_one(PyObject *receive, PyObject *requests, PyObject *responses, PyObjec
         goto done; /* not plainly the caller's request (or a member deleted) */
     }
     PyObject *expected = SLOT(request, off_correlation_id);
-    payload = PyObject_GetAttr(receive, str_payload);
-    if (payload == NULL) {
-        goto error;
-    }
     long correlation_id;
     if (!PyLong_CheckExact(expected) || !peek_correlation_id(payload, &correlation_id)) {
         goto done;
@@ -199,11 +224,12 @@ done:
     return result;
 }
 
-/* InFlightRequests.count -= taken, and its deadline no longer exact (complete_next_or_none). */
+/* InFlightRequests.count -= taken, and its deadline no longer exact (complete_next_or_none):
+ * on its slots, else by name. */
 static int
 forget_taken(PyObject *in_flight, int taken)
 {
-    PyObject *count = PyObject_GetAttr(in_flight, str_count);
+    PyObject *count = in_flight_get(in_flight, off_ifr_count, str_count);
     if (count == NULL) {
         return -1;
     }
@@ -213,6 +239,11 @@ forget_taken(PyObject *in_flight, int taken)
     Py_XDECREF(delta);
     if (left == NULL) {
         return -1;
+    }
+    if (Py_TYPE(in_flight) == in_flight_requests_type) {
+        Py_XSETREF(SLOT(in_flight, off_ifr_count), left);
+        Py_XSETREF(SLOT(in_flight, off_ifr_exact), Py_NewRef(Py_False));
+        return 0;
     }
     int failed = PyObject_SetAttr(in_flight, str_count, left) < 0 ||
                  PyObject_SetAttr(in_flight, str_deadline_exact, Py_False) < 0;
@@ -236,7 +267,7 @@ kclient_complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py
         return NULL;
     }
     PyObject *receives = args[0], *in_flight = args[1], *responses = args[2], *now_ms = args[3];
-    PyObject *requests = PyObject_GetAttr(in_flight, str_requests);
+    PyObject *requests = in_flight_get(in_flight, off_ifr_requests, str_requests);
     if (requests == NULL) {
         return NULL;
     }

@@ -31,6 +31,26 @@ extern PyObject *selector_send;       /* _channel.selector_send: KSelector.send'
 extern PyObject *client_logger;       /* client.py's logger */
 extern PyObject *deque_type;          /* collections.deque */
 extern PyObject *one;                 /* 1 */
+/* Set by bind_ready (_client_ready.c): Node (id, host, port) and DefaultMetadataUpdater
+ * (_in_progress, metadata) and their slots' offsets; NULL until then (read by name). */
+extern PyTypeObject *node_type, *updater_type;
+extern Py_ssize_t off_node_id, off_node_host, off_node_port, off_upd_in_progress,
+    off_upd_metadata;
+
+/* obj.<attribute>: at its slot's offset when obj is of `type`, else by name. A new
+ * reference. */
+static inline PyObject *
+slot_or_attr(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
+{
+    if (type != NULL && Py_TYPE(obj) == type) {
+        PyObject *value = SLOT(obj, offset);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
 /* Set by bind_send (_client_send.c): _channel's C NetworkSend when it is selector.NetworkSend;
  * ClientRequest and its `destination` slot. */
 extern PyTypeObject *c_network_send;

@@ -63,9 +63,11 @@ static int
 metadata_timeout(PyObject *self, PyObject *now, long long now_ms, long long *timeout_ms)
 {
     PyObject *updater = client_get(self, C_METADATA_UPDATER);
-    PyObject *metadata = updater ? PyObject_GetAttr(updater, str_metadata) : NULL;
+    PyObject *metadata =
+        updater ? slot_or_attr(updater, updater_type, off_upd_metadata, str_metadata) : NULL;
     PyObject *next = metadata ? PyObject_GetAttr(metadata, str_next_update_ms) : NULL;
-    PyObject *busy = next ? PyObject_GetAttr(updater, str_in_progress) : NULL;
+    PyObject *busy =
+        next ? slot_or_attr(updater, updater_type, off_upd_in_progress, str_in_progress) : NULL;
     int result = -1;
     long long next_ms = 0;
     int known = busy ? as_long_long(next, &next_ms) : -1;

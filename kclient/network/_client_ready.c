@@ -27,6 +27,8 @@
 PyTypeObject *network_client_type, *in_flight_requests_type, *ckselector_type;
 Py_ssize_t off_ifr_requests, off_ifr_count, off_ifr_earliest, off_ifr_exact, off_ifr_max;
 PyObject *selector_send, *client_logger, *deque_type, *one;
+PyTypeObject *node_type, *updater_type;
+Py_ssize_t off_node_id, off_node_host, off_node_port, off_upd_in_progress, off_upd_metadata;
 Py_ssize_t client_slots[C_COUNT];
 static PyObject *channel_ready; /* CKSelector.__dict__["is_channel_ready"] (C: ChannelReady) */
 static const char *client_slot_names[C_COUNT] = {
@@ -209,14 +211,16 @@ static int
 update_due(PyObject *self, PyObject *now)
 {
     PyObject *updater = client_get(self, C_METADATA_UPDATER);
-    PyObject *busy = updater ? PyObject_GetAttr(updater, str_in_progress) : NULL;
+    PyObject *busy =
+        updater ? slot_or_attr(updater, updater_type, off_upd_in_progress, str_in_progress)
+                : NULL;
     if (busy == NULL) {
         Py_XDECREF(updater);
         return -1;
     }
     int due = 0;
     if (busy == Py_None) { /* metadata.time_to_next_update(now_ms) == 0 */
-        PyObject *metadata = PyObject_GetAttr(updater, str_metadata);
+        PyObject *metadata = slot_or_attr(updater, updater_type, off_upd_metadata, str_metadata);
         PyObject *next = metadata ? PyObject_GetAttr(metadata, str_next_update_ms) : NULL;
         long long next_ms = 0, now_ms = 0;
         int ok = next ? as_long_long(next, &next_ms) : -1;
@@ -247,9 +251,9 @@ client_ready_call(FallbackMethod *method, PyObject *const *args, size_t nargsf,
         return fallback_general(method, args, nargsf, kwnames);
     }
     PyObject *self = argv[0], *node = argv[1], *now = argv[2], *result = NULL;
-    PyObject *host = PyObject_GetAttr(node, str_host);
-    PyObject *port = host ? PyObject_GetAttr(node, str_port) : NULL;
-    PyObject *node_id = port ? PyObject_GetAttr(node, str_id) : NULL;
+    PyObject *host = slot_or_attr(node, node_type, off_node_host, str_host);
+    PyObject *port = host ? slot_or_attr(node, node_type, off_node_port, str_port) : NULL;
+    PyObject *node_id = port ? slot_or_attr(node, node_type, off_node_id, str_id) : NULL;
     int yes = node_id ? PyObject_IsTrue(host) : -1; /* an address: else the Python raises */
     if (yes > 0) {
         int negative = PyObject_RichCompareBool(port, zero, Py_LT);
@@ -385,7 +389,39 @@ bind_client(PyObject *Py_UNUSED(module), PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* bind_ready(Node, DefaultMetadataUpdater). */
+static PyObject *
+bind_ready(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    PyObject *node, *updater;
+    if (!PyArg_ParseTuple(args, "O!O!:bind_ready", &PyType_Type, &node, &PyType_Type, &updater)) {
+        return NULL;
+    }
+    Py_ssize_t at[5] = {
+        slot_offset((PyTypeObject *)node, "id"),
+        slot_offset((PyTypeObject *)node, "host"),
+        slot_offset((PyTypeObject *)node, "port"),
+        slot_offset((PyTypeObject *)updater, "_in_progress"),
+        slot_offset((PyTypeObject *)updater, "metadata"),
+    };
+    for (int k = 0; k < 5; k++) {
+        if (at[k] < 0) {
+            return NULL;
+        }
+    }
+    off_node_id = at[0];
+    off_node_host = at[1];
+    off_node_port = at[2];
+    off_upd_in_progress = at[3];
+    off_upd_metadata = at[4];
+    Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(node));
+    Py_XSETREF(updater_type, (PyTypeObject *)Py_NewRef(updater));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef ready_methods[] = {
+    {"bind_ready", (PyCFunction)bind_ready, METH_VARARGS,
+     "bind_ready(Node, DefaultMetadataUpdater): what ClientReady and ClientPoll read in place"},
     {"bind_client", (PyCFunction)bind_client, METH_VARARGS,
      "bind_client(NetworkClient, InFlightRequests, CKSelector | None, selector_send | None, "
      "logger, deque): what write_request and can_send reach directly"},

@@ -26,7 +26,7 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: NetworkClient.ready in C reads them in place
 class Node:
     """A broker: id, host, port and rack. Bootstrap nodes have negative ids."""
 
