@@ -51,6 +51,21 @@ slot_or_attr(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *nam
     return PyObject_GetAttr(obj, name);
 }
 
+/* Set by bind_ready too: ClusterConnectionStates (connecting_nodes, ready_nodes) and
+ * ApiVersions (to_send, usable), and their slots' offsets. */
+extern PyTypeObject *states_type, *api_versions_type;
+extern Py_ssize_t off_st_connecting, off_st_ready, off_av_to_send, off_av_usable;
+
+/* bool(obj.<attribute>), read as slot_or_attr does: 1, 0, -1. */
+static inline int
+slot_truth(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
+{
+    PyObject *value = slot_or_attr(obj, type, offset, name);
+    int truth = value ? PyObject_IsTrue(value) : -1;
+    Py_XDECREF(value);
+    return truth;
+}
+
 /* Set by bind_send (_client_send.c): _channel's C NetworkSend when it is selector.NetworkSend;
  * ClientRequest and its `destination` slot. */
 extern PyTypeObject *c_network_send;

@@ -49,7 +49,8 @@ common_case(PyObject *self, int connecting)
             return fits;
         }
         PyObject *states = SLOT(self, client_slots[C_CONNECTION_STATES]);
-        int any = states ? get_truth(states, str_connecting_nodes) : 1;
+        int any =
+            states ? slot_truth(states, states_type, off_st_connecting, str_connecting_nodes) : 1;
         if (any != 0) {
             return any < 0 ? -1 : 0;
         }
@@ -196,7 +197,8 @@ client_poll_call(FallbackMethod *method, PyObject *const *args, size_t nargsf, P
     /* a connection the update started is set up by the next poll (the Python's
      * next_setup_timeout_ms then); none was being set up when this one began */
     PyObject *states = client_get(self, C_CONNECTION_STATES);
-    int connecting = states ? get_truth(states, str_connecting_nodes) : -1;
+    int connecting =
+        states ? slot_truth(states, states_type, off_st_connecting, str_connecting_nodes) : -1;
     Py_XDECREF(states);
     if (connecting < 0) {
         return NULL;

@@ -125,19 +125,6 @@ handle_receives(PyObject *self, PyObject *receives, PyObject *in_flight, PyObjec
     return result;
 }
 
-/* Calls self.method(responses, now) when self.<what>.<attribute> (or the selector's) holds
- * anything: 0 or -1. */
-static int
-step_if(PyObject *self, PyObject *holder, PyObject *name, PyObject *method, PyObject *responses,
-        PyObject *now)
-{
-    int any = get_truth(holder, name);
-    if (any <= 0) {
-        return any;
-    }
-    return done(responses ? call2(self, method, responses, now) : call1(self, method, now));
-}
-
 /* NetworkClient._poll_io(timeout_ms) for a client without an authenticator: the responses. */
 PyObject *
 kclient_poll_io(PyObject *self, PyObject *timeout_ms)
@@ -191,10 +178,15 @@ kclient_poll_io(PyObject *self, PyObject *timeout_ms)
     }
     versions = client_get(self, C_API_VERSIONS);
     states = versions ? client_get(self, C_CONNECTION_STATES) : NULL;
-    if (states == NULL ||
-        step_if(self, versions, str_to_send, str_initiate_api_versions, NULL, now) < 0 ||
-        step_if(self, states, str_connecting_nodes, str_handle_timed_out_conns, responses, now) <
-            0) {
+    if (states == NULL) {
+        goto exit;
+    }
+    any = slot_truth(versions, api_versions_type, off_av_to_send, str_to_send);
+    if (any < 0 || (any && done(call1(self, str_initiate_api_versions, now)) < 0)) {
+        goto exit;
+    }
+    any = slot_truth(states, states_type, off_st_connecting, str_connecting_nodes);
+    if (any < 0 || (any && done(call2(self, str_handle_timed_out_conns, responses, now)) < 0)) {
         goto exit;
     }
     any = in_flight_truth(in_flight, off_ifr_count, str_count);

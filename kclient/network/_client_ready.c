@@ -27,7 +27,8 @@
 PyTypeObject *network_client_type, *in_flight_requests_type, *ckselector_type;
 Py_ssize_t off_ifr_requests, off_ifr_count, off_ifr_earliest, off_ifr_exact, off_ifr_max;
 PyObject *selector_send, *client_logger, *deque_type, *one;
-PyTypeObject *node_type, *updater_type;
+PyTypeObject *node_type, *updater_type, *states_type, *api_versions_type;
+Py_ssize_t off_st_connecting, off_st_ready, off_av_to_send, off_av_usable;
 Py_ssize_t off_node_id, off_node_host, off_node_port, off_upd_in_progress, off_upd_metadata;
 Py_ssize_t client_slots[C_COUNT];
 static PyObject *channel_ready; /* CKSelector.__dict__["is_channel_ready"] (C: ChannelReady) */
@@ -141,7 +142,7 @@ can_send_request(PyObject *client, PyObject *node_id, PyObject *now_ms)
     int yes = -1;
     PyObject *states = NULL, *ready_nodes = NULL, *selector = NULL, *in_flight = NULL;
     states = client_get(client, C_CONNECTION_STATES);
-    ready_nodes = states ? PyObject_GetAttr(states, str_ready_nodes) : NULL;
+    ready_nodes = states ? slot_or_attr(states, states_type, off_st_ready, str_ready_nodes) : NULL;
     if (ready_nodes == NULL) {
         goto exit;
     }
@@ -389,22 +390,27 @@ bind_client(PyObject *Py_UNUSED(module), PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* bind_ready(Node, DefaultMetadataUpdater). */
+/* bind_ready(Node, DefaultMetadataUpdater, ClusterConnectionStates, ApiVersions). */
 static PyObject *
 bind_ready(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *node, *updater;
-    if (!PyArg_ParseTuple(args, "O!O!:bind_ready", &PyType_Type, &node, &PyType_Type, &updater)) {
+    PyObject *node, *updater, *states, *versions;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:bind_ready", &PyType_Type, &node, &PyType_Type,
+                          &updater, &PyType_Type, &states, &PyType_Type, &versions)) {
         return NULL;
     }
-    Py_ssize_t at[5] = {
+    Py_ssize_t at[9] = {
         slot_offset((PyTypeObject *)node, "id"),
         slot_offset((PyTypeObject *)node, "host"),
         slot_offset((PyTypeObject *)node, "port"),
         slot_offset((PyTypeObject *)updater, "_in_progress"),
         slot_offset((PyTypeObject *)updater, "metadata"),
+        slot_offset((PyTypeObject *)states, "connecting_nodes"),
+        slot_offset((PyTypeObject *)states, "ready_nodes"),
+        slot_offset((PyTypeObject *)versions, "to_send"),
+        slot_offset((PyTypeObject *)versions, "usable"),
     };
-    for (int k = 0; k < 5; k++) {
+    for (int k = 0; k < 9; k++) {
         if (at[k] < 0) {
             return NULL;
         }
@@ -414,6 +420,12 @@ bind_ready(PyObject *Py_UNUSED(module), PyObject *args)
     off_node_port = at[2];
     off_upd_in_progress = at[3];
     off_upd_metadata = at[4];
+    off_st_connecting = at[5];
+    off_st_ready = at[6];
+    off_av_to_send = at[7];
+    off_av_usable = at[8];
+    Py_XSETREF(states_type, (PyTypeObject *)Py_NewRef(states));
+    Py_XSETREF(api_versions_type, (PyTypeObject *)Py_NewRef(versions));
     Py_XSETREF(node_type, (PyTypeObject *)Py_NewRef(node));
     Py_XSETREF(updater_type, (PyTypeObject *)Py_NewRef(updater));
     Py_RETURN_NONE;
@@ -421,7 +433,8 @@ bind_ready(PyObject *Py_UNUSED(module), PyObject *args)
 
 static PyMethodDef ready_methods[] = {
     {"bind_ready", (PyCFunction)bind_ready, METH_VARARGS,
-     "bind_ready(Node, DefaultMetadataUpdater): what ClientReady and ClientPoll read in place"},
+     "bind_ready(Node, DefaultMetadataUpdater, ClusterConnectionStates, ApiVersions): what "
+     "the C paths read in place"},
     {"bind_client", (PyCFunction)bind_client, METH_VARARGS,
      "bind_client(NetworkClient, InFlightRequests, CKSelector | None, selector_send | None, "
      "logger, deque): what write_request and can_send reach directly"},

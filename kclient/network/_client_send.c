@@ -290,7 +290,7 @@ kclient_write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssi
     PyObject *frame = NULL, *send = NULL, *selector = NULL;
     /* the version first: without it, nothing changes and the Python _do_send runs */
     versions = client_get(client, C_API_VERSIONS);
-    usable = versions ? PyObject_GetAttr(versions, str_usable) : NULL;
+    usable = versions ? slot_or_attr(versions, api_versions_type, off_av_usable, str_usable) : NULL;
     if (usable == NULL) {
         goto exit;
     }
