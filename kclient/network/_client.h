@@ -70,7 +70,7 @@ slot_truth(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
  * ClientRequest and its `destination` slot. */
 extern PyTypeObject *c_network_send;
 extern PyObject *client_request_type;
-extern Py_ssize_t off_destination;
+extern Py_ssize_t off_destination, off_callback;
 
 /* write_request(client, request, now_ms) (_client_send.c), for ClientSend. */
 PyObject *kclient_write_request(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

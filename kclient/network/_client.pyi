@@ -31,7 +31,9 @@ def bind_client(
     deque_type: type,
     /,
 ) -> None: ...
-def bind_poll(ckselector_type: type | None, no_delay_limit_ms: int, /) -> None: ...
+def bind_poll(
+    ckselector_type: type | None, no_delay_limit_ms: int, client_response_type: type, /
+) -> None: ...
 
 class ClientPoll:
     """NetworkClient.poll: the common case in C, anything else the Python ``general``."""

@@ -13,6 +13,8 @@
 
 long long no_delay_limit_ms;
 static PyObject *ckselector_poll; /* CKSelector.__dict__["poll"] (C: SelectorPoll) */
+static PyTypeObject *client_response_type; /* kafka_client.ClientResponse */
+static Py_ssize_t off_response_request;   /* its `request` slot */
 static Py_ssize_t sel_completed_sends, sel_completed_receives, sel_connected, sel_disconnected;
 static PyObject *str_poll, *str_monotonic_ms, *str_completed_sends, *str_completed_receives,
     *str_connected, *str_disconnected, *str_awaits_response, *str_handle_completed_sends,
@@ -57,8 +59,11 @@ complete(PyObject *self, PyObject *responses)
 {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(responses); i++) {
         PyObject *response = Py_NewRef(PyList_GET_ITEM(responses, i));
-        PyObject *request = PyObject_GetAttr(response, str_request);
-        PyObject *callback = request ? PyObject_GetAttr(request, str_callback) : NULL;
+        PyObject *request =
+            slot_or_attr(response, client_response_type, off_response_request, str_request);
+        PyObject *callback = request ? slot_or_attr(request, (PyTypeObject *)client_request_type,
+                                                    off_callback, str_callback)
+                                     : NULL;
         Py_XDECREF(request);
         if (callback == NULL) {
             Py_DECREF(response);
@@ -215,13 +220,18 @@ exit:
     return result;
 }
 
-/* bind_poll(CKSelector | None, NO_DELAY_LIMIT_MS): the C KSelector's poll and result slots. */
+/* bind_poll(CKSelector | None, NO_DELAY_LIMIT_MS, ClientResponse): the C KSelector's poll and
+ * result slots, ClientResponse's `request` slot. */
 static PyObject *
 bind_poll(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *kselector;
+    PyObject *kselector, *response;
     long long limit;
-    if (!PyArg_ParseTuple(args, "OL:bind_poll", &kselector, &limit)) {
+    if (!PyArg_ParseTuple(args, "OLO!:bind_poll", &kselector, &limit, &PyType_Type, &response)) {
+        return NULL;
+    }
+    Py_ssize_t request_at = slot_offset((PyTypeObject *)response, "request");
+    if (request_at < 0) {
         return NULL;
     }
     PyObject *poll = NULL;
@@ -253,13 +263,16 @@ bind_poll(PyObject *Py_UNUSED(module), PyObject *args)
     sel_connected = offsets[2];
     sel_disconnected = offsets[3];
     Py_XSETREF(ckselector_poll, Py_XNewRef(poll));
+    Py_XSETREF(client_response_type, (PyTypeObject *)Py_NewRef(response));
+    off_response_request = request_at;
     no_delay_limit_ms = limit;
     Py_RETURN_NONE;
 }
 
 static PyMethodDef poll_io_methods[] = {
     {"bind_poll", (PyCFunction)bind_poll, METH_VARARGS,
-     "bind_poll(CKSelector | None, NO_DELAY_LIMIT_MS): what ClientPoll reaches directly"},
+     "bind_poll(CKSelector | None, NO_DELAY_LIMIT_MS, ClientResponse): what ClientPoll reaches "
+     "directly"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,7 +28,7 @@ static PyObject *careful_encode;         /* frame._encode_request, encode_produc
 static PyObject *network_send;           /* selector.NetworkSend */
 PyTypeObject *c_network_send;
 static PyObject *awaits_kwnames;         /* ("awaits_response",) */
-Py_ssize_t off_destination;
+Py_ssize_t off_destination, off_callback;
 static Py_ssize_t off_req_api_key, off_body, off_expect_response, off_min,
     off_max, off_created, off_req_timeout;
 static PyObject *debug_level; /* logging.DEBUG */
@@ -400,11 +400,11 @@ bind_send(PyObject *Py_UNUSED(module), PyObject *args)
                           &careful, &send)) {
         return NULL;
     }
-    Py_ssize_t offsets[8];
-    const char *names[] = {"destination", "api_key",     "body",
-                           "expect_response", "min_version", "max_version",
-                           "created_time_ms", "request_timeout_ms"};
-    for (int k = 0; k < 8; k++) {
+    Py_ssize_t offsets[9];
+    const char *names[] = {"destination",     "api_key",         "body",
+                           "expect_response", "min_version",     "max_version",
+                           "created_time_ms", "request_timeout_ms", "callback"};
+    for (int k = 0; k < 9; k++) {
         offsets[k] = slot_offset((PyTypeObject *)type, names[k]);
         if (offsets[k] < 0) {
             return NULL;
@@ -418,6 +418,7 @@ bind_send(PyObject *Py_UNUSED(module), PyObject *args)
     off_max = offsets[5];
     off_created = offsets[6];
     off_req_timeout = offsets[7];
+    off_callback = offsets[8];
     if (awaits_kwnames == NULL) {
         awaits_kwnames = Py_BuildValue("(s)", "awaits_response");
         if (awaits_kwnames == NULL) {

@@ -453,7 +453,7 @@ if "_client" in globals():  # built: what write_request and can_send reach direc
         log,
         deque,
     )
-    _client.bind_poll(_selector_names.get("CKSelector"), NO_DELAY_LIMIT_MS)
+    _client.bind_poll(_selector_names.get("CKSelector"), NO_DELAY_LIMIT_MS, ClientResponse)
     _client.bind_ready(Node, DefaultMetadataUpdater, ClusterConnectionStates, ApiVersions)
     C_METHODS = {  # the common case without a Python frame; the Python functions: the reference
         "ready": _client.ClientReady,
