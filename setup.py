@@ -119,6 +119,7 @@ setup(
             ],
             depends=[
                 "kclient/network/_channel.h",
+                "kclient/network/_send.h",
                 "kclient/network/_selector.h",
                 "kclient/_fallback_method.h",
                 "kclient/_pycall.h",
@@ -128,8 +129,20 @@ setup(
         ),
         Extension(
             "kclient.network._client",
-            ["kclient/network/_client.c", "kclient/network/_client_send.c"],
-            depends=["kclient/network/_client.h", "kclient/_slots.h"],
+            [
+                "kclient/network/_client.c",
+                "kclient/network/_client_send.c",
+                "kclient/network/_client_ready.c",
+                "kclient/network/_client_poll.c",
+                "kclient/network/_client_poll_io.c",
+            ],
+            depends=[
+                "kclient/network/_client.h",
+                "kclient/network/_send.h",
+                "kclient/_fallback_method.h",
+                "kclient/_pycall.h",
+                "kclient/_slots.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -13,24 +13,7 @@
 /* The first buffer of a frame larger than the read chunk (then doubled as bytes arrive). */
 #define CHANNEL_FIRST_FRAME_BUFFER_BYTES (256 * 1024)
 
-typedef struct {
-    PyObject_HEAD
-    PyObject *destination;
-    PyObject *awaits_response;
-    PyObject *buffers; /* list of bytes / bytearray / 1-d "B" memoryview, none empty */
-    Py_ssize_t index;  /* the first buffer not completely written */
-    Py_ssize_t size;
-    Py_ssize_t remaining;
-    char tls_chunked;
-} NetworkSend;
-
-typedef struct {
-    PyObject_HEAD
-    PyObject *source;
-    PyObject *payload; /* a bytearray (read_from grows it) */
-    Py_ssize_t size;
-    Py_ssize_t filled;
-} NetworkReceive;
+#include "_send.h"
 
 extern PyTypeObject NetworkSendType;
 extern PyTypeObject NetworkReceiveType;

@@ -18,13 +18,18 @@
  */
 #include "_client.h"
 
+#include <string.h>
+
+#include "_send.h"
+
 PyObject *in_flight_request_type;        /* kclient.network.in_flight.InFlightRequest */
 static PyObject *decode_produce;         /* produce_fast.decode_produce: a tuple or None */
 static PyObject *decode_response;        /* frame.decode_response */
 static PyObject *new_client_response;    /* kafka_client.new_client_response */
 static PyObject *decode_errors;          /* what the Python loop catches from decoding */
-Py_ssize_t off_send;
-static Py_ssize_t off_correlation_id, off_api_key, off_api_version, off_request, off_is_internal;
+Py_ssize_t off_send, off_correlation_id, off_api_key, off_api_version, off_request,
+    off_is_internal, off_if_destination, off_send_time_ms, off_created_time_ms,
+    off_request_timeout_ms, off_if_expect_response;
 PyObject *str_requests;
 static PyObject *str_source, *str_payload, *str_count, *str_deadline_exact,
     *str_throttle_time_ms, *str_popleft;
@@ -98,6 +103,32 @@ failed:
     return NULL;
 }
 
+/* receive.source and receive.payload: read in place from _channel's C NetworkReceive, else by
+ * name. New references in *source and *payload; 0, or -1 with *both* NULL. */
+static int
+receive_parts(PyObject *receive, PyObject **source, PyObject **payload)
+{
+    static PyTypeObject *c_receive_type; /* _channel's NetworkReceive, once seen */
+    PyTypeObject *type = Py_TYPE(receive);
+    if (c_receive_type == NULL && strcmp(type->tp_name, "kclient.network._channel.NetworkReceive") == 0 &&
+        type->tp_basicsize == sizeof(NetworkReceive)) {
+        c_receive_type = type;
+    }
+    if (type == c_receive_type && ((NetworkReceive *)receive)->source != NULL &&
+        ((NetworkReceive *)receive)->payload != NULL) {
+        *source = Py_NewRef(((NetworkReceive *)receive)->source);
+        *payload = Py_NewRef(((NetworkReceive *)receive)->payload);
+        return 0;
+    }
+    *source = PyObject_GetAttr(receive, str_source);
+    *payload = *source ? PyObject_GetAttr(receive, str_payload) : NULL;
+    if (*payload == NULL) {
+        Py_CLEAR(*source);
+        return -1;
+    }
+    return 0;
+}
+
 /* One plain receive taken: 1; 0 (no exception) to leave it to the Python loop; -1 error. */
 static int
 complete_one(PyObject *receive, PyObject *requests, PyObject *responses, PyObject *now_ms,
@@ -106,8 +137,7 @@ complete_one(PyObject *receive, PyObject *requests, PyObject *responses, PyObjec
     int result = 0;
     PyObject *source = NULL, *payload = NULL, *queue = NULL, *request = NULL, *body = NULL;
     PyObject *popped = NULL, *response = NULL;
-    source = PyObject_GetAttr(receive, str_source);
-    if (source == NULL) {
+    if (receive_parts(receive, &source, &payload) < 0) {
         goto error;
     }
     queue = PyDict_GetItemWithError(requests, source); /* borrowed */
@@ -136,10 +166,6 @@ complete_one(PyObject *receive, PyObject *requests, PyObject *responses, PyObjec
         goto done; /* not plainly the caller's request (or a member deleted) */
     }
     PyObject *expected = SLOT(request, off_correlation_id);
-    payload = PyObject_GetAttr(receive, str_payload);
-    if (payload == NULL) {
-        goto error;
-    }
     long correlation_id;
     if (!PyLong_CheckExact(expected) || !peek_correlation_id(payload, &correlation_id)) {
         goto done;
@@ -198,11 +224,12 @@ done:
     return result;
 }
 
-/* InFlightRequests.count -= taken, and its deadline no longer exact (complete_next_or_none). */
+/* InFlightRequests.count -= taken, and its deadline no longer exact (complete_next_or_none):
+ * on its slots, else by name. */
 static int
 forget_taken(PyObject *in_flight, int taken)
 {
-    PyObject *count = PyObject_GetAttr(in_flight, str_count);
+    PyObject *count = in_flight_get(in_flight, off_ifr_count, str_count);
     if (count == NULL) {
         return -1;
     }
@@ -213,14 +240,19 @@ forget_taken(PyObject *in_flight, int taken)
     if (left == NULL) {
         return -1;
     }
+    if (Py_TYPE(in_flight) == in_flight_requests_type) {
+        Py_XSETREF(SLOT(in_flight, off_ifr_count), left);
+        Py_XSETREF(SLOT(in_flight, off_ifr_exact), Py_NewRef(Py_False));
+        return 0;
+    }
     int failed = PyObject_SetAttr(in_flight, str_count, left) < 0 ||
                  PyObject_SetAttr(in_flight, str_deadline_exact, Py_False) < 0;
     Py_DECREF(left);
     return failed ? -1 : 0;
 }
 
-static PyObject *
-complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+PyObject *
+kclient_complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 4 || !PyList_Check(args[2])) {
         PyErr_SetString(PyExc_TypeError,
@@ -235,7 +267,7 @@ complete_receives(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
         return NULL;
     }
     PyObject *receives = args[0], *in_flight = args[1], *responses = args[2], *now_ms = args[3];
-    PyObject *requests = PyObject_GetAttr(in_flight, str_requests);
+    PyObject *requests = in_flight_get(in_flight, off_ifr_requests, str_requests);
     if (requests == NULL) {
         return NULL;
     }
@@ -279,10 +311,12 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
                           &new_response, &PyTuple_Type, &errors)) {
         return NULL;
     }
-    Py_ssize_t offsets[6];
-    const char *names[] = {"correlation_id", "api_key",     "api_version",
-                           "request",        "is_internal", "send"};
-    for (int k = 0; k < 6; k++) {
+    Py_ssize_t offsets[11];
+    const char *names[] = {"correlation_id",  "api_key",           "api_version",
+                           "request",         "is_internal",       "send",
+                           "destination",     "send_time_ms",      "created_time_ms",
+                           "request_timeout_ms", "expect_response"};
+    for (int k = 0; k < 11; k++) {
         offsets[k] = slot_offset((PyTypeObject *)type, names[k]);
         if (offsets[k] < 0) {
             return NULL;
@@ -294,6 +328,11 @@ bind(PyObject *Py_UNUSED(module), PyObject *args)
     off_request = offsets[3];
     off_is_internal = offsets[4];
     off_send = offsets[5];
+    off_if_destination = offsets[6];
+    off_send_time_ms = offsets[7];
+    off_created_time_ms = offsets[8];
+    off_request_timeout_ms = offsets[9];
+    off_if_expect_response = offsets[10];
     Py_XSETREF(in_flight_request_type, Py_NewRef(type));
     Py_XSETREF(decode_produce, Py_NewRef(produce));
     Py_XSETREF(decode_response, Py_NewRef(response));
@@ -306,7 +345,7 @@ static PyMethodDef methods[] = {
     {"bind", (PyCFunction)bind, METH_VARARGS,
      "bind(InFlightRequest, decode_produce, decode_response, new_client_response, "
      "decode_errors): what complete_receives calls"},
-    {"complete_receives", (PyCFunction)(void (*)(void))complete_receives, METH_FASTCALL,
+    {"complete_receives", (PyCFunction)(void (*)(void))kclient_complete_receives, METH_FASTCALL,
      "complete_receives(receives, in_flight, responses, now_ms) -> the index of the first "
      "receive left to the Python loop"},
     {NULL, NULL, 0, NULL},
@@ -342,7 +381,8 @@ PyInit__client(void)
     if (m == NULL) {
         return NULL;
     }
-    if (kclient_client_send_init(m) < 0) {
+    if (kclient_client_send_init(m) < 0 || kclient_client_ready_init(m) < 0 ||
+        kclient_client_poll_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -2,33 +2,38 @@
  * kclient.network._client, the sends' side (the answers' side and the module are in
  * _client.c, what both use in _client.h).
  *
- * write_request(client, request, now_ms) is NetworkClient._do_send up to the write, for a
- * caller's request (NetworkClient.send, once its checks passed) whose version is known to
- * ApiVersions.usable: the correlation id, the frame (encode_produce, else encode_request), the
- * NetworkSend, selector.send; then the Python _sent does the bookkeeping after the write. It
- * returns False, having changed nothing, when the version is not cached (the Python
- * _do_send looks it up, and handles an unsupported one).
+ * write_request(client, request, now_ms) is NetworkClient._do_send for a caller's request
+ * (NetworkClient.send, once its checks passed) whose version is known to ApiVersions.usable:
+ * the correlation id, the frame (encode_produce, else encode_request), the NetworkSend, the
+ * write (the C KSelector's own send called directly: selector_send, else selector.send), then
+ * _sent's bookkeeping: the InFlightRequest made on its slots, InFlightRequests.add on its
+ * slots, the DEBUG line (_log_sent) when the logger would print it. It returns False, having
+ * changed nothing, when the version is not cached (the Python _do_send looks it up, and
+ * handles an unsupported one). For a client or in-flight table of another type, the Python
+ * _sent does the bookkeeping. NetworkClient's attributes are read at their slots' offsets.
  *
- * can_send(client, node_id, now_ms) is NetworkClient.can_send_request (READY and not
- * throttled, the channel ready, the newest request written and fewer than the maximum in
- * flight) as one call, for ready() and send().
+ * can_send and the bindings it shares with write_request are in _client_ready.c.
  *
  * The client's owning thread only.
  */
 #include "_client.h"
 
-static PyObject *client_request_type;    /* kafka_client.ClientRequest */
+#include "_send.h"
+#include "../_pycall.h" /* call0, call1, done */
+
+PyObject *client_request_type;
 static PyObject *encode_produce;         /* produce_fast.encode_produce: a frame or None */
 static PyObject *encode_request;         /* frame.encode_request */
 static PyObject *careful_encode;         /* frame._encode_request, encode_produce's fallback */
 static PyObject *network_send;           /* selector.NetworkSend */
+PyTypeObject *c_network_send;
 static PyObject *awaits_kwnames;         /* ("awaits_response",) */
-static Py_ssize_t off_destination, off_req_api_key, off_body, off_expect_response, off_min,
-    off_max;
-static PyObject *str_checked, *str_api_versions, *str_usable, *str_correlation_id,
-    *str_client_id, *str_selector, *str_send, *str_sent, *str_connection_states,
-    *str_ready_nodes, *str_is_channel_ready, *str_in_flight_requests, *str_completed,
-    *str_max_in_flight;
+Py_ssize_t off_destination, off_callback;
+static Py_ssize_t off_req_api_key, off_body, off_expect_response, off_min,
+    off_max, off_created, off_req_timeout;
+static PyObject *debug_level; /* logging.DEBUG */
+static PyObject *str_usable, *str_correlation_id, *str_send, *str_sent, *str_add, *str_append,
+    *str_clear, *str_disabled, *str_cache, *str_is_enabled_for, *str_log_sent;
 
 /* The frame of a request: encode_produce's for Produce when it takes the body, else
  * encode_request's (what frame.encode_request does first, without its Python call). */
@@ -53,15 +58,221 @@ encode(PyObject *api_key, PyObject *version, PyObject *correlation_id, PyObject 
     return PyObject_Vectorcall(encode_request, args, 5, NULL);
 }
 
+/* selector.send(send): KSelector's C send itself (selector_send) when the selector is the C
+ * KSelector and its common case holds, else the method. 0, or -1 with its error. */
+static int
+selector_write(PyObject *selector, PyObject *send)
+{
+    if (ckselector_type != NULL && Py_TYPE(selector) == ckselector_type) {
+        PyObject *args[] = {selector, send};
+        PyObject *taken = PyObject_Vectorcall(selector_send, args, 2, NULL);
+        if (taken == NULL) {
+            return -1;
+        }
+        Py_DECREF(taken);
+        if (taken == Py_True) {
+            return 0;
+        }
+    }
+    return done(call1(selector, str_send, send));
+}
+
+/* a + b + c for ints (a deadline), in C while it fits: a new reference or NULL. */
 static PyObject *
-write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+add3(PyObject *a, PyObject *b, long c)
+{
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+        int oa = 0, ob = 0;
+        long long x = PyLong_AsLongLongAndOverflow(a, &oa);
+        long long y = PyLong_AsLongLongAndOverflow(b, &ob);
+        if (!oa && !ob && x > -(1LL << 60) && x < (1LL << 60) && y > -(1LL << 60) &&
+            y < (1LL << 60)) {
+            return PyLong_FromLongLong(x + y + c);
+        }
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+    }
+    PyObject *sum = PyNumber_Add(a, b), *extra = sum ? PyLong_FromLong(c) : NULL;
+    PyObject *total = extra ? PyNumber_Add(sum, extra) : NULL;
+    Py_XDECREF(sum);
+    Py_XDECREF(extra);
+    return total;
+}
+
+/* InFlightRequests.add(entry) (in_flight.py), on its slots: 0 or -1. */
+static int
+in_flight_add(PyObject *in_flight, PyObject *entry)
+{
+    PyObject *requests = SLOT(in_flight, off_ifr_requests);
+    PyObject *count = SLOT(in_flight, off_ifr_count);
+    PyObject *earliest = SLOT(in_flight, off_ifr_earliest);
+    if (requests == NULL || count == NULL || earliest == NULL || !PyDict_CheckExact(requests)) {
+        return done(call1(in_flight, str_add, entry)); /* not as __init__ left it */
+    }
+    PyObject *destination = SLOT(entry, off_if_destination);
+    PyObject *queue = PyDict_GetItemWithError(requests, destination); /* borrowed */
+    if (queue == NULL) {
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        queue = PyObject_CallNoArgs(deque_type);
+        if (queue == NULL) {
+            return -1;
+        }
+        int stored = PyDict_SetItem(requests, destination, queue);
+        Py_DECREF(queue);
+        if (stored < 0) {
+            return -1;
+        }
+    }
+    if (done(call1(queue, str_append, entry)) < 0) {
+        return -1;
+    }
+    PyObject *deadline =
+        add3(SLOT(entry, off_send_time_ms), SLOT(entry, off_request_timeout_ms), 1);
+    if (deadline == NULL) {
+        return -1;
+    }
+    int any = PyObject_IsTrue(count);
+    if (any > 0) { /* min(earliest, deadline) */
+        int earlier = PyObject_RichCompareBool(deadline, earliest, Py_LT);
+        if (earlier < 0) {
+            Py_DECREF(deadline);
+            return -1;
+        }
+        if (earlier) {
+            Py_SETREF(SLOT(in_flight, off_ifr_earliest), Py_NewRef(deadline));
+        }
+    }
+    else if (any == 0) { /* the only one: its deadline is the earliest */
+        Py_SETREF(SLOT(in_flight, off_ifr_earliest), Py_NewRef(deadline));
+        Py_XSETREF(SLOT(in_flight, off_ifr_exact), Py_NewRef(Py_True));
+    }
+    Py_DECREF(deadline);
+    if (any < 0) {
+        return -1;
+    }
+    PyObject *more = PyNumber_Add(count, one);
+    if (more == NULL) {
+        return -1;
+    }
+    Py_SETREF(SLOT(in_flight, off_ifr_count), more);
+    return 0;
+}
+
+/* log.isEnabledFor(DEBUG) for the client's logger: read from the logger's own cache when it
+ * has the answer (what isEnabledFor returns then), else the method. 1, 0, -1. */
+static int
+debug_enabled(void)
+{
+    int disabled = get_truth(client_logger, str_disabled);
+    if (disabled != 0) {
+        return disabled < 0 ? -1 : 0;
+    }
+    PyObject *cache = PyObject_GetAttr(client_logger, str_cache);
+    if (cache == NULL) {
+        PyErr_Clear();
+    }
+    else {
+        PyObject *known = PyDict_CheckExact(cache) ? PyDict_GetItemWithError(cache, debug_level)
+                                                   : NULL;
+        Py_DECREF(cache);
+        if (known == Py_False || known == Py_True) {
+            return known == Py_True;
+        }
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    PyObject *enabled = call1(client_logger, str_is_enabled_for, debug_level);
+    if (enabled == NULL) {
+        return -1;
+    }
+    int yes = PyObject_IsTrue(enabled);
+    Py_DECREF(enabled);
+    return yes;
+}
+
+/* NetworkClient._sent for a caller's request (is_internal False): the InFlightRequest made on
+ * its slots, InFlightRequests.add, the debug line. The Python _sent for another client or
+ * in-flight type. 0 or -1. */
+static int
+record_sent(PyObject *client, PyObject *request, PyObject *now_ms, PyObject *version,
+            PyObject *correlation_id, PyObject *send)
+{
+    PyObject *in_flight = client_get(client, C_IN_FLIGHT_REQUESTS);
+    if (in_flight == NULL) {
+        return -1;
+    }
+    PyTypeObject *entry_type = (PyTypeObject *)in_flight_request_type;
+    PyObject *timeout = SLOT(request, off_req_timeout), *created = SLOT(request, off_created);
+    if (Py_TYPE(client) != network_client_type || Py_TYPE(in_flight) != in_flight_requests_type ||
+        timeout == NULL || created == NULL) {
+        Py_DECREF(in_flight);
+        PyObject *args[] = {client, request, Py_False, now_ms, version, correlation_id, send};
+        return done(PyObject_VectorcallMethod(str_sent, args, 7, NULL));
+    }
+    int result = -1;
+    PyObject *entry = NULL;
+    int given = PyObject_IsTrue(timeout); /* request.request_timeout_ms or the client's */
+    timeout = given > 0 ? Py_NewRef(timeout)
+                        : (given == 0 ? client_get(client, C_REQUEST_TIMEOUT_MS) : NULL);
+    if (timeout == NULL) {
+        goto exit;
+    }
+    entry = entry_type->tp_alloc(entry_type, 0);
+    if (entry == NULL) {
+        goto exit;
+    }
+    Py_ssize_t where[] = {off_if_destination, off_api_key,        off_api_version,
+                          off_correlation_id, off_send,           off_send_time_ms,
+                          off_created_time_ms, off_request_timeout_ms, off_request,
+                          off_if_expect_response, off_is_internal};
+    PyObject *what[] = {SLOT(request, off_destination), SLOT(request, off_req_api_key),
+                        version,
+                        correlation_id,
+                        send,
+                        now_ms,
+                        created,
+                        timeout,
+                        request,
+                        SLOT(request, off_expect_response),
+                        Py_False};
+    for (size_t k = 0; k < sizeof(where) / sizeof(where[0]); k++) {
+        SLOT(entry, where[k]) = Py_NewRef(what[k]);
+    }
+    if (in_flight_add(in_flight, entry) < 0) {
+        goto exit;
+    }
+    int debug = debug_enabled();
+    if (debug < 0) {
+        goto exit;
+    }
+    if (debug) {
+        PyObject *args[] = {client, request, version, correlation_id, send};
+        if (done(PyObject_VectorcallMethod(str_log_sent, args, 5, NULL)) < 0) {
+            goto exit;
+        }
+    }
+    result = 0;
+exit:
+    Py_XDECREF(entry);
+    Py_XDECREF(timeout);
+    Py_DECREF(in_flight);
+    return result;
+}
+
+PyObject *
+kclient_write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "write_request(client, request, now_ms)");
         return NULL;
     }
-    if (network_send == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kclient.network._client.bind_send() was not called");
+    if (network_send == NULL || in_flight_request_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "kclient.network._client.bind() and bind_send() were not called");
         return NULL;
     }
     PyObject *client = args[0], *request = args[1], *now_ms = args[2];
@@ -76,10 +287,10 @@ write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
     }
     PyObject *result = NULL, *versions = NULL, *usable = NULL, *key = NULL, *version = NULL;
     PyObject *correlation_id = NULL, *next = NULL, *client_id = NULL, *made = NULL;
-    PyObject *frame = NULL, *send = NULL, *selector = NULL, *done = NULL;
+    PyObject *frame = NULL, *send = NULL, *selector = NULL;
     /* the version first: without it, nothing changes and the Python _do_send runs */
-    versions = PyObject_GetAttr(client, str_api_versions);
-    usable = versions ? PyObject_GetAttr(versions, str_usable) : NULL;
+    versions = client_get(client, C_API_VERSIONS);
+    usable = versions ? slot_or_attr(versions, api_versions_type, off_av_usable, str_usable) : NULL;
     if (usable == NULL) {
         goto exit;
     }
@@ -99,7 +310,7 @@ write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
         goto exit;
     }
     Py_INCREF(version);
-    correlation_id = PyObject_GetAttr(client, str_correlation_id);
+    correlation_id = client_get(client, C_CORRELATION_ID);
     if (correlation_id == NULL) {
         goto exit;
     }
@@ -115,27 +326,34 @@ write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
         goto exit;
     }
     /* from here on as _do_send: the send clears what ready() remembered */
-    PyObject *checked = PyObject_GetAttr(client, str_checked);
+    PyObject *checked = client_get(client, C_CHECKED);
     if (checked == NULL) {
         goto exit;
     }
     if (PyDict_CheckExact(checked)) {
-        PyDict_Clear(checked);
+        if (PyDict_GET_SIZE(checked)) {
+            PyDict_Clear(checked);
+        }
         Py_DECREF(checked);
     }
     else {
-        PyObject *cleared = PyObject_CallMethod(checked, "clear", NULL);
+        int cleared = done(call0(checked, str_clear));
         Py_DECREF(checked);
-        if (cleared == NULL) {
+        if (cleared < 0) {
             goto exit;
         }
-        Py_DECREF(cleared);
     }
     next = PyLong_FromLong(id >= 2147483647L ? 0 : id + 1);
-    if (next == NULL || PyObject_SetAttr(client, str_correlation_id, next) < 0) {
+    if (next == NULL) {
         goto exit;
     }
-    client_id = PyObject_GetAttr(client, str_client_id);
+    if (Py_TYPE(client) == network_client_type) {
+        Py_XSETREF(SLOT(client, client_slots[C_CORRELATION_ID]), Py_NewRef(next));
+    }
+    else if (PyObject_SetAttr(client, str_correlation_id, next) < 0) {
+        goto exit;
+    }
+    client_id = client_get(client, C_CLIENT_ID);
     if (client_id == NULL) {
         goto exit;
     }
@@ -152,18 +370,10 @@ write_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
     }
     PyObject *send_args[] = {node_id, frame, expect};
     send = PyObject_Vectorcall(network_send, send_args, 2, awaits_kwnames);
-    selector = send ? PyObject_GetAttr(client, str_selector) : NULL;
-    if (selector == NULL) {
-        goto exit;
-    }
-    done = PyObject_CallMethodOneArg(selector, str_send, send);
-    if (done == NULL) {
-        goto exit;
-    }
-    Py_DECREF(done);
-    PyObject *sent_args[] = {client, request, Py_False, now_ms, version, correlation_id, send};
-    done = PyObject_VectorcallMethod(str_sent, sent_args, 7, NULL);
-    if (done == NULL) {
+    selector = send ? client_get(client, C_SELECTOR) : NULL;
+    /* on the wire first, the bookkeeping after (as _do_send) */
+    if (selector == NULL || selector_write(selector, send) < 0 ||
+        record_sent(client, request, now_ms, version, correlation_id, send) < 0) {
         goto exit;
     }
     result = Py_NewRef(Py_True);
@@ -179,120 +389,7 @@ exit:
     Py_XDECREF(frame);
     Py_XDECREF(send);
     Py_XDECREF(selector);
-    Py_XDECREF(done);
     return result;
-}
-
-/* 1 when the in-flight queue lets the node take another request, 0 when not, -1 error. */
-static int
-in_flight_allows(PyObject *in_flight, PyObject *node_id)
-{
-    PyObject *requests = PyObject_GetAttr(in_flight, str_requests);
-    if (requests == NULL) {
-        return -1;
-    }
-    PyObject *queue = PyObject_GetItem(requests, node_id);
-    Py_DECREF(requests);
-    if (queue == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
-            return -1;
-        }
-        PyErr_Clear();
-        return 1;
-    }
-    int allows = -1;
-    PyObject *newest = NULL, *send = NULL, *completed = NULL, *most = NULL;
-    Py_ssize_t length = PyObject_Length(queue);
-    if (length <= 0) {
-        allows = length == 0 ? 1 : -1;
-        goto exit;
-    }
-    newest = PySequence_GetItem(queue, length - 1);
-    if (newest == NULL) {
-        goto exit;
-    }
-    if ((PyObject *)Py_TYPE(newest) == in_flight_request_type) {
-        send = Py_XNewRef(SLOT(newest, off_send));
-    }
-    if (send == NULL) {
-        send = PyObject_GetAttr(newest, str_send);
-        if (send == NULL) {
-            goto exit;
-        }
-    }
-    completed = PyObject_GetAttr(send, str_completed);
-    if (completed == NULL) {
-        goto exit;
-    }
-    allows = PyObject_IsTrue(completed);
-    if (allows != 1) {
-        goto exit;
-    }
-    most = PyObject_GetAttr(in_flight, str_max_in_flight);
-    PyObject *count = most ? PyLong_FromSsize_t(length) : NULL;
-    allows = count ? PyObject_RichCompareBool(count, most, Py_LT) : -1;
-    Py_XDECREF(count);
-exit:
-    Py_DECREF(queue);
-    Py_XDECREF(newest);
-    Py_XDECREF(send);
-    Py_XDECREF(completed);
-    Py_XDECREF(most);
-    return allows;
-}
-
-static PyObject *
-can_send(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "can_send(client, node_id, now_ms)");
-        return NULL;
-    }
-    if (in_flight_request_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "kclient.network._client.bind() was not called");
-        return NULL;
-    }
-    PyObject *client = args[0], *node_id = args[1], *now_ms = args[2];
-    int yes = -1;
-    PyObject *states = NULL, *ready_nodes = NULL, *throttle = NULL, *selector = NULL;
-    PyObject *channel_ready = NULL, *in_flight = NULL;
-    states = PyObject_GetAttr(client, str_connection_states);
-    ready_nodes = states ? PyObject_GetAttr(states, str_ready_nodes) : NULL;
-    if (ready_nodes == NULL) {
-        goto exit;
-    }
-    throttle = PyObject_GetItem(ready_nodes, node_id); /* READY: its throttle_until_ms */
-    if (throttle == NULL) {
-        if (PyErr_ExceptionMatches(PyExc_KeyError)) {
-            PyErr_Clear();
-            yes = 0;
-        }
-        goto exit;
-    }
-    yes = PyObject_RichCompareBool(throttle, now_ms, Py_LE);
-    if (yes != 1) {
-        goto exit;
-    }
-    selector = PyObject_GetAttr(client, str_selector);
-    channel_ready =
-        selector ? PyObject_CallMethodOneArg(selector, str_is_channel_ready, node_id) : NULL;
-    yes = channel_ready ? PyObject_IsTrue(channel_ready) : -1;
-    if (yes != 1) {
-        goto exit;
-    }
-    in_flight = PyObject_GetAttr(client, str_in_flight_requests);
-    yes = in_flight ? in_flight_allows(in_flight, node_id) : -1;
-exit:
-    Py_XDECREF(states);
-    Py_XDECREF(ready_nodes);
-    Py_XDECREF(throttle);
-    Py_XDECREF(selector);
-    Py_XDECREF(channel_ready);
-    Py_XDECREF(in_flight);
-    if (yes < 0) {
-        return NULL;
-    }
-    return PyBool_FromLong(yes);
 }
 
 static PyObject *
@@ -303,10 +400,11 @@ bind_send(PyObject *Py_UNUSED(module), PyObject *args)
                           &careful, &send)) {
         return NULL;
     }
-    Py_ssize_t offsets[6];
-    const char *names[] = {"destination",     "api_key",     "body",
-                           "expect_response", "min_version", "max_version"};
-    for (int k = 0; k < 6; k++) {
+    Py_ssize_t offsets[9];
+    const char *names[] = {"destination",     "api_key",         "body",
+                           "expect_response", "min_version",     "max_version",
+                           "created_time_ms", "request_timeout_ms", "callback"};
+    for (int k = 0; k < 9; k++) {
         offsets[k] = slot_offset((PyTypeObject *)type, names[k]);
         if (offsets[k] < 0) {
             return NULL;
@@ -318,6 +416,9 @@ bind_send(PyObject *Py_UNUSED(module), PyObject *args)
     off_expect_response = offsets[3];
     off_min = offsets[4];
     off_max = offsets[5];
+    off_created = offsets[6];
+    off_req_timeout = offsets[7];
+    off_callback = offsets[8];
     if (awaits_kwnames == NULL) {
         awaits_kwnames = Py_BuildValue("(s)", "awaits_response");
         if (awaits_kwnames == NULL) {
@@ -329,16 +430,21 @@ bind_send(PyObject *Py_UNUSED(module), PyObject *args)
     Py_XSETREF(encode_request, Py_NewRef(request));
     Py_XSETREF(careful_encode, Py_NewRef(careful));
     Py_XSETREF(network_send, Py_NewRef(send));
+    c_network_send = PyType_Check(send) &&
+                             strcmp(((PyTypeObject *)send)->tp_name,
+                                    "kclient.network._channel.NetworkSend") == 0 &&
+                             ((PyTypeObject *)send)->tp_basicsize == sizeof(NetworkSend)
+                         ? (PyTypeObject *)send
+                         : NULL;
     Py_RETURN_NONE;
 }
+
 
 static PyMethodDef send_methods[] = {
     {"bind_send", (PyCFunction)bind_send, METH_VARARGS,
      "bind_send(ClientRequest, encode_produce, encode_request, careful_encode, NetworkSend): "
      "what write_request calls"},
-    {"can_send", (PyCFunction)(void (*)(void))can_send, METH_FASTCALL,
-     "can_send(client, node_id, now_ms) -> NetworkClient.can_send_request's answer"},
-    {"write_request", (PyCFunction)(void (*)(void))write_request, METH_FASTCALL,
+    {"write_request", (PyCFunction)(void (*)(void))kclient_write_request, METH_FASTCALL,
      "write_request(client, request, now_ms) -> False when the Python _do_send must run"},
     {NULL, NULL, 0, NULL},
 };
@@ -350,26 +456,27 @@ kclient_client_send_init(PyObject *module)
         PyObject **where;
         const char *text;
     } names[] = {
-        {&str_checked, "_checked"},
-        {&str_api_versions, "_api_versions"},
         {&str_usable, "usable"},
         {&str_correlation_id, "_correlation_id"},
-        {&str_client_id, "client_id"},
-        {&str_selector, "_selector"},
         {&str_send, "send"},
         {&str_sent, "_sent"},
-        {&str_connection_states, "connection_states"},
-        {&str_ready_nodes, "ready_nodes"},
-        {&str_is_channel_ready, "is_channel_ready"},
-        {&str_in_flight_requests, "in_flight_requests"},
-        {&str_completed, "completed"},
-        {&str_max_in_flight, "max_in_flight_requests_per_connection"},
+        {&str_add, "add"},
+        {&str_append, "append"},
+        {&str_clear, "clear"},
+        {&str_disabled, "disabled"},
+        {&str_cache, "_cache"},
+        {&str_is_enabled_for, "isEnabledFor"},
+        {&str_log_sent, "_log_sent"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
         *names[k].where = PyUnicode_InternFromString(names[k].text);
         if (*names[k].where == NULL) {
             return -1;
         }
+    }
+    debug_level = PyLong_FromLong(10); /* logging.DEBUG */
+    if (debug_level == NULL) {
+        return -1;
     }
     return PyModule_AddFunctions(module, send_methods);
 }

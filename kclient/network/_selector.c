@@ -273,7 +273,9 @@ selector_send(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *self = args[0], *send = args[1], *result = NULL, *owned = NULL;
-    PyObject *dest = PyObject_GetAttr(send, s_destination);
+    PyObject *dest = Py_TYPE(send) == &NetworkSendType && ((NetworkSend *)send)->destination
+                         ? Py_NewRef(((NetworkSend *)send)->destination)
+                         : PyObject_GetAttr(send, s_destination);
     PyObject *channels = dest ? field_get(self, F_CHANNELS) : NULL;
     PyObject *channel = channels ? dict_get(channels, dest, &owned) : NULL;
     if (channel == NULL) {

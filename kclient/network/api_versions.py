@@ -154,6 +154,9 @@ def client_version_range(
 class ApiVersions:
     """Per node: the versions it supports, and the ApiVersions requests still to send."""
 
+    # slots: NetworkClient's C paths read ``to_send`` and ``usable`` in place
+    __slots__ = ("_nodes", "to_send", "usable")
+
     def __init__(self) -> None:
         self._nodes: dict[int, NodeApiVersions] = {}
         self.to_send: dict[int, int] = {}  # node → ApiVersions version to send next

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from kclient import errors
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.errors import IllegalStateError
+from kclient.network import selector as selector_module
 from kclient.network.api_versions import (
     ApiVersions,
     api_name,
@@ -39,8 +40,10 @@ from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.client_connections import ConnectionLifecycle
 from kclient.network.client_nodes import ClientNodes
 from kclient.network.client_unanswered import UnansweredRequests
+from kclient.network.client_writes import RequestWrites
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
+    NO_DELAY_LIMIT_MS,
     ClusterConnectionStates,
     ConnectionFailures,
     Resolver,
@@ -101,12 +104,31 @@ else:  # bound when built (the tests compare both), used when the accelerator is
         can_send = _client.can_send
 
 
-class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
+class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, RequestWrites):
     """``KafkaClient`` over real connections (or any ``Selectable``); connection setup
     and teardown are in ``ConnectionLifecycle`` (``client_connections.py``), the node
     queries and ``initiate_connect`` in ``ClientNodes`` (``client_nodes.py``) and what is
     kept of requests that expect no response in ``UnansweredRequests``
     (``client_unanswered.py``)."""
+
+    # slots (the instance keeps its __dict__ for the rest): C's write_request and can_send
+    # (``_client_send.c``) read these at their offsets, once per request
+    __slots__ = (
+        "_aborted",
+        "_api_versions",
+        "_authenticator",
+        "_checked",
+        "_clock",
+        "_closed",
+        "_correlation_id",
+        "_selector",
+        "_unanswered",
+        "client_id",
+        "connection_states",
+        "in_flight_requests",
+        "metadata_updater",
+        "request_timeout_ms",
+    )
 
     def __init__(
         self,
@@ -244,87 +266,6 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
     def send_internal(self, request: ClientRequest, now_ms: int) -> None:
         """Send a request the client makes itself (Metadata, ApiVersions)."""
         self._do_send(request, True, now_ms)
-
-    def _do_send(
-        self, request: ClientRequest, is_internal: bool, now_ms: int, version: int | None = None
-    ) -> None:
-        node_id = request.destination
-        checked = self._checked
-        if checked:
-            checked.clear()  # this send changes the node's in-flight queue
-        if version is None:
-            api_versions = self._api_versions
-            version = api_versions.usable.get(
-                (node_id, request.api_key, request.min_version, request.max_version)
-            )
-            if version is None:
-                try:
-                    version = api_versions.latest_usable_version(
-                        node_id, request.api_key, request.min_version, request.max_version
-                    )
-                except errors.UnsupportedVersionError as exc:
-                    log.warning("%s%s", self._prefix, exc)
-                    if not is_internal:
-                        self._aborted.append(
-                            ClientResponse(request, None, now_ms, version_mismatch=exc)
-                        )
-                    elif request.api_key == ApiKey.METADATA:
-                        self.metadata_updater.handle_failed_request(now_ms, exc)
-                    return
-        correlation_id = self._correlation_id
-        self._correlation_id = 0 if correlation_id >= 2**31 - 1 else correlation_id + 1
-        body = request.body
-        buffers = encode_request(
-            request.api_key,
-            version,
-            correlation_id,
-            self.client_id,
-            body(version) if callable(body) else body,
-        )
-        send = NetworkSend(node_id, buffers, awaits_response=request.expect_response)
-        # On the wire first (KSelector writes at once), bookkeeping after: only the next
-        # poll reports what the send did, and by then the request is in flight.
-        self._selector.send(send)
-        self._sent(request, is_internal, now_ms, version, correlation_id, send)
-
-    def _sent(  # noqa: PLR0917 -- C (write_request) calls it positionally
-        self,
-        request: ClientRequest,
-        is_internal: bool,
-        now_ms: int,
-        version: int,
-        correlation_id: int,
-        send: NetworkSend,
-    ) -> None:
-        """The bookkeeping after the write: the request is in flight."""
-        node_id = request.destination
-        self.in_flight_requests.add(
-            InFlightRequest(  # positional (per request): destination, api key, version,
-                # correlation id, send, send and creation times, timeout, the request,
-                # whether it expects a response and whether the client made it itself
-                node_id,
-                request.api_key,
-                version,
-                correlation_id,
-                send,
-                now_ms,
-                request.created_time_ms,
-                request.request_timeout_ms or self.request_timeout_ms,
-                request,
-                request.expect_response,
-                is_internal,
-            )
-        )
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug(
-                "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
-                self._prefix,
-                api_name(request.api_key),
-                version,
-                node_id,
-                correlation_id,
-                send.size,
-            )
 
     # ---- polling --------------------------------------------------------------------
 
@@ -494,5 +435,32 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle):
                 continue
             try:
                 callback(response)
-            except Exception:  # one failing callback must not stop the rest
-                log.exception("%suncaught error in a request completion callback", self._prefix)
+            except Exception as exc:  # one failing callback must not stop the rest
+                self._callback_failed(exc)
+
+    def _callback_failed(self, exc: Exception) -> None:
+        """Logs a request completion callback's exception (``_complete``, and C's poll)."""
+        log.error("%suncaught error in a request completion callback", self._prefix, exc_info=exc)
+
+
+if "_client" in globals():  # built: what write_request and can_send reach directly
+    _selector_names = vars(selector_module)  # C's KSelector (send, channel check), when built
+    _client.bind_client(
+        NetworkClient,
+        InFlightRequests,
+        _selector_names.get("CKSelector"),
+        _selector_names.get("_selector_send"),
+        log,
+        deque,
+    )
+    _client.bind_poll(_selector_names.get("CKSelector"), NO_DELAY_LIMIT_MS, ClientResponse)
+    _client.bind_ready(Node, DefaultMetadataUpdater, ClusterConnectionStates, ApiVersions)
+    C_METHODS = {  # the common case without a Python frame; the Python functions: the reference
+        "ready": _client.ClientReady,
+        "send": _client.ClientSend,
+        "poll": _client.ClientPoll,
+        "poll_ready": _client.ClientPollReady,
+    }
+    if ACCELERATED:
+        for _name, _fast in C_METHODS.items():
+            setattr(NetworkClient, _name, _fast(getattr(NetworkClient, _name)))

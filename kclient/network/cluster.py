@@ -26,7 +26,7 @@ class TopicPartition(NamedTuple):
         return f"{self.topic}-{self.partition}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: NetworkClient.ready in C reads them in place
 class Node:
     """A broker: id, host, port and rack. Bootstrap nodes have negative ids."""
 
@@ -41,6 +41,11 @@ class Node:
 
     def __str__(self) -> str:
         return f"{self.address} (id: {self.id} rack: {self.rack})"
+
+    def __hash__(self) -> int:
+        # The id alone (equal nodes have equal ids): the producer's step hashes a node per
+        # request, and hashing all four fields cost a tuple and a string hash each time.
+        return self.id
 
 
 @dataclass(frozen=True, slots=True)

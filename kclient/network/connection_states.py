@@ -158,6 +158,17 @@ class NodeConnectionState:
 class ClusterConnectionStates:
     """The connection state of every node this client has tried to talk to."""
 
+    # slots: NetworkClient's C paths (``kclient/network/_client*.c``) read ``ready_nodes`` and
+    # ``connecting_nodes`` in place
+    __slots__ = (
+        "_resolver",
+        "_states",
+        "connecting_nodes",
+        "connection_setup_timeout",
+        "ready_nodes",
+        "reconnect_backoff",
+    )
+
     def __init__(
         self,
         reconnect_backoff_ms: int = 50,

@@ -65,6 +65,16 @@ class InFlightRequest:
 class InFlightRequests:
     """Per-node deques of requests that were sent and not yet answered."""
 
+    # slots: the C write and answer paths (``kclient/network/_client*.c``) read and write
+    # them at their offsets
+    __slots__ = (
+        "_deadline_exact",
+        "_requests",
+        "count",
+        "earliest_deadline_ms",
+        "max_in_flight_requests_per_connection",
+    )
+
     def __init__(self, max_in_flight_requests_per_connection: int = 5) -> None:
         if max_in_flight_requests_per_connection < 1:
             raise ValueError(

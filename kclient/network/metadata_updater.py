@@ -59,6 +59,10 @@ class ConnectionsView(Protocol):
 class DefaultMetadataUpdater:
     """Sends MetadataRequests for a ``NetworkClient`` and applies the responses."""
 
+    # slots: NetworkClient's ready and poll in C (``_client_ready.c``, ``_client_poll.c``)
+    # read ``_in_progress`` and ``metadata`` in place
+    __slots__ = ("_client", "_in_progress", "_prefix", "metadata")
+
     def __init__(self, client: ConnectionsView, metadata: Metadata, log_prefix: str = "") -> None:
         self._client = client
         self.metadata = metadata

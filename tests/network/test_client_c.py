@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from kclient import errors
 from kclient.network import ClientRequest, ClientResponse, Metadata, NetworkClient, Node
-from kclient.network import client as client_module
 from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
 from kclient.network.connection_states import NO_DELAY_LIMIT_MS, Address, ConnectionState
@@ -27,6 +26,7 @@ from kclient.network.selector import NetworkReceive
 from kclient.protocol import SUPPORTED_VERSIONS, ApiKey, frame, produce_fast
 from kclient.testing import MockClock, MockSelector, api_versions_body, metadata_update_with
 from kclient.testing.selector import SentRequest, response_payload
+from tests.network.client_impls import c_paths
 
 try:
     from kclient.network import _client
@@ -229,6 +229,8 @@ def step(run: Run, op: tuple[Any, ...]) -> None:
             poll(run, 0, now)
     elif kind == "disconnect":
         client.disconnect(op[1])
+    elif kind == "refresh":  # a metadata refresh due: nodes look unready until it is sent
+        client.metadata.request_update()
     elif kind == "tick":
         run.clock.advance(op[1])
         now = run.clock.monotonic_ms()
@@ -238,6 +240,9 @@ def step(run: Run, op: tuple[Any, ...]) -> None:
         assert in_flight.next_timeout_ms(now) == expected
     elif kind == "poll":
         poll(run, op[1], now)
+    elif kind == "poll_ready":  # an event loop's callback: the I/O only
+        responses = client.poll_ready(now)
+        run.log.append(("poll_ready", [summary(r) for r in responses]))
     now = run.clock.monotonic_ms()
     for node_id in NODES:  # C's check as one call against the Python one's
         python = bool(client.can_send_request(node_id, now))
@@ -264,6 +269,7 @@ DISRUPT = st.one_of(
     st.tuples(st.just("disconnect"), SOME_NODE),
     st.tuples(st.just("versions"), SOME_NODE, st.sampled_from([7, 9, 12])),
     st.tuples(st.just("tick"), st.just(31_000)),  # past request.timeout.ms
+    st.tuples(st.just("refresh")),
 )
 BY_KIND = {
     "send": SEND,
@@ -271,11 +277,15 @@ BY_KIND = {
     "ready": READY,
     "tick": st.tuples(st.just("tick"), st.sampled_from([1, 300])),
     "poll": st.tuples(st.just("poll"), st.sampled_from([0, 100, 60_000])),
+    "poll_ready": st.tuples(st.just("poll_ready")),
     "disrupt": DISRUPT,
 }
 # mostly sends and answers (one_of would weigh each kind alike)
 OPS = st.sampled_from(
-    ["send"] * 6 + ["answer"] * 5 + ["ready"] * 2 + ["tick", "tick", "poll", "disrupt"]
+    ["send"] * 6
+    + ["answer"] * 5
+    + ["ready"] * 2
+    + ["tick", "tick", "poll", "poll_ready", "disrupt"]
 ).flatmap(BY_KIND.__getitem__)
 WARM_UP = [("ready", 0, True), ("ready", 1, True)]
 
@@ -289,15 +299,8 @@ def play(ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
 
 def _with(c: bool, ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
     """The script's transcript with the C paths (``c``) or with the Python ones alone."""
-    names = ("complete_receives", "write_request", "can_send")
-    saved = [getattr(client_module, name) for name in names]
-    for name in names:
-        setattr(client_module, name, getattr(_client, name) if c else None)
-    try:
+    with c_paths(c):
         return play(ops, max_in_flight)
-    finally:
-        for name, value in zip(names, saved, strict=True):
-            setattr(client_module, name, value)
 
 
 @needs_c
