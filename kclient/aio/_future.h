@@ -52,6 +52,7 @@ PyObject *aio_settle_ok(PyObject *module, PyObject *const *args, Py_ssize_t narg
 PyObject *aio_settle_error(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_run_callbacks(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *aio_dispatch(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* _watch.c */
 int kaio_watch_init(void);

@@ -67,6 +67,11 @@ def settle_one(
     pending: list[Any],
 ) -> None: ...
 def run_callbacks(pending: list[Any], loop: asyncio.AbstractEventLoop, direct: bool) -> None: ...
+def dispatch(
+    pending: list[Any],
+    loop: asyncio.AbstractEventLoop,
+    current_task: Callable[[asyncio.AbstractEventLoop], object],
+) -> None: ...
 
 class AioSend:
     """``AIOKafkaProducer.send``'s common case in C; ``general`` for the rest."""

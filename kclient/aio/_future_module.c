@@ -91,6 +91,7 @@ static PyMethodDef module_methods[] = {
     {"settle_error", (PyCFunction)(void (*)(void))aio_settle_error, METH_FASTCALL, NULL},
     {"settle_one", (PyCFunction)(void (*)(void))aio_settle_one, METH_FASTCALL, NULL},
     {"run_callbacks", (PyCFunction)(void (*)(void))aio_run_callbacks, METH_FASTCALL, NULL},
+    {"dispatch", (PyCFunction)(void (*)(void))aio_dispatch, METH_FASTCALL, NULL},
     {"new_group", (PyCFunction)(void (*)(void))aio_new_group, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };

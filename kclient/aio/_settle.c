@@ -342,23 +342,10 @@ report(PyObject *loop, PyObject *fn, PyObject *future)
     return 0;
 }
 
-/* run_callbacks(pending, loop, direct): pending is (future, fn, ctx) flat. direct: call
- * each fn(future) now in ctx (not inside a running Task); else loop.call_soon each. A
- * KeyboardInterrupt or SystemExit stops the pass: the callbacks left go to call_soon. */
-PyObject *
-aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+/* The pass over `taken` (the callbacks taken off pending): see run_callbacks. */
+static PyObject *
+run_taken(PyObject *pending, PyObject *loop, int direct)
 {
-    if (nargs != 3 || check_pending(args[0]) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "run_callbacks(pending, loop, direct)");
-        }
-        return NULL;
-    }
-    PyObject *pending = args[0], *loop = args[1];
-    int direct = PyObject_IsTrue(args[2]);
-    if (direct < 0) {
-        return NULL;
-    }
     Py_ssize_t n = PyList_GET_SIZE(pending);
     for (Py_ssize_t i = 0; i + 2 < n; i += 3) {
         PyObject *future = Py_NewRef(PyList_GET_ITEM(pending, i));
@@ -404,3 +391,70 @@ aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* Take every item off `pending` (which callbacks may fill again meanwhile): a new list. */
+static PyObject *
+take_all(PyObject *pending)
+{
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    PyObject *taken = PyList_GetSlice(pending, 0, n);
+    if (taken != NULL && PyList_SetSlice(pending, 0, n, NULL) < 0) {
+        Py_CLEAR(taken);
+    }
+    return taken;
+}
+
+/* run_callbacks(pending, loop, direct): pending is (future, fn, ctx) flat; its items are
+ * taken off it first (emptied: callbacks settling more futures fill it for the next
+ * pass). direct: call each fn(future) now in ctx (not inside a running Task); else
+ * loop.call_soon each. A KeyboardInterrupt or SystemExit stops the pass: the callbacks left
+ * go to call_soon. */
+PyObject *
+aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || check_pending(args[0]) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "run_callbacks(pending, loop, direct)");
+        }
+        return NULL;
+    }
+    int direct = PyObject_IsTrue(args[2]);
+    if (direct < 0) {
+        return NULL;
+    }
+    PyObject *taken = take_all(args[0]);
+    if (taken == NULL) {
+        return NULL;
+    }
+    PyObject *done = run_taken(taken, args[1], direct);
+    Py_DECREF(taken);
+    return done;
+}
+
+/* dispatch(pending, loop, current_task): BatchCompletions.dispatch without its frame: when
+ * pending is not empty, run_callbacks(pending, loop, current_task(loop) is None). */
+PyObject *
+aio_dispatch(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || check_pending(args[0]) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "dispatch(pending, loop, current_task)");
+        }
+        return NULL;
+    }
+    if (PyList_GET_SIZE(args[0]) == 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *task = PyObject_CallOneArg(args[2], args[1]);
+    if (task == NULL) {
+        return NULL;
+    }
+    int direct = task == Py_None;
+    Py_DECREF(task);
+    PyObject *taken = take_all(args[0]);
+    if (taken == NULL) {
+        return NULL;
+    }
+    PyObject *done = run_taken(taken, args[1], direct);
+    Py_DECREF(taken);
+    return done;
+}

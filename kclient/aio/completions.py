@@ -130,14 +130,18 @@ class BatchCompletions:
         """Per batch: (future, offset delta, timestamp ms, key size, value size) per record,
         flat (no tuple per record: less for the garbage collector to walk)."""
         self.pending: list[Any] = []
-        """(future, callback, context) flat: callbacks of settled futures not run yet."""
+        """(future, callback, context) flat: callbacks of settled futures not run yet. Always
+        this list (the driver holds it too: ``LoopSender.pending``), emptied as it is run."""
         self.track: Callable[[FutureRecordMetadata], Any]
         """The ``Ready`` of a new future for ``record`` (just queued by ``send``)."""
         self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
         self._new_group_call: Callable[[FutureRecordMetadata], Any] = self._new_group
+        self.after_step: Callable[[], None] = self.dispatch
+        """``dispatch`` (in C with the extension: no Python frame)."""
         if NATIVE:  # a batch's group made (new_group) and settled (BatchWatch) in C
             self._new_group_call = functools.partial(_native.new_group, self)
             self.track = functools.partial(_native.track, self._groups, loop, self._new_group_call)
+            self.after_step = functools.partial(_native.dispatch, self.pending, loop, _current_task)
         else:
             self.track = self._track
             if type(loop).create_future is asyncio.BaseEventLoop.create_future:
@@ -187,14 +191,12 @@ class BatchCompletions:
         running Task (then ``call_soon``). The driver calls it after each step."""
         pending = self.pending
         if pending:
-            self.pending = []
             loop = self._loop
             _native.run_callbacks(pending, loop, _current_task(loop) is None)
 
     def _settled(self) -> None:
         if self.pending and not self._in_step():  # not in a Sender step: the loop's way
-            pending, self.pending = self.pending, []
-            _native.run_callbacks(pending, self._loop, False)
+            _native.run_callbacks(self.pending, self._loop, False)
 
     def _settle_failed(self, result: ProduceResult, error: BaseException) -> None:
         """The C ``BatchWatch`` could not settle ``result``'s group (a bug): logged, as

@@ -75,6 +75,8 @@ class AIOKafkaProducer:
         """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
         self._completions: BatchCompletions | None = None
         """The futures of ``send``, settled once per batch (the Sender on the loop)."""
+        self._run_now: Callable[[], None] | None = None
+        """The driver's ``run_now`` (the Sender on the loop)."""
         self._fast: tuple[Any, ...] | None = None
         """(producer, track's arguments) while ``send`` may take its C path (``AioSend``):
         started, the Sender on the loop, not stopped."""
@@ -97,7 +99,10 @@ class AIOKafkaProducer:
             completions = self._completions = BatchCompletions(
                 self._loop, functools.partial(getattr, driver, "running")
             )
-            driver.after_step = completions.dispatch if NATIVE else driver.after_step
+            if NATIVE:  # the callbacks of settled futures run after the driver's step
+                driver.pending = completions.pending
+                driver.after_step = completions.after_step
+            self._run_now = driver.run_now
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
@@ -320,9 +325,9 @@ class AIOKafkaProducer:
     ) -> RecordMetadata:
         """``await (await send(...))``."""
         future = await self.send(topic, value, key, partition, timestamp_ms, headers)
-        producer = self._producer
-        if isinstance(producer, LoopProducer):
-            producer.driver.run_now()  # the record goes out now, not after a loop iteration
+        run_now = self._run_now
+        if run_now is not None:  # the Sender on the loop
+            run_now()  # the record goes out now, not after a loop iteration
         return await future
 
     def create_batch(self) -> BatchBuilder:
