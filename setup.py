@@ -72,7 +72,12 @@ setup(
                 "kclient/aio/_watch.c",
                 "kclient/aio/_future_module.c",
             ],
-            depends=["kclient/aio/_future.h", "kclient/_fallback_method.h"],
+            depends=[
+                "kclient/aio/_future.h",
+                "kclient/_fallback_method.h",
+                "kclient/_pycall.h",
+                "kclient/_slots.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -29,8 +29,9 @@
 PyObject *kaio_CancelledError, *kaio_InvalidStateError;
 PyTypeObject *kaio_RecordMetadataType;
 PyObject *kaio_str_call_soon, *kaio_str_call_exception_handler, *kaio_str_context;
-PyObject *kaio_str_produce_result, *kaio_str_offset_delta, *kaio_str_timestamp_ms,
-    *kaio_str_key_size, *kaio_str_value_size;
+PyTypeObject *kaio_RecordType, *kaio_ResultType;
+Py_ssize_t kaio_record_slots[R_COUNT], kaio_result_slots[P_COUNT];
+PyObject *kaio_record_names[R_COUNT], *kaio_result_names[P_COUNT];
 PyObject *kaio_kwnames_context;
 
 static void

@@ -45,6 +45,24 @@ class Ready(Generic[_T]):
     def throw(self, error: Any, value: Any = None, tb: Any = None) -> None: ...
     def close(self) -> None: ...
 
+class Tracker:
+    """``BatchCompletions.track`` in C: ``tracker(record)`` is the ``Ready`` of its future."""
+
+    def __init__(
+        self,
+        completions: Any,
+        groups: dict[ProduceResult, list[Any]],
+        loop: asyncio.AbstractEventLoop,
+        pending: list[Any],
+        in_step: Callable[[], bool],
+    ) -> None: ...
+    def __call__(self, record: FutureRecordMetadata) -> Ready[RecordFuture]: ...
+
+class BatchWatch:
+    def __init__(self, tracker: Tracker, result: ProduceResult) -> None: ...
+    def _notify(self) -> None: ...
+    def _watch(self) -> None: ...
+
 def track(
     groups: dict[ProduceResult, list[Any]],
     loop: asyncio.AbstractEventLoop,

@@ -109,34 +109,11 @@ PyTypeObject kaio_ReadyType = {
 
 /* ---- tracking and settling a batch's records ------------------------------------------ */
 
-/* track(groups, loop, new_group, record) -> Ready(future): a new future for record (just
- * queued), its row (future, offset delta, timestamp ms, key size, value size) appended to
- * groups[record._produce_result] (a flat list); new_group(record) answers instead when there is no
- * group for that batch yet. */
+/* A new future for record (just queued), its row (future, offset delta, timestamp ms, key
+ * size, value size) appended to rows (its batch's group, flat): Ready(future). */
 PyObject *
-aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "track(groups, loop, new_group, record)");
-        return NULL;
-    }
-    PyObject *groups = args[0], *loop = args[1], *record = args[3];
-    if (!PyDict_Check(groups)) {
-        PyErr_SetString(PyExc_TypeError, "track(): groups must be a dict");
-        return NULL;
-    }
-    PyObject *result = PyObject_GetAttr(record, kaio_str_produce_result);
-    if (result == NULL) {
-        return NULL;
-    }
-    PyObject *rows = PyDict_GetItemWithError(groups, result);
-    Py_DECREF(result);
-    if (rows == NULL) {
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        return PyObject_CallOneArg(args[2], record);
-    }
     if (!PyList_Check(rows)) {
         PyErr_SetString(PyExc_TypeError, "track(): a group must be a list");
         return NULL;
@@ -145,11 +122,10 @@ aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (future == NULL) {
         return NULL;
     }
-    PyObject *names[4] = {kaio_str_offset_delta, kaio_str_timestamp_ms, kaio_str_key_size, kaio_str_value_size};
     PyObject *row[5] = {future, NULL, NULL, NULL, NULL};
     int rc = 0;
     for (int i = 0; i < 4 && rc == 0; i++) {
-        row[i + 1] = PyObject_GetAttr(record, names[i]);
+        row[i + 1] = kaio_record_attr(record, R_OFFSET_DELTA + i);
         rc = row[i + 1] == NULL ? -1 : 0;
     }
     /* flat, no tuple per record: one object fewer for the garbage collector to walk */
@@ -165,6 +141,40 @@ aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *ready = ready_create(future);
     Py_DECREF(future);
+    return ready;
+}
+
+/* track(groups, loop, new_group, record) -> Ready(future): a new future for record, its row
+ * appended to groups[record._produce_result]; new_group(record) answers instead when there
+ * is no group for that batch yet. (Tracker is this with the group made in C; this form
+ * runs completions.py's _new_group: the tests compare the two.) */
+PyObject *
+aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "track(groups, loop, new_group, record)");
+        return NULL;
+    }
+    PyObject *groups = args[0], *loop = args[1], *record = args[3];
+    if (!PyDict_Check(groups)) {
+        PyErr_SetString(PyExc_TypeError, "track(): groups must be a dict");
+        return NULL;
+    }
+    PyObject *result = kaio_record_attr(record, R_PRODUCE_RESULT);
+    if (result == NULL) {
+        return NULL;
+    }
+    PyObject *rows = PyDict_GetItemWithError(groups, result);
+    Py_DECREF(result);
+    if (rows == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        return PyObject_CallOneArg(args[2], record);
+    }
+    Py_INCREF(rows);
+    PyObject *ready = kaio_track_row(rows, loop, record);
+    Py_DECREF(rows);
     return ready;
 }
 

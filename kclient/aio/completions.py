@@ -135,12 +135,10 @@ class BatchCompletions:
         self.track: Callable[[FutureRecordMetadata], Any]
         """The ``Ready`` of a new future for ``record`` (just queued by ``send``)."""
         self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
-        self._new_group_call: Callable[[FutureRecordMetadata], Any] = self._new_group
         self.after_step: Callable[[], None] = self.dispatch
         """``dispatch`` (in C with the extension: no Python frame)."""
-        if NATIVE:  # a batch's group made (new_group) and settled (BatchWatch) in C
-            self._new_group_call = functools.partial(_native.new_group, self)
-            self.track = functools.partial(_native.track, self._groups, loop, self._new_group_call)
+        if NATIVE:  # a batch's group made (Tracker) and settled (BatchWatch) in C
+            self.track = _native.Tracker(self, self._groups, loop, self.pending, in_step)
             self.after_step = functools.partial(_native.dispatch, self.pending, loop, _current_task)
         else:
             self.track = self._track
@@ -148,13 +146,9 @@ class BatchCompletions:
                 # what it does, without its Python frame
                 self._create_future = functools.partial(asyncio.Future, loop=loop)
 
-    def track_args(self) -> tuple[Any, ...]:
-        """``track``'s first three arguments (for ``AioSend``, the C ``send``)."""
-        return (self._groups, self._loop, self._new_group_call)
-
     def _new_group(self, record: FutureRecordMetadata) -> Any:
         """``track`` of the first record of a batch: the batch gets a group, watched. (The
-        reference of the C ``new_group``, which calls this for a batch already done.)"""
+        reference of the C ``Tracker``, which calls this for a batch already done.)"""
         result = record._produce_result
         if result.done or result.superseded:  # not expected: completions come later
             future = _native.RecordFuture(self._loop)

@@ -78,8 +78,8 @@ class AIOKafkaProducer:
         self._run_now: Callable[[], None] | None = None
         """The driver's ``run_now`` (the Sender on the loop)."""
         self._fast: tuple[Any, ...] | None = None
-        """(producer, track's arguments) while ``send`` may take its C path (``AioSend``):
-        started, the Sender on the loop, not stopped."""
+        """(producer, its completions' ``track``) while ``send`` may take its C path
+        (``AioSend``): started, the Sender on the loop, not stopped."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -131,7 +131,7 @@ class AIOKafkaProducer:
                 await self.stop()
                 raise
         if self._completions is not None and not self._stopped:
-            self._fast = (producer, *self._completions.track_args())
+            self._fast = (producer, self._completions.track)
 
     async def stop(self) -> None:
         """Abort a transaction left open, deliver what was sent (or fail it at
