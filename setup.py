@@ -70,6 +70,7 @@ setup(
                 "kclient/aio/_future.c",
                 "kclient/aio/_settle.c",
                 "kclient/aio/_watch.c",
+                "kclient/aio/_driver.c",
                 "kclient/aio/_future_module.c",
             ],
             depends=[

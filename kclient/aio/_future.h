@@ -63,7 +63,8 @@ typedef struct {
     unsigned char log_tb;   /* an exception nobody retrieved yet */
 } FutureObject;
 
-extern PyTypeObject kaio_FutureType, kaio_ReadyType, kaio_WatchType, kaio_TrackerType;
+extern PyTypeObject kaio_FutureType, kaio_ReadyType, kaio_WatchType, kaio_TrackerType,
+    kaio_DriverType;
 
 #define Future_Check(op) PyObject_TypeCheck(op, &kaio_FutureType)
 
@@ -82,6 +83,9 @@ PyObject *aio_settle_error(PyObject *module, PyObject *const *args, Py_ssize_t n
 PyObject *aio_settle_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_run_callbacks(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_dispatch(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* _driver.c */
+int kaio_driver_init(void);
 
 /* _watch.c */
 int kaio_watch_init(void);

@@ -179,7 +179,7 @@ PyInit__future(void)
         Py_DECREF(future);
         if (kaio_CancelledError == NULL || kaio_InvalidStateError == NULL || kaio_RecordMetadataType == NULL ||
             kaio_RecordType == NULL || kaio_ResultType == NULL || intern_all() < 0 ||
-            kaio_watch_init() < 0 || find_slots() < 0) {
+            kaio_watch_init() < 0 || kaio_driver_init() < 0 || find_slots() < 0) {
             return NULL;
         }
         if (!PyType_Check(kaio_RecordMetadataType) ||
@@ -196,7 +196,8 @@ PyInit__future(void)
         PyModule_AddObjectRef(module, "Ready", (PyObject *)&kaio_ReadyType) < 0 ||
         PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0 ||
         PyModule_AddObjectRef(module, "BatchWatch", (PyObject *)&kaio_WatchType) < 0 ||
-        PyModule_AddObjectRef(module, "Tracker", (PyObject *)&kaio_TrackerType) < 0) {
+        PyModule_AddObjectRef(module, "Tracker", (PyObject *)&kaio_TrackerType) < 0 ||
+        PyModule_AddObjectRef(module, "LoopDriver", (PyObject *)&kaio_DriverType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

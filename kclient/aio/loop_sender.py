@@ -24,9 +24,10 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient import producer as producer_module
+from kclient.aio.completions import NATIVE, _native
 from kclient.aio.loop_selector import LoopSelector
 from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
@@ -50,8 +51,9 @@ class LoopClient(KafkaClient, Protocol):
     on_ready: Callable[[], None]
 
 
-class LoopSender:
-    """Runs ``sender.run_once`` on ``loop`` when there is something to do."""
+class PyLoopSender:
+    """Runs ``sender.run_once`` on ``loop`` when there is something to do. (The reference
+    of ``CLoopSender``, whose hot methods are C: ``LoopDriver``, ``_driver.c``.)"""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -215,6 +217,19 @@ class LoopSender:
         self._turns = []
 
 
+LoopSender: type[PyLoopSender] = PyLoopSender
+"""``CLoopSender`` with the C extension (unless ``KCLIENT_PURE_PYTHON``), else the Python."""
+if TYPE_CHECKING:
+    CLoopSender = PyLoopSender
+elif NATIVE:
+
+    class CLoopSender(_native.LoopDriver, PyLoopSender):
+        """``PyLoopSender`` with ``schedule``, ``run_now``, ``run``, ``on_ready`` and
+        ``_after_step`` in C, on the same state (the C type's members)."""
+
+    LoopSender = CLoopSender
+
+
 class LoopProducer(KafkaProducer):
     """``KafkaProducer`` whose Sender runs on ``loop`` (see the module docstring)."""
 
@@ -224,7 +239,8 @@ class LoopProducer(KafkaProducer):
         loop: asyncio.AbstractEventLoop,
         kafka_client: LoopClient | None = None,
     ) -> None:
-        driver = self.driver = LoopSender(loop)
+        driver: PyLoopSender = LoopSender(loop)
+        self.driver = driver
         self.resolver: LoopResolver | None = None
         client: KafkaClient
         if kafka_client is None:
