@@ -71,6 +71,7 @@ setup(
                 "kclient/aio/_settle.c",
                 "kclient/aio/_watch.c",
                 "kclient/aio/_driver.c",
+                "kclient/aio/_send_wait.c",
                 "kclient/aio/_future_module.c",
             ],
             depends=[

@@ -76,6 +76,7 @@ PyObject *stop_iteration(PyObject *value);
 
 /* _settle.c */
 PyObject *ready_create(PyObject *value);
+PyObject *ready_value(PyObject *ready); /* borrowed: a Ready's value */
 PyObject *aio_track(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record);
 PyObject *aio_settle_ok(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
@@ -86,6 +87,10 @@ PyObject *aio_dispatch(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 
 /* _driver.c */
 int kaio_driver_init(void);
+
+/* _send_wait.c */
+extern PyTypeObject kaio_SendAndWaitType;
+int kaio_send_wait_init(void);
 
 /* _watch.c */
 int kaio_watch_init(void);

@@ -12,7 +12,8 @@
 /* ---- AioSend: AIOKafkaProducer.send without a Python frame -------------------------------- */
 
 /* send = AioSend(general): a method descriptor. On the class it is `general` (the Python
- * send: signature, docstring). Called on a producer whose `_fast` is (producer, tracker) —
+ * send: signature, docstring). Called on a producer whose `_fast` is (producer, tracker,
+ * run_now) —
  * started, its Sender on the loop, not stopped — it hands the record to the producer's
  * `_fast_send.send_open` (KafkaProducer.send's common case, _send.c) and returns
  * tracker(record); anything else (no `_fast`, no `_fast_send`,
@@ -33,7 +34,7 @@ aio_send_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObje
     if (fast == NULL) {
         return NULL;
     }
-    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 2 ||
+    if (!PyTuple_CheckExact(fast) || PyTuple_GET_SIZE(fast) != 3 ||
         Py_TYPE(PyTuple_GET_ITEM(fast, 1)) != &kaio_TrackerType) {
         Py_DECREF(fast);
         goto general;
@@ -179,7 +180,8 @@ PyInit__future(void)
         Py_DECREF(future);
         if (kaio_CancelledError == NULL || kaio_InvalidStateError == NULL || kaio_RecordMetadataType == NULL ||
             kaio_RecordType == NULL || kaio_ResultType == NULL || intern_all() < 0 ||
-            kaio_watch_init() < 0 || kaio_driver_init() < 0 || find_slots() < 0) {
+            kaio_watch_init() < 0 || kaio_driver_init() < 0 || kaio_send_wait_init() < 0 ||
+            find_slots() < 0) {
             return NULL;
         }
         if (!PyType_Check(kaio_RecordMetadataType) ||
@@ -197,7 +199,8 @@ PyInit__future(void)
         PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0 ||
         PyModule_AddObjectRef(module, "BatchWatch", (PyObject *)&kaio_WatchType) < 0 ||
         PyModule_AddObjectRef(module, "Tracker", (PyObject *)&kaio_TrackerType) < 0 ||
-        PyModule_AddObjectRef(module, "LoopDriver", (PyObject *)&kaio_DriverType) < 0) {
+        PyModule_AddObjectRef(module, "LoopDriver", (PyObject *)&kaio_DriverType) < 0 ||
+        PyModule_AddObjectRef(module, "AioSendAndWait", (PyObject *)&kaio_SendAndWaitType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

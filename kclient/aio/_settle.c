@@ -24,6 +24,12 @@ ready_create(PyObject *value)
     return (PyObject *)self;
 }
 
+PyObject *
+ready_value(PyObject *ready)
+{
+    return ((ReadyObject *)ready)->value;
+}
+
 static PyObject *
 Ready_new(PyTypeObject *Py_UNUSED(type), PyObject *args, PyObject *kwds)
 {

@@ -61,8 +61,9 @@ if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
     _native = None
 
 NATIVE = _native is not None
-AioSend: Any = _native.AioSend if NATIVE else None
 """Whether ``send``'s futures are ``RecordFuture``\\ s (the C extension), not asyncio's."""
+AioSend: Any = _native.AioSend if NATIVE else None
+AioSendAndWait: Any = _native.AioSendAndWait if NATIVE else None
 
 log = logging.getLogger(__name__)
 _new_metadata = tuple.__new__

@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
-from kclient.aio.completions import NATIVE, AioSend, BatchCompletions, Future
+from kclient.aio.completions import NATIVE, AioSend, AioSendAndWait, BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.threaded import ThreadCompletions
@@ -78,8 +78,9 @@ class AIOKafkaProducer:
         self._run_now: Callable[[], None] | None = None
         """The driver's ``run_now`` (the Sender on the loop)."""
         self._fast: tuple[Any, ...] | None = None
-        """(producer, its completions' ``track``) while ``send`` may take its C path
-        (``AioSend``): started, the Sender on the loop, not stopped."""
+        """(producer, its completions' ``track``, the driver's ``run_now``) while ``send`` and
+        ``send_and_wait`` may take their C path (``AioSend``, ``AioSendAndWait``): started,
+        the Sender on the loop, not stopped."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -131,7 +132,7 @@ class AIOKafkaProducer:
                 await self.stop()
                 raise
         if self._completions is not None and not self._stopped:
-            self._fast = (producer, self._completions.track)
+            self._fast = (producer, self._completions.track, self._run_now)
 
     async def stop(self) -> None:
         """Abort a transaction left open, deliver what was sent (or fail it at
@@ -521,5 +522,8 @@ class AIOKafkaProducer:
         return f"<kclient.aio.AIOKafkaProducer {state}>"
 
 
-if NATIVE:  # the common case of send without its Python frame (``_future.c``)
+if NATIVE:  # the common case of send(_and_wait) without a Python frame (``_future.c``)
     AIOKafkaProducer.send = AioSend(AIOKafkaProducer.send)  # type: ignore[method-assign]
+    AIOKafkaProducer.send_and_wait = AioSendAndWait(  # type: ignore[method-assign]
+        AIOKafkaProducer.send_and_wait
+    )
