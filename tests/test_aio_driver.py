@@ -66,9 +66,10 @@ class Sender:
 
     def __init__(self, log: list[object], timeouts: list[object]) -> None:
         self.log, self.timeouts = log, timeouts
+        self.in_step: Any = None
 
     def run_once(self) -> object:
-        self.log.append("run_once")
+        self.log.append(("run_once", self.in_step()))
         timeout = self.timeouts.pop(0) if self.timeouts else 7
         if isinstance(timeout, Exception):
             raise timeout
@@ -104,6 +105,7 @@ def drive(
     loop = Loop(log)
     driver = cls(loop)
     driver.sender = Sender(log, list(timeouts))
+    driver.sender.in_step = driver.is_running
     if selector:
         driver.selector = Selector()
     driver.on_failure = lambda exc: log.append(("on_failure", repr(exc)))

@@ -342,7 +342,14 @@ driver_dealloc(DriverObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+static PyObject *
+driver_is_running(DriverObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->running);
+}
+
 static PyMethodDef driver_methods[] = {
+    {"is_running", (PyCFunction)driver_is_running, METH_NOARGS, "Whether a step is running."},
     {"schedule", (PyCFunction)driver_schedule, METH_NOARGS, "Run a step soon."},
     {"run_now", (PyCFunction)driver_run_now, METH_NOARGS, "Run a step now instead of soon."},
     {"run", (PyCFunction)driver_run, METH_NOARGS, "One Sender.run_once, then the timer."},

@@ -127,6 +127,10 @@ class PyLoopSender:
         if self._steps == steps and not self.stopped:
             self.schedule()  # the full step (unless a resumed task ran one)
 
+    def is_running(self) -> bool:
+        """Whether a step is running (``BatchCompletions``' ``in_step``)."""
+        return self.running
+
     def _scheduled_run(self) -> None:
         self.scheduled = False
         if not self.running and not self.stopped:

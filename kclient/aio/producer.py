@@ -24,7 +24,6 @@ Thread contract: call every method from the event loop that ran ``start()``. Aft
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -97,9 +96,7 @@ class AIOKafkaProducer:
             producer = LoopProducer(settings, self._loop, client)
             self._on_loop = True
             driver = producer.driver
-            completions = self._completions = BatchCompletions(
-                self._loop, functools.partial(getattr, driver, "running")
-            )
+            completions = self._completions = BatchCompletions(self._loop, driver.is_running)
             if NATIVE:  # the callbacks of settled futures run after the driver's step
                 driver.pending = completions.pending
                 driver.after_step = completions.after_step
