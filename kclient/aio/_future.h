@@ -78,7 +78,7 @@ PyObject *stop_iteration(PyObject *value);
 PyObject *ready_create(PyObject *value);
 PyObject *ready_value(PyObject *ready); /* borrowed: a Ready's value */
 PyObject *aio_track(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
-PyObject *kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record);
+PyObject *kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record, int ready);
 PyObject *aio_settle_ok(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_error(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
@@ -94,6 +94,6 @@ int kaio_send_wait_init(void);
 
 /* _watch.c */
 int kaio_watch_init(void);
-PyObject *kaio_tracker_track(PyObject *tracker, PyObject *record);
+PyObject *kaio_tracker_track(PyObject *tracker, PyObject *record, int ready);
 
 #endif

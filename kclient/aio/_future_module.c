@@ -63,7 +63,7 @@ aio_send_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObje
         Py_DECREF(fast);
         goto general;
     }
-    PyObject *ready = kaio_tracker_track(PyTuple_GET_ITEM(fast, 1), record);
+    PyObject *ready = kaio_tracker_track(PyTuple_GET_ITEM(fast, 1), record, 1);
     Py_DECREF(record);
     Py_DECREF(fast);
     return ready;

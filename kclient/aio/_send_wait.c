@@ -8,7 +8,7 @@
  * object (await, send, throw, close; asyncio takes it as a coroutine) that does nothing
  * until first resumed, as a coroutine. Then, if the producer's `_fast` is (producer,
  * tracker, run_now) and its `_fast_send.send_open(...)` queues the record (AioSend's common
- * case), it takes the record's future from tracker(record), calls run_now() and awaits the
+ * case), it takes the record's future from the tracker, calls run_now() and awaits the
  * future: its result is the coroutine's. Otherwise it runs general(...) (the Python
  * coroutine) and passes everything through to it.
  *
@@ -87,21 +87,20 @@ start(SendWaitObject *self)
         self->state = DELEGATING;
         return 0;
     }
-    PyObject *ready = kaio_tracker_track(PyTuple_GET_ITEM(fast, 1), record);
+    PyObject *future = kaio_tracker_track(PyTuple_GET_ITEM(fast, 1), record, 0);
     Py_DECREF(record);
-    if (ready == NULL) {
+    if (future == NULL) {
         Py_DECREF(fast);
         return -1;
     }
-    if (Py_TYPE(ready) != &kaio_ReadyType || !Future_Check(ready_value(ready))) {
-        Py_DECREF(ready);
+    if (!Future_Check(future)) {
+        Py_DECREF(future);
         Py_DECREF(fast);
-        PyErr_SetString(PyExc_TypeError, "send_and_wait: track() must give Ready(RecordFuture)");
+        PyErr_SetString(PyExc_TypeError, "send_and_wait: track() must give a RecordFuture");
         return -1;
     }
-    self->waiting = Py_NewRef(ready_value(ready));
+    self->waiting = future;
     self->state = WAITING;
-    Py_DECREF(ready);
     PyObject *run_now = PyTuple_GET_ITEM(fast, 2);
     int rc = run_now == Py_None ? 0 : done(PyObject_CallNoArgs(run_now));
     Py_DECREF(fast);

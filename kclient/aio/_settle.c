@@ -116,9 +116,10 @@ PyTypeObject kaio_ReadyType = {
 /* ---- tracking and settling a batch's records ------------------------------------------ */
 
 /* A new future for record (just queued), its row (future, offset delta, timestamp ms, key
- * size, value size) appended to rows (its batch's group, flat): Ready(future). */
+ * size, value size) appended to rows (its batch's group, flat): Ready(future), or the
+ * future itself when `ready` is 0. */
 PyObject *
-kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record)
+kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record, int ready)
 {
     if (!PyList_Check(rows)) {
         PyErr_SetString(PyExc_TypeError, "track(): a group must be a list");
@@ -145,9 +146,12 @@ kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record)
         Py_DECREF(future);
         return NULL;
     }
-    PyObject *ready = ready_create(future);
+    if (!ready) {
+        return future;
+    }
+    PyObject *awaitable = ready_create(future);
     Py_DECREF(future);
-    return ready;
+    return awaitable;
 }
 
 /* track(groups, loop, new_group, record) -> Ready(future): a new future for record, its row
@@ -179,7 +183,7 @@ aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         return PyObject_CallOneArg(args[2], record);
     }
     Py_INCREF(rows);
-    PyObject *ready = kaio_track_row(rows, loop, record);
+    PyObject *ready = kaio_track_row(rows, loop, record, 1);
     Py_DECREF(rows);
     return ready;
 }

@@ -289,7 +289,7 @@ tracker_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwn
         PyErr_SetString(PyExc_TypeError, "track(record)");
         return NULL;
     }
-    return kaio_tracker_track(self, args[0]);
+    return kaio_tracker_track(self, args[0], 1);
 }
 
 static PyObject *
@@ -351,9 +351,10 @@ new_group(TrackerObject *self, PyObject *result)
     return rows;
 }
 
-/* tracker(record) -> Ready(future): BatchCompletions.track. */
+/* tracker(record) -> Ready(future): BatchCompletions.track. With `ready` 0, the future
+ * itself (send_and_wait's: it awaits it at once). */
 PyObject *
-kaio_tracker_track(PyObject *tracker, PyObject *record)
+kaio_tracker_track(PyObject *tracker, PyObject *record, int ready)
 {
     TrackerObject *self = (TrackerObject *)tracker;
     PyObject *result = kaio_record_attr(record, R_PRODUCE_RESULT);
@@ -372,11 +373,22 @@ kaio_tracker_track(PyObject *tracker, PyObject *record)
         if (PyErr_Occurred()) {
             return NULL;
         }
-        return PyObject_CallMethodOneArg(self->completions, str_new_group, record);
+        PyObject *made = PyObject_CallMethodOneArg(self->completions, str_new_group, record);
+        if (made == NULL || ready) {
+            return made;
+        }
+        if (Py_TYPE(made) != &kaio_ReadyType) {
+            Py_DECREF(made);
+            PyErr_SetString(PyExc_TypeError, "completions._new_group must give a Ready");
+            return NULL;
+        }
+        PyObject *future = Py_NewRef(ready_value(made));
+        Py_DECREF(made);
+        return future;
     }
-    PyObject *ready = kaio_track_row(rows, self->loop, record);
+    PyObject *made = kaio_track_row(rows, self->loop, record, ready);
     Py_DECREF(rows);
-    return ready;
+    return made;
 }
 
 PyTypeObject kaio_TrackerType = {
