@@ -19,7 +19,8 @@
  * Ready is what send() returns: an awaitable (and, to asyncio.create_task, a coroutine)
  * whose await gives its value at once, with no frame. AioSend is AIOKafkaProducer.send's
  * common case (the record queued by KafkaProducer's C send_open, then tracked) without a
- * Python frame.
+ * Python frame; AioSendAndWait (_send_wait.c) is send_and_wait's, and LoopDriver
+ * (_driver.c) the hot methods of the Sender's driver on the loop.
  *
  * kclient/aio/completions.py is the code that calls these; its pure-Python path (asyncio
  * futures, KCLIENT_PURE_PYTHON=1) is the reference. Threads: the event loop's, GIL held.
