@@ -171,3 +171,21 @@ def test_a_call_never_awaited_is_warned_about(how: str) -> None:
 
     [message] = run(main())
     assert "send_and_wait' was never awaited" in message
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_a_subclass_s_own_send_is_what_send_and_wait_calls(how: str) -> None:
+    sent: list[object] = []
+
+    class Counting(AIOKafkaProducer):
+        def send(self, topic: str, value: Any = None, *args: Any, **kwargs: Any) -> Any:
+            sent.append(value)
+            return super().send(topic, value, *args, **kwargs)
+
+    async def main() -> list[int]:
+        async with Counting(bootstrap_servers="127.0.0.1:1", kafka_client=LoopMockClient()) as p:
+            saw = send_and_wait(p, how)
+            return [(await saw("t", b"%d" % i)).offset for i in range(3)]
+
+    assert run(main()) == [0, 1, 2]
+    assert sent == [b"0", b"1", b"2"]

@@ -88,8 +88,8 @@ PyObject *aio_dispatch(PyObject *module, PyObject *const *args, Py_ssize_t nargs
 /* _driver.c */
 int kaio_driver_init(void);
 
-/* _send_wait.c */
-extern PyTypeObject kaio_SendAndWaitType;
+/* _send_wait.c (and _future_module.c's AioSend) */
+extern PyTypeObject kaio_SendAndWaitType, kaio_AioSendType;
 int kaio_send_wait_init(void);
 
 /* _watch.c */

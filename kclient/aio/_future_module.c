@@ -79,7 +79,7 @@ aio_send_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 
 static PyGetSetDef aio_send_getset[] = {FALLBACK_GETSET};
 
-static PyTypeObject AioSendType = {
+PyTypeObject kaio_AioSendType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.AioSend",
     .tp_basicsize = sizeof(FallbackMethod),
     FALLBACK_SLOTS,
@@ -159,7 +159,7 @@ PyMODINIT_FUNC
 PyInit__future(void)
 {
     if (PyType_Ready(&kaio_FutureType) < 0 || PyType_Ready(&kaio_ReadyType) < 0 ||
-        PyType_Ready(&AioSendType) < 0) {
+        PyType_Ready(&kaio_AioSendType) < 0) {
         return NULL;
     }
     if (kaio_CancelledError == NULL) {
@@ -196,7 +196,7 @@ PyInit__future(void)
     }
     if (PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&kaio_FutureType) < 0 ||
         PyModule_AddObjectRef(module, "Ready", (PyObject *)&kaio_ReadyType) < 0 ||
-        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&AioSendType) < 0 ||
+        PyModule_AddObjectRef(module, "AioSend", (PyObject *)&kaio_AioSendType) < 0 ||
         PyModule_AddObjectRef(module, "BatchWatch", (PyObject *)&kaio_WatchType) < 0 ||
         PyModule_AddObjectRef(module, "Tracker", (PyObject *)&kaio_TrackerType) < 0 ||
         PyModule_AddObjectRef(module, "LoopDriver", (PyObject *)&kaio_DriverType) < 0 ||

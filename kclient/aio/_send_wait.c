@@ -6,7 +6,8 @@
  * send_and_wait = AioSendAndWait(general): a method descriptor (see _fallback_method.h).
  * Called on a producer with arguments it can bind, it returns a SendWait: a coroutine-like
  * object (await, send, throw, close; asyncio takes it as a coroutine) that does nothing
- * until first resumed, as a coroutine. Then, if the producer's `_fast` is (producer,
+ * until first resumed, as a coroutine. Then, if its class's send is AioSend (not a
+ * subclass's own) and the producer's `_fast` is (producer,
  * tracker, run_now) and its `_fast_send.send_open(...)` queues the record (AioSend's common
  * case), it takes the record's future from the tracker, calls run_now() and awaits the
  * future: its result is the coroutine's. Otherwise it runs general(...) (the Python
@@ -29,7 +30,7 @@ typedef struct {
     int state;
 } SendWaitObject;
 
-static PyObject *str_fast, *str_fast_send, *str_send_open;
+static PyObject *str_fast, *str_fast_send, *str_send_open, *str_send;
 static PyObject *send_kw_names[6]; /* topic value key partition timestamp_ms headers */
 
 static void
@@ -51,8 +52,10 @@ start(SendWaitObject *self)
         return -1;
     }
     PyObject *record = Py_None;
-    if (PyTuple_CheckExact(fast) && PyTuple_GET_SIZE(fast) == 3 &&
-        Py_TYPE(PyTuple_GET_ITEM(fast, 1)) == &kaio_TrackerType) {
+    /* the class's send is AioSend's (a subclass's own send: the general way, which calls it) */
+    PyObject *send = _PyType_Lookup(Py_TYPE(argv[0]), str_send);
+    if (send != NULL && Py_TYPE(send) == &kaio_AioSendType && PyTuple_CheckExact(fast) &&
+        PyTuple_GET_SIZE(fast) == 3 && Py_TYPE(PyTuple_GET_ITEM(fast, 1)) == &kaio_TrackerType) {
         PyObject *appender = attr_get(PyTuple_GET_ITEM(fast, 0), str_fast_send);
         if (appender == NULL) {
             Py_DECREF(fast);
@@ -366,6 +369,7 @@ kaio_send_wait_init(void)
     INTERN(str_fast, "_fast");
     INTERN(str_fast_send, "_fast_send");
     INTERN(str_send_open, "send_open");
+    INTERN(str_send, "send");
     static const char *names[6] = {"topic", "value", "key", "partition", "timestamp_ms",
                                    "headers"};
     for (int i = 0; i < 6; i++) {
