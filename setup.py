@@ -70,9 +70,16 @@ setup(
                 "kclient/aio/_future.c",
                 "kclient/aio/_settle.c",
                 "kclient/aio/_watch.c",
+                "kclient/aio/_driver.c",
+                "kclient/aio/_send_wait.c",
                 "kclient/aio/_future_module.c",
             ],
-            depends=["kclient/aio/_future.h", "kclient/_fallback_method.h"],
+            depends=[
+                "kclient/aio/_future.h",
+                "kclient/_fallback_method.h",
+                "kclient/_pycall.h",
+                "kclient/_slots.h",
+            ],
             optional=True,
         ),
         Extension(

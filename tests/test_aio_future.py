@@ -34,9 +34,12 @@ request_id = contextvars.ContextVar("request_id", default="none")
 class Step:
     """A pretend Sender step: completions settle inside it, ``dispatch`` runs after."""
 
-    def __init__(self) -> None:
+    def __init__(self, after_step: str = "c") -> None:
         self.running = False
         self.completions = BatchCompletions(asyncio.get_running_loop(), lambda: self.running)
+        self.after_step = self.completions.after_step  # the C dispatch (the driver's)
+        if after_step == "python":
+            self.after_step = self.completions.dispatch
 
     async def track(self, result: ProduceResult, count: int) -> list[Any]:
         records = [FutureRecordMetadata(result, i, 1000 + i, -1, 1) for i in range(count)]
@@ -50,7 +53,7 @@ class Step:
         for watcher in result.set(40, -1, error, finish=True):
             watcher._notify()
         self.running = False
-        self.completions.dispatch()
+        self.after_step()
 
 
 def run(coro: Any) -> Any:
@@ -105,12 +108,15 @@ def test_every_future_of_a_batch_is_done_before_any_callback_runs_in_its_context
 
 
 @native
-def test_a_task_awaiting_a_record_resumes_in_the_pass_not_a_loop_iteration_later() -> None:
+@pytest.mark.parametrize("after_step", ["c", "python"])
+def test_a_task_awaiting_a_record_resumes_in_the_pass_not_a_loop_iteration_later(
+    after_step: str,
+) -> None:
     order: list[str] = []
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        step = Step()
+        step = Step(after_step)
         result = ProduceResult(TP)
         [future] = await step.track(result, 1)
 
@@ -133,12 +139,15 @@ def test_a_task_awaiting_a_record_resumes_in_the_pass_not_a_loop_iteration_later
 
 
 @native
+@pytest.mark.parametrize("after_step", ["c", "python"])
 @pytest.mark.parametrize("in_step", [True, False])
-def test_inside_a_running_task_the_callbacks_go_through_the_loop(in_step: bool) -> None:
+def test_inside_a_running_task_the_callbacks_go_through_the_loop(
+    in_step: bool, after_step: str
+) -> None:
     order: list[str] = []
 
     async def main() -> None:
-        step = Step()
+        step = Step(after_step)
         result = ProduceResult(TP)
         [future] = await step.track(result, 1)
 

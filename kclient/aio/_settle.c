@@ -24,6 +24,12 @@ ready_create(PyObject *value)
     return (PyObject *)self;
 }
 
+PyObject *
+ready_value(PyObject *ready)
+{
+    return ((ReadyObject *)ready)->value;
+}
+
 static PyObject *
 Ready_new(PyTypeObject *Py_UNUSED(type), PyObject *args, PyObject *kwds)
 {
@@ -109,34 +115,12 @@ PyTypeObject kaio_ReadyType = {
 
 /* ---- tracking and settling a batch's records ------------------------------------------ */
 
-/* track(groups, loop, new_group, record) -> Ready(future): a new future for record (just
- * queued), its row (future, offset delta, timestamp ms, key size, value size) appended to
- * groups[record._produce_result] (a flat list); new_group(record) answers instead when there is no
- * group for that batch yet. */
+/* A new future for record (just queued), its row (future, offset delta, timestamp ms, key
+ * size, value size) appended to rows (its batch's group, flat): Ready(future), or the
+ * future itself when `ready` is 0. */
 PyObject *
-aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record, int ready)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "track(groups, loop, new_group, record)");
-        return NULL;
-    }
-    PyObject *groups = args[0], *loop = args[1], *record = args[3];
-    if (!PyDict_Check(groups)) {
-        PyErr_SetString(PyExc_TypeError, "track(): groups must be a dict");
-        return NULL;
-    }
-    PyObject *result = PyObject_GetAttr(record, kaio_str_produce_result);
-    if (result == NULL) {
-        return NULL;
-    }
-    PyObject *rows = PyDict_GetItemWithError(groups, result);
-    Py_DECREF(result);
-    if (rows == NULL) {
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        return PyObject_CallOneArg(args[2], record);
-    }
     if (!PyList_Check(rows)) {
         PyErr_SetString(PyExc_TypeError, "track(): a group must be a list");
         return NULL;
@@ -145,11 +129,10 @@ aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (future == NULL) {
         return NULL;
     }
-    PyObject *names[4] = {kaio_str_offset_delta, kaio_str_timestamp_ms, kaio_str_key_size, kaio_str_value_size};
     PyObject *row[5] = {future, NULL, NULL, NULL, NULL};
     int rc = 0;
     for (int i = 0; i < 4 && rc == 0; i++) {
-        row[i + 1] = PyObject_GetAttr(record, names[i]);
+        row[i + 1] = kaio_record_attr(record, R_OFFSET_DELTA + i);
         rc = row[i + 1] == NULL ? -1 : 0;
     }
     /* flat, no tuple per record: one object fewer for the garbage collector to walk */
@@ -163,8 +146,45 @@ aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(future);
         return NULL;
     }
-    PyObject *ready = ready_create(future);
+    if (!ready) {
+        return future;
+    }
+    PyObject *awaitable = ready_create(future);
     Py_DECREF(future);
+    return awaitable;
+}
+
+/* track(groups, loop, new_group, record) -> Ready(future): a new future for record, its row
+ * appended to groups[record._produce_result]; new_group(record) answers instead when there
+ * is no group for that batch yet. (Tracker is this with the group made in C; this form
+ * runs completions.py's _new_group: the tests compare the two.) */
+PyObject *
+aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "track(groups, loop, new_group, record)");
+        return NULL;
+    }
+    PyObject *groups = args[0], *loop = args[1], *record = args[3];
+    if (!PyDict_Check(groups)) {
+        PyErr_SetString(PyExc_TypeError, "track(): groups must be a dict");
+        return NULL;
+    }
+    PyObject *result = kaio_record_attr(record, R_PRODUCE_RESULT);
+    if (result == NULL) {
+        return NULL;
+    }
+    PyObject *rows = PyDict_GetItemWithError(groups, result);
+    Py_DECREF(result);
+    if (rows == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        return PyObject_CallOneArg(args[2], record);
+    }
+    Py_INCREF(rows);
+    PyObject *ready = kaio_track_row(rows, loop, record, 1);
+    Py_DECREF(rows);
     return ready;
 }
 
@@ -342,23 +362,10 @@ report(PyObject *loop, PyObject *fn, PyObject *future)
     return 0;
 }
 
-/* run_callbacks(pending, loop, direct): pending is (future, fn, ctx) flat. direct: call
- * each fn(future) now in ctx (not inside a running Task); else loop.call_soon each. A
- * KeyboardInterrupt or SystemExit stops the pass: the callbacks left go to call_soon. */
-PyObject *
-aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+/* The pass over `taken` (the callbacks taken off pending): see run_callbacks. */
+static PyObject *
+run_taken(PyObject *pending, PyObject *loop, int direct)
 {
-    if (nargs != 3 || check_pending(args[0]) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_TypeError, "run_callbacks(pending, loop, direct)");
-        }
-        return NULL;
-    }
-    PyObject *pending = args[0], *loop = args[1];
-    int direct = PyObject_IsTrue(args[2]);
-    if (direct < 0) {
-        return NULL;
-    }
     Py_ssize_t n = PyList_GET_SIZE(pending);
     for (Py_ssize_t i = 0; i + 2 < n; i += 3) {
         PyObject *future = Py_NewRef(PyList_GET_ITEM(pending, i));
@@ -404,3 +411,70 @@ aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* Take every item off `pending` (which callbacks may fill again meanwhile): a new list. */
+static PyObject *
+take_all(PyObject *pending)
+{
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    PyObject *taken = PyList_GetSlice(pending, 0, n);
+    if (taken != NULL && PyList_SetSlice(pending, 0, n, NULL) < 0) {
+        Py_CLEAR(taken);
+    }
+    return taken;
+}
+
+/* run_callbacks(pending, loop, direct): pending is (future, fn, ctx) flat; its items are
+ * taken off it first (emptied: callbacks settling more futures fill it for the next
+ * pass). direct: call each fn(future) now in ctx (not inside a running Task); else
+ * loop.call_soon each. A KeyboardInterrupt or SystemExit stops the pass: the callbacks left
+ * go to call_soon. */
+PyObject *
+aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || check_pending(args[0]) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "run_callbacks(pending, loop, direct)");
+        }
+        return NULL;
+    }
+    int direct = PyObject_IsTrue(args[2]);
+    if (direct < 0) {
+        return NULL;
+    }
+    PyObject *taken = take_all(args[0]);
+    if (taken == NULL) {
+        return NULL;
+    }
+    PyObject *done = run_taken(taken, args[1], direct);
+    Py_DECREF(taken);
+    return done;
+}
+
+/* dispatch(pending, loop, current_task): BatchCompletions.dispatch without its frame: when
+ * pending is not empty, run_callbacks(pending, loop, current_task(loop) is None). */
+PyObject *
+aio_dispatch(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || check_pending(args[0]) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "dispatch(pending, loop, current_task)");
+        }
+        return NULL;
+    }
+    if (PyList_GET_SIZE(args[0]) == 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *task = PyObject_CallOneArg(args[2], args[1]);
+    if (task == NULL) {
+        return NULL;
+    }
+    int direct = task == Py_None;
+    Py_DECREF(task);
+    PyObject *taken = take_all(args[0]);
+    if (taken == NULL) {
+        return NULL;
+    }
+    PyObject *done = run_taken(taken, args[1], direct);
+    Py_DECREF(taken);
+    return done;
+}

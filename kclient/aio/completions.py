@@ -61,8 +61,9 @@ if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
     _native = None
 
 NATIVE = _native is not None
-AioSend: Any = _native.AioSend if NATIVE else None
 """Whether ``send``'s futures are ``RecordFuture``\\ s (the C extension), not asyncio's."""
+AioSend: Any = _native.AioSend if NATIVE else None
+AioSendAndWait: Any = _native.AioSendAndWait if NATIVE else None
 
 log = logging.getLogger(__name__)
 _new_metadata = tuple.__new__
@@ -130,27 +131,25 @@ class BatchCompletions:
         """Per batch: (future, offset delta, timestamp ms, key size, value size) per record,
         flat (no tuple per record: less for the garbage collector to walk)."""
         self.pending: list[Any] = []
-        """(future, callback, context) flat: callbacks of settled futures not run yet."""
+        """(future, callback, context) flat: callbacks of settled futures not run yet. Always
+        this list (the driver holds it too: ``LoopSender.pending``), emptied as it is run."""
         self.track: Callable[[FutureRecordMetadata], Any]
         """The ``Ready`` of a new future for ``record`` (just queued by ``send``)."""
         self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
-        self._new_group_call: Callable[[FutureRecordMetadata], Any] = self._new_group
-        if NATIVE:  # a batch's group made (new_group) and settled (BatchWatch) in C
-            self._new_group_call = functools.partial(_native.new_group, self)
-            self.track = functools.partial(_native.track, self._groups, loop, self._new_group_call)
+        self.after_step: Callable[[], None] = self.dispatch
+        """``dispatch`` (in C with the extension: no Python frame)."""
+        if NATIVE:  # a batch's group made (Tracker) and settled (BatchWatch) in C
+            self.track = _native.Tracker(self, self._groups, loop, self.pending, in_step)
+            self.after_step = functools.partial(_native.dispatch, self.pending, loop, _current_task)
         else:
             self.track = self._track
             if type(loop).create_future is asyncio.BaseEventLoop.create_future:
                 # what it does, without its Python frame
                 self._create_future = functools.partial(asyncio.Future, loop=loop)
 
-    def track_args(self) -> tuple[Any, ...]:
-        """``track``'s first three arguments (for ``AioSend``, the C ``send``)."""
-        return (self._groups, self._loop, self._new_group_call)
-
     def _new_group(self, record: FutureRecordMetadata) -> Any:
         """``track`` of the first record of a batch: the batch gets a group, watched. (The
-        reference of the C ``new_group``, which calls this for a batch already done.)"""
+        reference of the C ``Tracker``, which calls this for a batch already done.)"""
         result = record._produce_result
         if result.done or result.superseded:  # not expected: completions come later
             future = _native.RecordFuture(self._loop)
@@ -187,14 +186,12 @@ class BatchCompletions:
         running Task (then ``call_soon``). The driver calls it after each step."""
         pending = self.pending
         if pending:
-            self.pending = []
             loop = self._loop
             _native.run_callbacks(pending, loop, _current_task(loop) is None)
 
     def _settled(self) -> None:
         if self.pending and not self._in_step():  # not in a Sender step: the loop's way
-            pending, self.pending = self.pending, []
-            _native.run_callbacks(pending, self._loop, False)
+            _native.run_callbacks(self.pending, self._loop, False)
 
     def _settle_failed(self, result: ProduceResult, error: BaseException) -> None:
         """The C ``BatchWatch`` could not settle ``result``'s group (a bug): logged, as

@@ -22,10 +22,12 @@ import asyncio
 import contextlib
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient import producer as producer_module
+from kclient.aio.completions import NATIVE, _native
 from kclient.aio.loop_selector import LoopSelector
 from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
@@ -49,11 +51,15 @@ class LoopClient(KafkaClient, Protocol):
     on_ready: Callable[[], None]
 
 
-class LoopSender:
-    """Runs ``sender.run_once`` on ``loop`` when there is something to do."""
+class PyLoopSender:
+    """Runs ``sender.run_once`` on ``loop`` when there is something to do. (The reference
+    of ``CLoopSender``, whose hot methods are C: ``LoopDriver``, ``_driver.c``.)"""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._time: Callable[[], float] = loop.time
+        if type(loop).time is asyncio.BaseEventLoop.time:  # what it does, without its frame
+            self._time = time.monotonic
         self.sender: Sender | None = None
         self.selector: LoopSelector | None = None
         self.scheduled = False
@@ -65,11 +71,15 @@ class LoopSender:
         self._timer_at = math.inf
         self._turns: list[asyncio.Future[None]] = []
         self.on_failure: Callable[[BaseException], None] = lambda exc: None
+        self.pending: list[Any] = []
+        """What ``after_step`` has to do (``BatchCompletions.pending``, the same list): it
+        runs after a step only when this is not empty."""
         self.after_step: Callable[[], None] = lambda: None
-        """Runs after each step (``BatchCompletions.dispatch``: the callbacks of the records
-        it completed). A task it resumes may queue a record and start a step (``run_now``,
-        nested); a step it only asks for (``schedule``) is deferred to the end of the pass,
-        so that ``run_now`` takes it without a ``call_soon`` to cancel."""
+        """Runs after each step that left ``pending`` not empty (``BatchCompletions``'s
+        ``dispatch``: the callbacks of the records it completed). A task it resumes may queue
+        a record and start a step (``run_now``, nested); a step it only asks for
+        (``schedule``) is deferred to the end of the pass, so that ``run_now`` takes it
+        without a ``call_soon`` to cancel."""
         self._dispatching = False
         self._steps = 0
 
@@ -106,9 +116,20 @@ class LoopSender:
         except BaseException as exc:
             self._failed(sender, exc)
             raise
-        steps = self._step_over()
+        # the step is over: its count (a task resumed by after_step may run another, which
+        # _steps then shows), the turns waiting for it ended, the pass after it (if due)
+        self.running = False
+        steps = self._steps = self._steps + 1
+        if self._turns:
+            self._end_turns()
+        if self.pending or (self.scheduled and self._handle is None):
+            self._after_step()
         if self._steps == steps and not self.stopped:
             self.schedule()  # the full step (unless a resumed task ran one)
+
+    def is_running(self) -> bool:
+        """Whether a step is running (``BatchCompletions``' ``in_step``)."""
+        return self.running
 
     def _scheduled_run(self) -> None:
         self.scheduled = False
@@ -136,13 +157,19 @@ class LoopSender:
             # I/O done in this step (a response, a connection): go round again at once,
             # as the Sender thread's loop does when its poll returns early
             timeout_ms = 0 if selector.returned_events else selector.requested_timeout_ms
-        steps = self._step_over()
+        # the step is over (as in on_ready)
+        self.running = False
+        steps = self._steps = self._steps + 1
+        if self._turns:
+            self._end_turns()
+        if self.pending or (self.scheduled and self._handle is None):
+            self._after_step()
         if self._steps != steps or self.stopped:
             return  # a task resumed after the step ran another: that one's schedule stands
         if timeout_ms <= 0:
             self.schedule()
             return
-        at = self._loop.time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
+        at = self._time() + min(timeout_ms, _MAX_WAIT_MS) / 1000
         if at < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
@@ -159,25 +186,18 @@ class LoopSender:
             self.running = False
             self._after_step()
 
-    def _step_over(self) -> int:
-        """A step ended: its count (a task resumed by ``after_step`` may run another, which
-        ``_steps`` then shows), the turns waiting for it ended, the pass after it run."""
-        self.running = False
-        self._steps += 1
-        steps = self._steps
-        if self._turns:
-            turns, self._turns = self._turns, []
-            for turn in turns:
-                if not turn.done():
-                    turn.set_result(None)
-        self._after_step()
-        return steps
+    def _end_turns(self) -> None:
+        turns, self._turns = self._turns, []
+        for turn in turns:
+            if not turn.done():
+                turn.set_result(None)
 
     def _after_step(self) -> None:
         outer = self._dispatching
         self._dispatching = True
         try:
-            self.after_step()
+            if self.pending:
+                self.after_step()
         finally:
             self._dispatching = outer
             if not outer and self.scheduled and self._handle is None and not self.stopped:
@@ -201,6 +221,19 @@ class LoopSender:
         self._turns = []
 
 
+LoopSender: type[PyLoopSender] = PyLoopSender
+"""``CLoopSender`` with the C extension (unless ``KCLIENT_PURE_PYTHON``), else the Python."""
+if TYPE_CHECKING:
+    CLoopSender = PyLoopSender
+elif NATIVE:
+
+    class CLoopSender(_native.LoopDriver, PyLoopSender):
+        """``PyLoopSender`` with ``schedule``, ``run_now``, ``run``, ``on_ready`` and
+        ``_after_step`` in C, on the same state (the C type's members)."""
+
+    LoopSender = CLoopSender
+
+
 class LoopProducer(KafkaProducer):
     """``KafkaProducer`` whose Sender runs on ``loop`` (see the module docstring)."""
 
@@ -210,7 +243,8 @@ class LoopProducer(KafkaProducer):
         loop: asyncio.AbstractEventLoop,
         kafka_client: LoopClient | None = None,
     ) -> None:
-        driver = self.driver = LoopSender(loop)
+        driver: PyLoopSender = LoopSender(loop)
+        self.driver = driver
         self.resolver: LoopResolver | None = None
         client: KafkaClient
         if kafka_client is None:

@@ -24,13 +24,12 @@ Thread contract: call every method from the event loop that ran ``start()``. Aft
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
-from kclient.aio.completions import NATIVE, AioSend, BatchCompletions, Future
+from kclient.aio.completions import NATIVE, AioSend, AioSendAndWait, BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.threaded import ThreadCompletions
@@ -75,9 +74,12 @@ class AIOKafkaProducer:
         """Whether the Sender runs on the loop (``LoopProducer``), not on its own thread."""
         self._completions: BatchCompletions | None = None
         """The futures of ``send``, settled once per batch (the Sender on the loop)."""
+        self._run_now: Callable[[], None] | None = None
+        """The driver's ``run_now`` (the Sender on the loop)."""
         self._fast: tuple[Any, ...] | None = None
-        """(producer, track's arguments) while ``send`` may take its C path (``AioSend``):
-        started, the Sender on the loop, not stopped."""
+        """(producer, its completions' ``track``, the driver's ``run_now``) while ``send`` and
+        ``send_and_wait`` may take their C path (``AioSend``, ``AioSendAndWait``): started,
+        the Sender on the loop, not stopped."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -94,10 +96,11 @@ class AIOKafkaProducer:
             producer = LoopProducer(settings, self._loop, client)
             self._on_loop = True
             driver = producer.driver
-            completions = self._completions = BatchCompletions(
-                self._loop, functools.partial(getattr, driver, "running")
-            )
-            driver.after_step = completions.dispatch if NATIVE else driver.after_step
+            completions = self._completions = BatchCompletions(self._loop, driver.is_running)
+            if NATIVE:  # the callbacks of settled futures run after the driver's step
+                driver.pending = completions.pending
+                driver.after_step = completions.after_step
+            self._run_now = driver.run_now
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
@@ -126,7 +129,7 @@ class AIOKafkaProducer:
                 await self.stop()
                 raise
         if self._completions is not None and not self._stopped:
-            self._fast = (producer, *self._completions.track_args())
+            self._fast = (producer, self._completions.track, self._run_now)
 
     async def stop(self) -> None:
         """Abort a transaction left open, deliver what was sent (or fail it at
@@ -320,9 +323,9 @@ class AIOKafkaProducer:
     ) -> RecordMetadata:
         """``await (await send(...))``."""
         future = await self.send(topic, value, key, partition, timestamp_ms, headers)
-        producer = self._producer
-        if isinstance(producer, LoopProducer):
-            producer.driver.run_now()  # the record goes out now, not after a loop iteration
+        run_now = self._run_now
+        if run_now is not None:  # the Sender on the loop
+            run_now()  # the record goes out now, not after a loop iteration
         return await future
 
     def create_batch(self) -> BatchBuilder:
@@ -516,5 +519,8 @@ class AIOKafkaProducer:
         return f"<kclient.aio.AIOKafkaProducer {state}>"
 
 
-if NATIVE:  # the common case of send without its Python frame (``_future.c``)
+if NATIVE:  # the common case of send(_and_wait) without a Python frame (``_future.c``)
     AIOKafkaProducer.send = AioSend(AIOKafkaProducer.send)  # type: ignore[method-assign]
+    AIOKafkaProducer.send_and_wait = AioSendAndWait(  # type: ignore[method-assign]
+        AIOKafkaProducer.send_and_wait
+    )
