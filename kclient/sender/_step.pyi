@@ -13,5 +13,9 @@ def configure(
     partial: type[Any],
     log: logging.Logger,
     debug_level: int,
+    logger_type: type[logging.Logger],
+    sender_type: type[Any],
+    accumulator_type: type[Any],
+    batch_type: type[Any],
     /,
 ) -> None: ...

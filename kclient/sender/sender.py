@@ -57,16 +57,6 @@ if _accel.ACCELERATED:
         from kclient.sender import _step
     except ImportError:  # not built: the Python step
         _step = None
-    else:  # what its one-batch ProduceRequest (_send_produce_request's) is made of
-        _step.configure(
-            new_client_request,
-            ApiKey.PRODUCE,
-            PRODUCE_MIN_VERSION,
-            PRODUCE_MAX_VERSION,
-            functools.partial,
-            log,
-            logging.DEBUG,
-        )
 
 
 class Sender(ProduceResponses):
@@ -453,3 +443,20 @@ def _built(batch: ProducerBatch) -> bytes:
     if data is None:
         raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
     return data
+
+
+if _step is not None:  # what its one-batch ProduceRequest (_send_produce_request's) is made
+    # of, and the types whose objects it reads the fast way (see _step.c)
+    _step.configure(
+        new_client_request,
+        ApiKey.PRODUCE,
+        PRODUCE_MIN_VERSION,
+        PRODUCE_MAX_VERSION,
+        functools.partial,
+        log,
+        logging.DEBUG,
+        logging.Logger,
+        Sender,
+        RecordAccumulator,
+        ProducerBatch,
+    )

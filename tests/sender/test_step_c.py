@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kclient import errors
 from kclient.record import _accel
 from kclient.sender import sender as sender_module
 from tests.sender.sender_helpers import Harness, make, ok, partitions_in
@@ -32,8 +33,9 @@ rounds = st.lists(
         st.sampled_from([None, 0, 0, 0, 6, 7]),  # the oldest request answered (ok, not
         # leader, timed out), then a step
         st.sampled_from([0, 0, 1, 3, 100, 1_001, 40_000]),  # the clock moves
-        st.sampled_from([None, None, "blackout", "throttle", "flush", "flushed"]),  # node 0
-        # or 1 goes away, or a flush begins (every batch ready) or ends
+        st.sampled_from([None, None, "blackout", "throttle", "flush", "flushed", "outage"]),
+        # node 0 or 1 goes away (an outage: for longer than delivery.timeout.ms, so that
+        # its queued batches expire), or a flush begins (every batch ready) or ends
         st.integers(0, 1),
     ),
     max_size=25,
@@ -80,6 +82,8 @@ def _round(h: Harness, one: tuple[Any, ...], futures: list[Any]) -> list[dict[st
     h.clock.sleep_ms(advance_ms)
     if trouble == "blackout":
         h.client.blackout(node, 500)
+    elif trouble == "outage":
+        h.client.blackout(node, 60_000)
     elif trouble == "throttle":
         h.client.throttle(node, 300)
     elif trouble == "flush":
@@ -169,3 +173,32 @@ def test_each_produce_request_is_logged_at_debug(
         "produce request to node 0: 1 batches, 69 bytes",
         "produce request to node 1: 1 batches, 270 bytes",
     ]
+
+
+@pytest.mark.parametrize("step", ["c", "python"])
+@pytest.mark.parametrize("in_flight", [False, True])
+def test_a_queued_batch_past_the_delivery_timeout_expires_in_the_step(
+    step: str, in_flight: bool
+) -> None:
+    """The step skips the expiry when nothing can be due: a batch queued (its leader out)
+    past delivery.timeout.ms still fails there, whether or not another is in flight."""
+    h = make(topics={"t": 2}, nodes=2, delivery_timeout_ms=35_000, request_timeout_ms=30_000)
+    if step == "python":
+        h.sender._send_data = h.sender._send_producer_data
+    h.run()  # the first step (the Python's: the cluster is new)
+    h.client.blackout(1, 120_000)  # partition 1's leader
+    h.clock.sleep_ms(20_000)
+    if in_flight:  # its deadline (60 s) is later than the queued batch's (55 s)
+        h.send("t", 0)
+        h.run()
+        assert len(h.produce_requests()) == 1
+    (stuck,) = h.send("t", 1)
+    h.run()
+    h.clock.sleep_ms(34_999)
+    h.run()
+    assert not stuck.done()
+    h.clock.sleep_ms(1)
+    h.run()
+    assert stuck.done()
+    with pytest.raises(errors.KafkaTimeoutError, match="delivery.timeout.ms"):
+        stuck.result(timeout=0)
