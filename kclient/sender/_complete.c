@@ -34,6 +34,8 @@
 #include "../_fallback_method.h"
 
 CompleteConfig kclient_complete_cfg;
+PyTypeObject *thread_lock_type;
+PyObject *thread_lock_acquire, *thread_lock_release;
 PyObject *s_accumulator, *s_tm, *s_guarantee_order, *s_in_flight_batches, *s_wakeups,
     *s_metrics, *s_version_mismatch, *s_disconnected, *s_body, *s_received_time_ms, *s_request,
     *s_created_time_ms, *s_responses, *s_name, *s_partition_responses, *s_index, *s_error_code,
@@ -235,13 +237,13 @@ answer_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject
     PyObject *body = NULL, *request = NULL, *created = NULL, *latency = NULL;
     PyObject *result = NULL;
     int plain = 0;
-    PyObject *mismatch = PyObject_GetAttr(response, s_version_mismatch);
-    PyObject *disconnected = mismatch == NULL ? NULL : PyObject_GetAttr(response, s_disconnected);
+    PyObject *mismatch = slot_get(response, cfg.c_version_mismatch, s_version_mismatch);
+    PyObject *disconnected = mismatch == NULL ? NULL : slot_get(response, cfg.c_disconnected, s_disconnected);
     if (disconnected == NULL) {
         goto out;
     }
     if (mismatch == Py_None && disconnected == Py_False) {
-        body = PyObject_GetAttr(response, s_body);
+        body = slot_get(response, cfg.c_body, s_body);
         if (body == NULL) {
             goto out;
         }
@@ -256,19 +258,19 @@ answer_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject
         result = fallback_general(self, args, nargsf, kwnames);
         goto out;
     }
-    a.now_ms = PyObject_GetAttr(response, s_received_time_ms);
-    request = a.now_ms == NULL ? NULL : PyObject_GetAttr(response, s_request);
+    a.now_ms = slot_get(response, cfg.c_received_time_ms, s_received_time_ms);
+    request = a.now_ms == NULL ? NULL : slot_get(response, cfg.c_request, s_request);
     created = request == NULL ? NULL : PyObject_GetAttr(request, s_created_time_ms);
     latency = created == NULL ? NULL : PyNumber_Subtract(a.now_ms, created);
-    a.metrics = latency == NULL ? NULL : PyObject_GetAttr(sender, s_metrics);
+    a.metrics = latency == NULL ? NULL : attr_get(sender, s_metrics);
     if (a.metrics == NULL || done(call2(a.metrics, s_record_latency, latency, a.now_ms)) < 0) {
         goto out;
     }
-    a.accumulator = PyObject_GetAttr(sender, s_accumulator);
-    a.tm = a.accumulator == NULL ? NULL : PyObject_GetAttr(sender, s_tm);
-    a.in_flight = a.tm == NULL ? NULL : PyObject_GetAttr(sender, s_in_flight_batches);
-    a.wakeups = a.in_flight == NULL ? NULL : PyObject_GetAttr(sender, s_wakeups);
-    PyObject *order = a.wakeups == NULL ? NULL : PyObject_GetAttr(sender, s_guarantee_order);
+    a.accumulator = attr_get(sender, s_accumulator);
+    a.tm = a.accumulator == NULL ? NULL : attr_get(sender, s_tm);
+    a.in_flight = a.tm == NULL ? NULL : attr_get(sender, s_in_flight_batches);
+    a.wakeups = a.in_flight == NULL ? NULL : attr_get(sender, s_wakeups);
+    PyObject *order = a.wakeups == NULL ? NULL : attr_get(sender, s_guarantee_order);
     if (order == NULL) {
         goto out;
     }
@@ -362,6 +364,12 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         {&cfg.b_thunks, cfg.batch, "thunks"},
         {&cfg.b_final_state, cfg.batch, "final_state"},
         {&cfg.b_reserved_bytes, cfg.batch, "reserved_bytes"},
+        {&cfg.b_flush_id, cfg.batch, "flush_id"},
+        {&cfg.c_version_mismatch, cfg.response, "version_mismatch"},
+        {&cfg.c_disconnected, cfg.response, "disconnected"},
+        {&cfg.c_body, cfg.response, "body"},
+        {&cfg.c_received_time_ms, cfg.response, "received_time_ms"},
+        {&cfg.c_request, cfg.response, "request"},
         {&cfg.r_lock, cfg.result, "_lock"},
         {&cfg.r_done, cfg.result, "done"},
         {&cfg.r_base_offset, cfg.result, "base_offset"},
@@ -455,6 +463,19 @@ PyInit__complete(void)
         if (*names[i].name == NULL) {
             return NULL;
         }
+    }
+    PyObject *thread = PyImport_ImportModule("_thread");
+    PyObject *sample = thread == NULL ? NULL : PyObject_CallMethod(thread, "allocate_lock", NULL);
+    Py_XDECREF(thread);
+    if (sample == NULL) {
+        return NULL;
+    }
+    thread_lock_type = (PyTypeObject *)Py_NewRef(Py_TYPE(sample));
+    Py_DECREF(sample);
+    thread_lock_acquire = PyObject_GetAttr((PyObject *)thread_lock_type, s_acquire);
+    thread_lock_release = thread_lock_acquire == NULL ? NULL : PyObject_GetAttr((PyObject *)thread_lock_type, s_release);
+    if (thread_lock_release == NULL) {
+        return NULL;
     }
     minus_one = PyLong_FromLong(-1);
     zero = PyLong_FromLong(0);

@@ -17,7 +17,9 @@ typedef struct {
     PyObject *succeeded; /* FinalState.SUCCEEDED */
     long duplicate_sequence;
     /* ProducerBatch slots */
-    Py_ssize_t b_tp, b_builder, b_result, b_thunks, b_final_state, b_reserved_bytes;
+    Py_ssize_t b_tp, b_builder, b_result, b_thunks, b_final_state, b_reserved_bytes, b_flush_id;
+    /* ClientResponse slots */
+    Py_ssize_t c_version_mismatch, c_disconnected, c_body, c_received_time_ms, c_request;
     /* ProduceResult slots */
     Py_ssize_t r_lock, r_done, r_base_offset, r_log_append_time_ms, r_error, r_record_errors,
         r_watchers, r_gate, r_finished;
@@ -42,6 +44,15 @@ typedef struct {
     int guarantee_order;
 } Answer;
 
+/* A __slots__ member of an object of a configured type, or by name when it is unset (which
+ * raises its AttributeError). A new reference, or NULL. */
+static inline PyObject *
+slot_get(PyObject *obj, Py_ssize_t offset, PyObject *name)
+{
+    PyObject *value = SLOT(obj, offset);
+    return value != NULL ? Py_NewRef(value) : PyObject_GetAttr(obj, name);
+}
+
 /* Replace a slot's value (a new reference to `value` is taken). */
 static inline void
 slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
@@ -51,16 +62,27 @@ slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
     Py_XDECREF(old);
 }
 
+/* threading.Lock's type and its acquire and release (method descriptors), called without
+ * looking them up for a lock of exactly that type (_complete.c's module init). */
+extern PyTypeObject *thread_lock_type;
+extern PyObject *thread_lock_acquire, *thread_lock_release;
+
 /* `with lock:`'s two halves: 0, or -1 with the exception. */
 static inline int
 lock_acquire(PyObject *lock)
 {
+    if (Py_TYPE(lock) == thread_lock_type) {
+        return done(PyObject_Vectorcall(thread_lock_acquire, &lock, 1, NULL));
+    }
     return done(call0(lock, s_acquire));
 }
 
 static inline int
 lock_release(PyObject *lock)
 {
+    if (Py_TYPE(lock) == thread_lock_type) {
+        return done(PyObject_Vectorcall(thread_lock_release, &lock, 1, NULL));
+    }
     return done(call0(lock, s_release));
 }
 
@@ -94,7 +116,9 @@ int kclient_complete_locked_init(PyObject *module);
 static inline PyObject *
 under_lock(PyObject *obj, PyObject *arg, PyObject *(*locked)(PyObject *, PyObject *))
 {
-    PyObject *lock = PyObject_GetAttr(obj, s_lock);
+    PyObject *lock = cfg.ready && Py_TYPE(obj) == cfg.result && SLOT(obj, cfg.r_lock) != NULL
+                         ? Py_NewRef(SLOT(obj, cfg.r_lock))
+                         : attr_get(obj, s_lock);
     if (lock == NULL) {
         return NULL;
     }

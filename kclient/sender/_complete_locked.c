@@ -34,7 +34,7 @@ try_allocate_locked(PyObject *pool, PyObject *size)
     if (refused != 0) {
         return refused < 0 ? NULL : Py_NewRef(Py_False);
     }
-    PyObject *available = PyObject_GetAttr(pool, s_available);
+    PyObject *available = attr_get(pool, s_available);
     if (available == NULL) {
         return NULL;
     }
@@ -76,7 +76,7 @@ try_allocate_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static PyObject *
 add_locked(PyObject *incomplete, PyObject *batch)
 {
-    PyObject *batches = PyObject_GetAttr(incomplete, s_batches);
+    PyObject *batches = attr_get(incomplete, s_batches);
     if (batches == NULL) {
         return NULL;
     }
@@ -86,8 +86,11 @@ add_locked(PyObject *incomplete, PyObject *batch)
     if (status < 0) {
         return NULL;
     }
-    PyObject *last = PyObject_GetAttr(incomplete, s_last_batch_id);
-    PyObject *id = last == NULL ? NULL : PyObject_GetAttr(batch, s_flush_id);
+    PyObject *last = attr_get(incomplete, s_last_batch_id);
+    PyObject *id = last == NULL                                   ? NULL
+                   : cfg.ready && Py_TYPE(batch) == cfg.batch && SLOT(batch, cfg.b_flush_id) != NULL
+                       ? Py_NewRef(SLOT(batch, cfg.b_flush_id))
+                       : PyObject_GetAttr(batch, s_flush_id);
     int newer = id == NULL ? -1 : PyObject_RichCompareBool(id, last, Py_GT); /* max() */
     status = newer < 0 ? -1 : PyObject_SetAttr(incomplete, s_last_batch_id, newer ? id : last);
     Py_XDECREF(last);
@@ -117,7 +120,9 @@ add_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static PyObject *
 watch_locked(PyObject *result, PyObject *watcher)
 {
-    PyObject *watchers = PyObject_GetAttr(result, s_watchers_attr);
+    PyObject *watchers = cfg.ready && Py_TYPE(result) == cfg.result && SLOT(result, cfg.r_watchers) != NULL
+                             ? Py_NewRef(SLOT(result, cfg.r_watchers))
+                             : PyObject_GetAttr(result, s_watchers_attr);
     if (watchers == NULL) {
         return NULL;
     }
