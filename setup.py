@@ -12,7 +12,7 @@ and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
-``kclient/sender/_step.c`` with ``_step_request.c`` (the Sender's send half of a step),
+``kclient/sender/_step.c`` with ``_step_request.c`` and ``_step_run.c`` (the Sender's step),
 ``kclient/sender/_complete.c`` with ``_complete_batch.c`` and ``_complete_locked.c`` (a
 Produce answer's common case, see ``produce_responses.py``, and the buffer pool's,
 incomplete batches' and produce result's small locked methods),
@@ -84,8 +84,17 @@ setup(
         Extension("kclient._clock", ["kclient/_clock.c"], optional=True),
         Extension(
             "kclient.sender._step",
-            ["kclient/sender/_step.c", "kclient/sender/_step_request.c"],
-            depends=["kclient/sender/_step.h", "kclient/_pycall.h"],
+            [
+                "kclient/sender/_step.c",
+                "kclient/sender/_step_request.c",
+                "kclient/sender/_step_run.c",
+            ],
+            depends=[
+                "kclient/sender/_step.h",
+                "kclient/_pycall.h",
+                "kclient/_slots.h",
+                "kclient/_fallback_method.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -469,5 +469,9 @@ PyInit__step(void)
     if (kstep_request_init() < 0) {
         return NULL;
     }
-    return PyModule_Create(&step_module);
+    PyObject *module = PyModule_Create(&step_module);
+    if (module != NULL && kstep_run_init(module) < 0) {
+        Py_CLEAR(module);
+    }
+    return module;
 }

@@ -41,4 +41,7 @@ PyObject *kstep_configure(PyObject *module, PyObject *const *args, Py_ssize_t na
  * client is sender._client. */
 int kstep_send_requests(PyObject *sender, PyObject *client, PyObject *batches, PyObject *now);
 
+/* _step_run.c: RunOnceMethod and PollNetworkMethod added to the module; 0 or -1. */
+int kstep_run_init(PyObject *module);
+
 #endif

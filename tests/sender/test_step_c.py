@@ -1,5 +1,6 @@
-"""The Sender's send step in C (``kclient.sender._step.send_data``) against the Python it
-replaces (``Sender._send_producer_data``): the same random sequences of sends, steps,
+"""The Sender's step in C (``kclient.sender._step``: ``send_data``, ``RunOnceMethod``,
+``PollNetworkMethod``) against the Python it replaces (``Sender._send_producer_data``,
+``run_once``, ``poll_network``): the same random sequences of sends, steps,
 answers, clock moves and unreachable or throttled nodes, on two producers that differ only
 in the step; after every step both sent the same requests, returned the same poll timeout
 and hold the same in-flight, muted, expiry and metadata state.
@@ -10,6 +11,7 @@ No sockets: each producer has a MockClient and a MockClock.
 from __future__ import annotations
 
 import logging
+import types
 from typing import Any
 
 import pytest
@@ -42,10 +44,29 @@ rounds = st.lists(
 )
 
 
+def _record_polls(h: Harness) -> None:
+    """Keep the (timeout_ms, now_ms) of each poll of h's network client in h.client.polls."""
+    polls: list[tuple[str, int, int]] = []
+    poll, poll_ready = h.client.poll, h.client.poll_ready
+
+    def recorded_poll(timeout_ms: int, now_ms: int) -> Any:
+        polls.append(("poll", timeout_ms, now_ms))
+        return poll(timeout_ms, now_ms)
+
+    def recorded_poll_ready(now_ms: int) -> Any:
+        polls.append(("poll_ready", 0, now_ms))
+        return poll_ready(now_ms)
+
+    h.client.poll = recorded_poll  # type: ignore[method-assign]
+    h.client.poll_ready = recorded_poll_ready  # type: ignore[method-assign]
+    h.client.polls = polls  # type: ignore[attr-defined]
+
+
 def _state(h: Harness, timeout_ms: int) -> dict[str, Any]:
     sender = h.sender
     return {
         "timeout_ms": timeout_ms,
+        "polls": list(getattr(h.client, "polls", ())),
         "requests": [
             (
                 r.api_key,
@@ -78,6 +99,7 @@ def _round(h: Harness, one: tuple[Any, ...], futures: list[Any]) -> list[dict[st
     requests = h.produce_requests()
     if answer is not None and requests:
         h.client.respond(ok(requests[0], base_offset=len(futures), code=answer))
+        states.append(_state(h, h.sender.poll_network()))  # the answer read, nothing sent
         states.append(_state(h, h.sender.run_once()))
     h.clock.sleep_ms(advance_ms)
     if trouble == "blackout":
@@ -130,6 +152,14 @@ def test_the_c_step_does_what_the_python_step_does(  # noqa: PLR0917 -- given's
     in_c, in_python = make(**kwargs), make(**kwargs)
     assert in_c.sender._send_data.func is sender_module._step.send_data  # type: ignore[attr-defined]
     in_python.sender._send_data = in_python.sender._send_producer_data
+    # the Python run_once and poll_network too (the C ones are the class's methods)
+    in_python.sender.run_once = types.MethodType(sender_module.py_run_once, in_python.sender)  # type: ignore[method-assign]
+    in_python.sender.poll_network = types.MethodType(  # type: ignore[method-assign]
+        sender_module.py_poll_network, in_python.sender
+    )
+    for h in (in_c, in_python):  # what each step polls the network client with
+        _record_polls(h)
+    assert isinstance(vars(type(in_c.sender))["run_once"], sender_module._step.RunOnceMethod)  # type: ignore[attr-defined]
     futures_c: list[Any] = []
     futures_py: list[Any] = []
     for one in rounds:
