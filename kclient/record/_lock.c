@@ -18,24 +18,13 @@
 int
 kclient_lock_take(LockObject *self, PY_TIMEOUT_T timeout_us)
 {
-    PyLockStatus status = PyThread_acquire_lock_timed(self->lock, 0, 0);
-    if (status != PY_LOCK_ACQUIRED && timeout_us != 0) {
-        Py_BEGIN_ALLOW_THREADS
-        status = PyThread_acquire_lock_timed(self->lock, timeout_us, 0);
-        Py_END_ALLOW_THREADS
-    }
-    if (status == PY_LOCK_ACQUIRED) {
-        self->locked = 1;
-        return 1;
-    }
-    return 0;
+    return kclient_lock_take_inline(self, timeout_us);
 }
 
 void
 kclient_lock_give(LockObject *self)
 {
-    self->locked = 0;
-    PyThread_release_lock(self->lock);
+    kclient_lock_give_inline(self);
 }
 
 static PyObject *

@@ -6,8 +6,8 @@
  *
  * SlotTemplate(template, variable, fresh_lists=(), fresh_locks=()): every __slots__ member of
  * type(template) (its bases' too) is either named in `variable` (given to each call, in that
- * order), in `fresh_lists` (a new empty list each time) or `fresh_locks` (a new lock, as
- * threading.Lock()), or holds a value shared by every copy, which must be immutable (None, a
+ * order), in `fresh_lists` (a new empty list each time) or `fresh_locks` (a new lock of the
+ * template's kind: this module's Lock, else as threading.Lock()), or holds a value shared by every copy, which must be immutable (None, a
  * bool, int, float, str, bytes or tuple): anything else is a TypeError naming the member, so
  * a member added to the class later cannot end up shared by accident. A class whose instances
  * have a __dict__ is refused. Calling the template makes a copy: template(*values).
@@ -19,6 +19,7 @@
 #include <structmember.h>
 
 #include "_template.h"
+#include "_lock.h"
 
 typedef struct {
     PyObject_HEAD
@@ -187,6 +188,15 @@ template_init(SlotTemplate *self, PyObject *args, PyObject *kwds)
         }
     }
     if (self->n_locks) {
+        /* the fresh locks are of the template's kind: this module's Lock, or threading.Lock */
+        PyObject *first = *(PyObject **)((char *)template +
+                                         self->offsets[self->n_shared + self->n_variable +
+                                                       self->n_lists]);
+        if (first != NULL && Py_TYPE(first) == &kclient_LockType) {
+            self->lock_new = Py_NewRef((PyObject *)&kclient_LockType);
+        }
+    }
+    if (self->n_locks && self->lock_new == NULL) {
         PyObject *thread = PyImport_ImportModule("_thread");
         if (thread == NULL) {
             goto done;

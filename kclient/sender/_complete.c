@@ -36,6 +36,7 @@
 CompleteConfig kclient_complete_cfg;
 PyTypeObject *thread_lock_type;
 PyObject *thread_lock_acquire, *thread_lock_release;
+PyTypeObject *kclient_lock_type;
 PyObject *s_accumulator, *s_tm, *s_guarantee_order, *s_in_flight_batches, *s_wakeups,
     *s_metrics, *s_version_mismatch, *s_disconnected, *s_body, *s_received_time_ms, *s_request,
     *s_created_time_ms, *s_responses, *s_name, *s_partition_responses, *s_index, *s_error_code,
@@ -333,11 +334,20 @@ take_type(PyObject *obj, PyTypeObject **out)
 static PyObject *
 configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8) {
+    if (nargs != 9) {
         PyErr_SetString(PyExc_TypeError,
                         "configure(ClientResponse, ProducerBatch, ProduceResult, "
                         "RecordAccumulator, IncompleteBatches, BufferPool, SUCCEEDED, "
-                        "duplicate_sequence_code)");
+                        "duplicate_sequence_code, Lock)");
+        return NULL;
+    }
+    /* kclient.record._speedups.Lock (whose LockObject layout _lock.h gives), or None */
+    PyObject *lock_type = args[8];
+    if (lock_type != Py_None &&
+        (!PyType_Check(lock_type) ||
+         strcmp(((PyTypeObject *)lock_type)->tp_name, "kclient.record._speedups.Lock") != 0 ||
+         ((PyTypeObject *)lock_type)->tp_basicsize != (Py_ssize_t)sizeof(LockObject))) {
+        PyErr_SetString(PyExc_TypeError, "configure: Lock must be kclient.record._speedups.Lock or None");
         return NULL;
     }
     PyTypeObject **types[6] = {&cfg.response,    &cfg.batch,      &cfg.result,
@@ -386,6 +396,7 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
+    Py_XSETREF(kclient_lock_type, lock_type == Py_None ? NULL : (PyTypeObject *)Py_NewRef(lock_type));
     cfg.ready = 1;
     Py_RETURN_NONE;
 }
@@ -393,7 +404,7 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef module_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(ClientResponse, ProducerBatch, ProduceResult, RecordAccumulator, "
-     "IncompleteBatches, BufferPool, FinalState.SUCCEEDED, duplicate_sequence_code)"},
+     "IncompleteBatches, BufferPool, FinalState.SUCCEEDED, duplicate_sequence_code, Lock)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,6 +11,7 @@
 
 #include "../_slots.h"
 #include "../_pycall.h"
+#include "../record/_lock.h"
 
 typedef struct {
     PyTypeObject *response, *batch, *result, *accumulator, *incomplete, *pool;
@@ -66,11 +67,18 @@ slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
  * looking them up for a lock of exactly that type (_complete.c's module init). */
 extern PyTypeObject *thread_lock_type;
 extern PyObject *thread_lock_acquire, *thread_lock_release;
+/* kclient.record._speedups.Lock, as configure() was given it (NULL: None), taken and given
+ * without a call */
+extern PyTypeObject *kclient_lock_type;
 
 /* `with lock:`'s two halves: 0, or -1 with the exception. */
 static inline int
 lock_acquire(PyObject *lock)
 {
+    if (Py_TYPE(lock) == kclient_lock_type) {
+        kclient_lock_take_inline((LockObject *)lock, -1);
+        return 0;
+    }
     if (Py_TYPE(lock) == thread_lock_type) {
         return done(PyObject_Vectorcall(thread_lock_acquire, &lock, 1, NULL));
     }
@@ -80,6 +88,14 @@ lock_acquire(PyObject *lock)
 static inline int
 lock_release(PyObject *lock)
 {
+    if (Py_TYPE(lock) == kclient_lock_type) {
+        if (!((LockObject *)lock)->locked) {
+            PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+            return -1;
+        }
+        kclient_lock_give_inline((LockObject *)lock);
+        return 0;
+    }
     if (Py_TYPE(lock) == thread_lock_type) {
         return done(PyObject_Vectorcall(thread_lock_release, &lock, 1, NULL));
     }
