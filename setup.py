@@ -114,6 +114,7 @@ setup(
                 "kclient/_slots.h",
                 "kclient/_pycall.h",
                 "kclient/_fallback_method.h",
+                "kclient/record/_lock.h",
             ],
             optional=True,
         ),

@@ -25,6 +25,7 @@ from typing import Any
 from kclient.clock import Clock
 from kclient.errors import BufferExhaustedError, IllegalStateError, RecordTooLargeError
 from kclient.record._accel import ACCELERATED
+from kclient.sender.future import new_lock
 
 WaitFn = Callable[[threading.Condition, int], object]
 """``wait(condition, timeout_ms)``: block on a held condition for up to ``timeout_ms``."""
@@ -41,7 +42,7 @@ class BufferPool:
         self.total_bytes = total_bytes
         self._clock = clock
         self._wait = wait or _real_wait
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # the C Lock when built (see future.new_lock)
         self._available = total_bytes
         self._waiters: collections.deque[threading.Condition] = collections.deque()
         self._closed = False

@@ -34,9 +34,10 @@ from kclient.record._accel import ACCELERATED
 log = logging.getLogger(__name__)
 
 new_lock: Callable[[], Any] = threading.Lock
-"""A ``ProduceResult``'s (and ``IncompleteBatches``') lock: ``kclient.record._speedups.Lock``
-(``threading.Lock``'s API), which ``kclient.sender._complete`` takes and gives without a
-Python call, when the accelerator is built; else ``threading.Lock``."""
+"""A ``ProduceResult``'s (and ``IncompleteBatches``' and ``BufferPool``'s) lock:
+``kclient.record._speedups.Lock`` (``threading.Lock``'s API), which
+``kclient.sender._complete`` takes and gives without a Python call, when the accelerator is
+built; else ``threading.Lock``."""
 if ACCELERATED:
     from kclient.record import _speedups
 

@@ -562,8 +562,9 @@ def test_watch_c_and_python_alike(ops: list[str]) -> None:
 
 @pytest.mark.parametrize("sender_type", [CSender, PySender])
 def test_the_locks_an_answer_takes_are_free_again(sender_type: type[Sender]) -> None:
-    """A delivered batch: its result's and the incomplete batches' locks (the C Lock when
-    the accelerator is on, which the C answer takes and gives without a call) are free."""
+    """A delivered batch: its result's, the incomplete batches' and the buffer pool's locks
+    (the C Lock when the accelerator is on, which the C answer takes and gives without a
+    call) are free."""
     from tests.sender.sender_helpers import make, ok
 
     h = make(topics={"t": 1})
@@ -578,6 +579,7 @@ def test_the_locks_an_answer_takes_are_free_again(sender_type: type[Sender]) -> 
     assert (lock_type is not type(threading.Lock())) == ACCELERATED
     for lock in (batch.result._lock, h.acc.incomplete._lock, h.acc.pool._lock):
         assert not lock.locked()
-    assert type(batch.result._lock) is lock_type and type(h.acc.incomplete._lock) is lock_type
-    # and taken again by the Python (a lock left held would block here)
-    assert batch.result._lock.acquire(timeout=1) and h.acc.incomplete._lock.acquire(timeout=1)
+    for lock in (batch.result._lock, h.acc.incomplete._lock, h.acc.pool._lock):
+        assert type(lock) is lock_type
+        assert lock.acquire(timeout=1)  # free for the Python (one left held would block)
+        lock.release()
