@@ -10,7 +10,6 @@ def configure(
     produce_api_key: int,
     produce_min_version: int,
     produce_max_version: int,
-    partial: type[Any],
     log: logging.Logger,
     debug_level: int,
     logger_type: type[logging.Logger],

@@ -16,10 +16,10 @@ static PyObject *str_acks, *str_acks_key, *str_builder, *str_client, *str_debug,
     *str_transactional_id_key, *str_uncompressed_bytes, *str_txn, *str_disabled, *str_cache;
 
 /* configure(new_client_request, produce_api_key, produce_min_version, produce_max_version,
- * partial, log, debug_level, Logger, Sender, RecordAccumulator, ProducerBatch): what send_one
- * needs of sender.py and its imports, and the types the step reads the fast way. */
-static PyObject *new_request, *produce_key, *min_version, *max_version_plain, *partial_type,
-    *logger, *debug_level;
+ * log, debug_level, Logger, Sender, RecordAccumulator, ProducerBatch): what send_one needs of
+ * sender.py and its imports, and the types the step reads the fast way. */
+static PyObject *new_request, *produce_key, *min_version, *max_version_plain, *logger,
+    *debug_level;
 static PyObject *one, *debug_format; /* 1, and _send_produce_request's debug line */
 static int plain_logger; /* the logger is exactly a logging.Logger: isEnabledFor's cache read */
 StepConfig kstep_cfg;
@@ -27,21 +27,21 @@ StepConfig kstep_cfg;
 PyObject *
 kstep_configure(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 11) {
+    if (nargs != 10) {
         PyErr_SetString(PyExc_TypeError, "configure(new_client_request, produce_api_key, "
-                                         "produce_min_version, produce_max_version, partial, "
-                                         "log, debug_level, Logger, Sender, RecordAccumulator, "
+                                         "produce_min_version, produce_max_version, log, "
+                                         "debug_level, Logger, Sender, RecordAccumulator, "
                                          "ProducerBatch)");
         return NULL;
     }
-    for (int i = 7; i < 11; i++) {
+    for (int i = 6; i < 10; i++) {
         if (!PyType_Check(args[i])) {
             PyErr_Format(PyExc_TypeError, "configure: argument %d must be a type", i);
             return NULL;
         }
     }
     kstep_cfg.ready = 0;
-    PyTypeObject *batch = (PyTypeObject *)args[10];
+    PyTypeObject *batch = (PyTypeObject *)args[9];
     struct {
         Py_ssize_t *offset;
         const char *name;
@@ -58,15 +58,15 @@ kstep_configure(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t n
             return NULL;
         }
     }
-    PyObject **objects[7] = {&new_request, &produce_key, &min_version, &max_version_plain,
-                             &partial_type, &logger, &debug_level};
-    for (int i = 0; i < 7; i++) {
+    PyObject **objects[6] = {&new_request, &produce_key, &min_version, &max_version_plain,
+                             &logger, &debug_level};
+    for (int i = 0; i < 6; i++) {
         Py_XSETREF(*objects[i], Py_NewRef(args[i]));
     }
-    plain_logger = Py_TYPE(logger) == (PyTypeObject *)args[7];
+    plain_logger = Py_TYPE(logger) == (PyTypeObject *)args[6];
     PyTypeObject **types[3] = {&kstep_cfg.sender, &kstep_cfg.accumulator, &kstep_cfg.batch};
     for (int i = 0; i < 3; i++) {
-        Py_XSETREF(*types[i], (PyTypeObject *)Py_NewRef(args[8 + i]));
+        Py_XSETREF(*types[i], (PyTypeObject *)Py_NewRef(args[7 + i]));
     }
     kstep_cfg.ready = 1;
     Py_RETURN_NONE;
@@ -100,6 +100,128 @@ list_of_dict(PyObject **keys, PyObject **values, int n)
     }
     PyList_SET_ITEM(list, 0, dict);
     return list;
+}
+
+/* ---- the request's callback ---------------------------------------------------------------
+ * AnswerCallback: functools.partial(sender._handle_produce_response, by_tp) without the
+ * partial and the bound method: called with the response it calls the method the sender's
+ * type has (the descriptor, with the sender first) or, when the sender's own attributes or an
+ * unusual descriptor decide, the bound method getattr gives. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *method; /* a method descriptor or function: called with self first; or bound */
+    PyObject *self;   /* the sender, or NULL when `method` is bound */
+    PyObject *by_tp;
+} AnswerCallback;
+
+static PyObject *
+callback_call(AnswerCallback *cb, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *small[6];
+    PyObject **stack = nargs + nkw + 2 <= 6 ? small : PyMem_Malloc((nargs + nkw + 2) * sizeof(PyObject *));
+    if (stack == NULL) {
+        return PyErr_NoMemory();
+    }
+    Py_ssize_t n = 0;
+    if (cb->self != NULL) {
+        stack[n++] = cb->self;
+    }
+    stack[n++] = cb->by_tp;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++) {
+        stack[n + i] = args[i];
+    }
+    PyObject *out = PyObject_Vectorcall(cb->method, stack, n + nargs, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    return out;
+}
+
+static int
+callback_traverse(AnswerCallback *cb, visitproc visit, void *arg)
+{
+    Py_VISIT(cb->method);
+    Py_VISIT(cb->self);
+    Py_VISIT(cb->by_tp);
+    return 0;
+}
+
+static int
+callback_clear(AnswerCallback *cb)
+{
+    Py_CLEAR(cb->method);
+    Py_CLEAR(cb->self);
+    Py_CLEAR(cb->by_tp);
+    return 0;
+}
+
+static void
+callback_dealloc(AnswerCallback *cb)
+{
+    PyObject_GC_UnTrack(cb);
+    callback_clear(cb);
+    PyObject_GC_Del(cb);
+}
+
+static PyTypeObject AnswerCallbackType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kclient.sender._step.AnswerCallback",
+    .tp_basicsize = sizeof(AnswerCallback),
+    .tp_dealloc = (destructor)callback_dealloc,
+    .tp_vectorcall_offset = offsetof(AnswerCallback, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "functools.partial(sender._handle_produce_response, by_tp), lighter.",
+    .tp_traverse = (traverseproc)callback_traverse,
+    .tp_clear = (inquiry)callback_clear,
+};
+
+/* The request's callback: sender._handle_produce_response bound to by_tp. The method found
+ * on the sender's type is used unbound when it is a method descriptor (a function or
+ * AnswerMethod: what getattr would bind to the sender) and the sender's __dict__ has no
+ * such name; otherwise getattr's answer. A new reference, or NULL. */
+static PyObject *
+answer_callback(PyObject *sender, PyObject *by_tp)
+{
+    PyObject *method = _PyType_Lookup(Py_TYPE(sender), str_handle_produce_response);
+    PyObject *self = sender;
+    int own = 0;
+    if (method != NULL && PyType_HasFeature(Py_TYPE(method), Py_TPFLAGS_METHOD_DESCRIPTOR) &&
+        Py_TYPE(sender)->tp_dictoffset != 0) {
+        PyObject *dict = PyObject_GenericGetDict(sender, NULL);
+        if (dict == NULL) {
+            return NULL;
+        }
+        own = PyDict_Contains(dict, str_handle_produce_response);
+        Py_DECREF(dict);
+        if (own < 0) {
+            return NULL;
+        }
+    }
+    if (method == NULL || !PyType_HasFeature(Py_TYPE(method), Py_TPFLAGS_METHOD_DESCRIPTOR) || own) {
+        method = PyObject_GetAttr(sender, str_handle_produce_response);
+        self = NULL;
+        if (method == NULL) {
+            return NULL;
+        }
+    }
+    else {
+        Py_INCREF(method);
+    }
+    AnswerCallback *cb = PyObject_GC_New(AnswerCallback, &AnswerCallbackType);
+    if (cb == NULL) {
+        Py_DECREF(method);
+        return NULL;
+    }
+    cb->vectorcall = (vectorcallfunc)callback_call;
+    cb->method = method;
+    cb->self = Py_XNewRef(self);
+    cb->by_tp = Py_NewRef(by_tp);
+    PyObject_GC_Track(cb);
+    return (PyObject *)cb;
 }
 
 /* After the request: metrics.record_batch(size, uncompressed, now) and
@@ -198,7 +320,7 @@ send_one(PyObject *sender, PyObject *client, PyObject *node_id, PyObject *node_b
         return done == NULL ? -1 : 0;
     }
     int rc = -1;
-    PyObject *topic_data = NULL, *body = NULL, *by_tp = NULL, *handler = NULL;
+    PyObject *topic_data = NULL, *body = NULL, *by_tp = NULL;
     PyObject *callback = NULL, *max_version = NULL, *request = NULL;
     PyObject *builder = NULL, *records_count = NULL, *size = NULL;
     PyObject *txn_id = attr_get(sender, str_transactional_id);
@@ -221,9 +343,7 @@ send_one(PyObject *sender, PyObject *client, PyObject *node_id, PyObject *node_b
     if (by_tp == NULL || PyDict_SetItem(by_tp, tp, batch) < 0) {
         goto done;
     }
-    handler = PyObject_GetAttr(sender, str_handle_produce_response);
-    PyObject *partial_args[2] = {handler, by_tp};
-    callback = handler == NULL ? NULL : PyObject_Vectorcall(partial_type, partial_args, 2, NULL);
+    callback = answer_callback(sender, by_tp);
     /* sender._produce_max_version(): the plain maximum unless a transaction sender decides */
     PyObject *txn = callback == NULL ? NULL : attr_get(sender, str_txn);
     if (txn != NULL) {
@@ -262,7 +382,6 @@ done:
     Py_XDECREF(request);
     Py_XDECREF(max_version);
     Py_XDECREF(callback);
-    Py_XDECREF(handler);
     Py_XDECREF(by_tp);
     Py_XDECREF(body);
     Py_XDECREF(topic_data);
@@ -335,6 +454,9 @@ kstep_request_init(void)
     INTERN(debug_format, "%sproduce request to node %d: %d batches, %d bytes");
 #undef INTERN
     if (one == NULL && (one = PyLong_FromLong(1)) == NULL) {
+        return -1;
+    }
+    if (PyType_Ready(&AnswerCallbackType) < 0) {
         return -1;
     }
     return 0;

@@ -456,7 +456,6 @@ if _step is not None:  # what its one-batch ProduceRequest (_send_produce_reques
         ApiKey.PRODUCE,
         PRODUCE_MIN_VERSION,
         PRODUCE_MAX_VERSION,
-        functools.partial,
         log,
         logging.DEBUG,
         logging.Logger,

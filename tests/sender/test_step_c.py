@@ -232,3 +232,34 @@ def test_a_queued_batch_past_the_delivery_timeout_expires_in_the_step(
     assert stuck.done()
     with pytest.raises(errors.KafkaTimeoutError, match="delivery.timeout.ms"):
         stuck.result(timeout=0)
+
+
+@pytest.mark.parametrize("step", ["c", "python"])
+@pytest.mark.parametrize("where", ["class", "instance"])
+def test_the_answer_goes_to_the_senders_handle_produce_response(step: str, where: str) -> None:
+    """The request's callback calls the sender's _handle_produce_response with the request's
+    batches and the response, wherever that method comes from (its class, or set on it)."""
+    h = make(topics=TOPICS)
+    if step == "python":
+        h.sender._send_data = h.sender._send_producer_data
+    handled: list[tuple[Any, ...]] = []
+    original = h.sender._handle_produce_response
+
+    def handle(by_tp: dict[Any, Any], response: Any) -> None:
+        handled.append((sorted(by_tp), response.request.api_key))
+        original(by_tp, response)
+
+    if where == "instance":
+        h.sender._handle_produce_response = handle  # type: ignore[method-assign]
+    else:
+        h.sender.__class__ = type(
+            "Handled", (type(h.sender),), {"_handle_produce_response": lambda _, *a: handle(*a)}
+        )
+    h.send("t", 0)
+    h.run()  # the first step (the Python's)
+    h.send("t", 1)
+    h.run()
+    for request in h.produce_requests():
+        h.client.respond(ok(request))
+    h.run()
+    assert handled == [([("t", 0)], 0), ([("t", 1)], 0)]
