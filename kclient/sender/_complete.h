@@ -19,6 +19,10 @@ typedef struct {
     long duplicate_sequence;
     /* ProducerBatch slots */
     Py_ssize_t b_tp, b_builder, b_result, b_thunks, b_final_state, b_reserved_bytes, b_flush_id;
+    /* BufferPool slots */
+    Py_ssize_t p_available, p_closed, p_lock, p_waiters, p_total_bytes;
+    /* IncompleteBatches slots */
+    Py_ssize_t i_batches, i_last_batch_id, i_lock;
     /* ClientResponse slots */
     Py_ssize_t c_version_mismatch, c_disconnected, c_body, c_received_time_ms, c_request;
     /* ProduceResult slots */
@@ -54,6 +58,20 @@ slot_get(PyObject *obj, Py_ssize_t offset, PyObject *name)
     return value != NULL ? Py_NewRef(value) : PyObject_GetAttr(obj, name);
 }
 
+/* obj.name: at its slot offset for an object of exactly `type` (a configured one), else
+ * attr_get's. A new reference, or NULL. */
+static inline PyObject *
+typed_get(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
+{
+    if (cfg.ready && Py_TYPE(obj) == type) {
+        PyObject *value = SLOT(obj, offset);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return attr_get(obj, name);
+}
+
 /* Replace a slot's value (a new reference to `value` is taken). */
 static inline void
 slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
@@ -70,6 +88,18 @@ extern PyObject *thread_lock_acquire, *thread_lock_release;
 /* kclient.record._speedups.Lock, as configure() was given it (NULL: None), taken and given
  * without a call */
 extern PyTypeObject *kclient_lock_type;
+
+/* obj.name = value: at its slot offset for an object of exactly `type`, else setattr.
+ * 0, or -1 with the exception. */
+static inline int
+typed_set(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name, PyObject *value)
+{
+    if (cfg.ready && Py_TYPE(obj) == type) {
+        slot_set(obj, offset, value);
+        return 0;
+    }
+    return PyObject_SetAttr(obj, name, value);
+}
 
 /* `with lock:`'s two halves: 0, or -1 with the exception. */
 static inline int
@@ -132,9 +162,10 @@ int kclient_complete_locked_init(PyObject *module);
 static inline PyObject *
 under_lock(PyObject *obj, PyObject *arg, PyObject *(*locked)(PyObject *, PyObject *))
 {
-    PyObject *lock = cfg.ready && Py_TYPE(obj) == cfg.result && SLOT(obj, cfg.r_lock) != NULL
-                         ? Py_NewRef(SLOT(obj, cfg.r_lock))
-                         : attr_get(obj, s_lock);
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *lock = type == cfg.result ? typed_get(obj, cfg.result, cfg.r_lock, s_lock)
+                     : type == cfg.pool ? typed_get(obj, cfg.pool, cfg.p_lock, s_lock)
+                                        : typed_get(obj, cfg.incomplete, cfg.i_lock, s_lock);
     if (lock == NULL) {
         return NULL;
     }

@@ -125,7 +125,7 @@ out:
 static PyObject *
 incomplete_remove_locked(PyObject *incomplete, PyObject *batch)
 {
-    PyObject *batches = attr_get(incomplete, s_batches);
+    PyObject *batches = typed_get(incomplete, cfg.incomplete, cfg.i_batches, s_batches);
     if (batches == NULL) {
         return NULL;
     }
@@ -153,7 +153,7 @@ pool_deallocate(PyObject *pool, PyObject *size)
     if (Py_TYPE(pool) != cfg.pool) {
         return done(call1(pool, s_deallocate, size));
     }
-    PyObject *lock = attr_get(pool, s_lock);
+    PyObject *lock = typed_get(pool, cfg.pool, cfg.p_lock, s_lock);
     if (lock == NULL) {
         return -1;
     }
@@ -163,8 +163,8 @@ pool_deallocate(PyObject *pool, PyObject *size)
     }
     int status = -1, too_much = 0;
     PyObject *available = NULL, *total = NULL, *sum = NULL, *waiters = NULL;
-    available = attr_get(pool, s_available);
-    total = available == NULL ? NULL : attr_get(pool, s_total_bytes);
+    available = typed_get(pool, cfg.pool, cfg.p_available, s_available);
+    total = available == NULL ? NULL : typed_get(pool, cfg.pool, cfg.p_total_bytes, s_total_bytes);
     sum = total == NULL ? NULL : PyNumber_Add(available, size);
     if (sum == NULL) {
         goto unlock;
@@ -174,10 +174,10 @@ pool_deallocate(PyObject *pool, PyObject *size)
         status = too_much < 0 ? -1 : 0;
         goto unlock;
     }
-    if (PyObject_SetAttr(pool, s_available, sum) < 0) {
+    if (typed_set(pool, cfg.pool, cfg.p_available, s_available, sum) < 0) {
         goto unlock;
     }
-    waiters = attr_get(pool, s_waiters);
+    waiters = typed_get(pool, cfg.pool, cfg.p_waiters, s_waiters);
     int any = waiters == NULL ? -1 : PyObject_IsTrue(waiters);
     if (any < 0) {
         goto unlock;

@@ -38,6 +38,17 @@ def _real_wait(condition: threading.Condition, timeout_ms: int) -> object:
 class BufferPool:
     """``buffer.memory`` bytes shared by all batches; FIFO-fair blocking allocation."""
 
+    __slots__ = (  # read and written at their offsets by kclient.sender._complete
+        "_available",
+        "_clock",
+        "_closed",
+        "_lock",
+        "_wait",
+        "_waiters",
+        "total_bytes",
+        "wait_time_ns_total",
+    )
+
     def __init__(self, total_bytes: int, clock: Clock, wait: WaitFn | None = None) -> None:
         self.total_bytes = total_bytes
         self._clock = clock

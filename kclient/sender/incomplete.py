@@ -23,6 +23,8 @@ from kclient.sender.future import new_lock
 class IncompleteBatches:
     """A thread-safe set of the batches that have not completed, for flush and close."""
 
+    __slots__ = ("_batches", "_last_batch_id", "_lock")  # kclient.sender._complete's offsets
+
     def __init__(self) -> None:
         self._lock = new_lock()
         self._batches: set[ProducerBatch] = set()
