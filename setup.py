@@ -41,6 +41,7 @@ setup(
                 "kclient/record/_send.c",
                 "kclient/record/_template.c",
                 "kclient/record/_open.c",
+                "kclient/record/_crc32c.c",
             ],
             depends=[
                 "kclient/record/_column.h",
@@ -48,6 +49,7 @@ setup(
                 "kclient/record/_lock.h",
                 "kclient/record/_append.h",
                 "kclient/record/_template.h",
+                "kclient/record/_crc32c.h",
                 "kclient/_slots.h",
                 "kclient/_fallback_method.h",
             ],
