@@ -729,9 +729,9 @@ done:
 }
 
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
- * __init__. */
-static PyObject *
-writer_start(RecordsWriter *self, PyObject *arg)
+ * __init__ (and by copy_batch, _template.c, as kclient_writer_start). */
+PyObject *
+kclient_writer_start(RecordsWriter *self, PyObject *arg)
 {
     Py_ssize_t limit = PyLong_AsSsize_t(arg);
     if (limit == -1 && PyErr_Occurred()) {
@@ -932,7 +932,7 @@ static PyMethodDef writer_methods[] = {
      "rows appended"},
     {"is_full", (PyCFunction)writer_is_full, METH_NOARGS,
      "True when built, or when the batch has reached batch_size."},
-    {"_start", (PyCFunction)writer_start, METH_O, "Reset to an empty batch of batch_size."},
+    {"_start", (PyCFunction)kclient_writer_start, METH_O, "Reset to an empty batch of batch_size."},
     {"_close", (PyCFunction)writer_close, METH_NOARGS, "Close; return the records section."},
     {"_close_framed", (PyCFunction)(void (*)(void))writer_close_framed, METH_FASTCALL,
      "Close; return header + records as one bytes, the CRC written in."},

@@ -20,6 +20,7 @@
 
 #include "_template.h"
 #include "_lock.h"
+#include "_writer.h"
 
 typedef struct {
     PyObject_HEAD
@@ -311,12 +312,46 @@ kclient_copy_batch(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_
         return NULL;
     }
     PyObject *batch = NULL, *append = NULL, *result = NULL, *order = NULL;
-    PyObject *started = PyObject_CallMethodOneArg(builder, str_start, size);
-    if (started == NULL) {
-        goto done;
+    /* builder._start(size) and builder.append: the C writer's own, without looking them up,
+     * while the builder's type has them from RecordsWriter (checked again when it changes) */
+    static PyTypeObject *plain_type;
+    static unsigned int plain_version;
+    static PyObject *append_descr; /* RecordsWriter's "append" method descriptor */
+    PyTypeObject *type = Py_TYPE(builder);
+    if (type != plain_type || type->tp_version_tag != plain_version || plain_version == 0) {
+        plain_type = NULL;
+        PyObject *writer_dict = kclient_RecordsWriterType.tp_dict;
+        PyObject *start = _PyType_Lookup(type, str_start);
+        PyObject *append_found = _PyType_Lookup(type, str_append);
+        if (PyType_IsSubtype(type, &kclient_RecordsWriterType) && start != NULL &&
+            start == PyDict_GetItemWithError(writer_dict, str_start) && append_found != NULL &&
+            append_found == PyDict_GetItemWithError(writer_dict, str_append) &&
+            Py_TYPE(append_found)->tp_descr_get != NULL &&
+            PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+            plain_type = type;
+            plain_version = type->tp_version_tag;
+            Py_XSETREF(append_descr, Py_NewRef(append_found));
+        }
+        if (PyErr_Occurred()) {
+            goto done;
+        }
     }
-    Py_DECREF(started);
-    append = PyObject_GetAttr(builder, str_append);
+    if (plain_type != NULL) {
+        PyObject *started = kclient_writer_start((RecordsWriter *)builder, size);
+        if (started == NULL) {
+            goto done;
+        }
+        Py_DECREF(started);
+        append = Py_TYPE(append_descr)->tp_descr_get(append_descr, builder, (PyObject *)type);
+    }
+    else {
+        PyObject *started = PyObject_CallMethodOneArg(builder, str_start, size);
+        if (started == NULL) {
+            goto done;
+        }
+        Py_DECREF(started);
+        append = PyObject_GetAttr(builder, str_append);
+    }
     result = append == NULL ? NULL : PyObject_CallOneArg(args[1], tp);
     order = result == NULL ? NULL : PyTuple_Pack(1, batch_id);
     if (order != NULL) {

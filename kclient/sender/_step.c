@@ -145,7 +145,7 @@ accepted_nodes(PyObject *client, PyObject *ready_nodes, PyObject *now, long long
 
 /* After the requests: each drained batch in sender._in_flight_batches[tp], the next expiry
  * check (*expiry, sender._next_expiry_check_ms on entry) lowered to its delivery deadline
- * and stored, its partition muted when order is guaranteed. */
+ * and stored when lower, its partition muted when order is guaranteed. */
 static int
 track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches, long long timeout_ms,
                 long long *expiry)
@@ -154,6 +154,7 @@ track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches, long
     if (in_flight == NULL) {
         return -1;
     }
+    long long was = *expiry;
     int guarantee = attr_truth(sender, str_guarantee_order);
     int rc = guarantee < 0 || !PyDict_Check(in_flight) ? -1 : 0;
     Py_ssize_t pos = 0;
@@ -210,7 +211,7 @@ track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches, long
         }
     }
     Py_DECREF(in_flight);
-    if (rc == 0) {
+    if (rc == 0 && *expiry != was) { /* unchanged (the usual case): nothing to store */
         PyObject *value = PyLong_FromLongLong(*expiry);
         rc = value == NULL ? -1 : PyObject_SetAttr(sender, str_next_expiry, value);
         Py_XDECREF(value);
