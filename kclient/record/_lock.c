@@ -109,6 +109,22 @@ lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+PyObject *
+kclient_lock_create(void)
+{
+    LockObject *self = (LockObject *)kclient_LockType.tp_alloc(&kclient_LockType, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
 static void
 lock_dealloc(LockObject *self)
 {

@@ -45,4 +45,7 @@ int kclient_lock_take(LockObject *self, PY_TIMEOUT_T timeout_us);
 /* Release a lock this thread took. */
 void kclient_lock_give(LockObject *self);
 
+/* A new, free Lock (Lock() without the type call); NULL with the exception. */
+PyObject *kclient_lock_create(void);
+
 #endif

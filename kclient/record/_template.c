@@ -241,7 +241,9 @@ template_call(SlotTemplate *self, PyObject *const *args, size_t nargsf, PyObject
         *(PyObject **)((char *)obj + self->offsets[k]) = Py_NewRef(args[i]);
     }
     for (Py_ssize_t i = 0; i < self->n_lists + self->n_locks; i++, k++) {
-        PyObject *fresh = i < self->n_lists ? PyList_New(0) : PyObject_CallNoArgs(self->lock_new);
+        PyObject *fresh = i < self->n_lists                                 ? PyList_New(0)
+                          : self->lock_new == (PyObject *)&kclient_LockType ? kclient_lock_create()
+                                                                             : PyObject_CallNoArgs(self->lock_new);
         if (fresh == NULL) {
             Py_DECREF(obj); /* the slots set so far are released with it */
             return NULL;
