@@ -12,7 +12,7 @@ and C ``send``), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
-``kclient/sender/_step.c`` with ``_step_request.c`` (the Sender's send half of a step),
+``kclient/sender/_step.c`` with ``_step_request.c`` and ``_step_run.c`` (the Sender's step),
 ``kclient/sender/_complete.c`` with ``_complete_batch.c`` and ``_complete_locked.c`` (a
 Produce answer's common case, see ``produce_responses.py``, and the buffer pool's,
 incomplete batches' and produce result's small locked methods),
@@ -41,6 +41,7 @@ setup(
                 "kclient/record/_send.c",
                 "kclient/record/_template.c",
                 "kclient/record/_open.c",
+                "kclient/record/_crc32c.c",
             ],
             depends=[
                 "kclient/record/_column.h",
@@ -48,6 +49,7 @@ setup(
                 "kclient/record/_lock.h",
                 "kclient/record/_append.h",
                 "kclient/record/_template.h",
+                "kclient/record/_crc32c.h",
                 "kclient/_slots.h",
                 "kclient/_fallback_method.h",
             ],
@@ -91,8 +93,17 @@ setup(
         Extension("kclient._clock", ["kclient/_clock.c"], optional=True),
         Extension(
             "kclient.sender._step",
-            ["kclient/sender/_step.c", "kclient/sender/_step_request.c"],
-            depends=["kclient/sender/_step.h", "kclient/_pycall.h"],
+            [
+                "kclient/sender/_step.c",
+                "kclient/sender/_step_request.c",
+                "kclient/sender/_step_run.c",
+            ],
+            depends=[
+                "kclient/sender/_step.h",
+                "kclient/_pycall.h",
+                "kclient/_slots.h",
+                "kclient/_fallback_method.h",
+            ],
             optional=True,
         ),
         Extension(
@@ -112,6 +123,7 @@ setup(
                 "kclient/_slots.h",
                 "kclient/_pycall.h",
                 "kclient/_fallback_method.h",
+                "kclient/record/_lock.h",
             ],
             optional=True,
         ),

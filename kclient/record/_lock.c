@@ -18,24 +18,13 @@
 int
 kclient_lock_take(LockObject *self, PY_TIMEOUT_T timeout_us)
 {
-    PyLockStatus status = PyThread_acquire_lock_timed(self->lock, 0, 0);
-    if (status != PY_LOCK_ACQUIRED && timeout_us != 0) {
-        Py_BEGIN_ALLOW_THREADS
-        status = PyThread_acquire_lock_timed(self->lock, timeout_us, 0);
-        Py_END_ALLOW_THREADS
-    }
-    if (status == PY_LOCK_ACQUIRED) {
-        self->locked = 1;
-        return 1;
-    }
-    return 0;
+    return kclient_lock_take_inline(self, timeout_us);
 }
 
 void
 kclient_lock_give(LockObject *self)
 {
-    self->locked = 0;
-    PyThread_release_lock(self->lock);
+    kclient_lock_give_inline(self);
 }
 
 static PyObject *
@@ -108,6 +97,22 @@ lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     }
     LockObject *self = (LockObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+PyObject *
+kclient_lock_create(void)
+{
+    LockObject *self = (LockObject *)kclient_LockType.tp_alloc(&kclient_LockType, 0);
     if (self == NULL) {
         return NULL;
     }

@@ -32,6 +32,7 @@
 #include "_writer.h"
 #include "_append.h"
 #include "_template.h"
+#include "_crc32c.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -728,9 +729,9 @@ done:
 }
 
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
- * __init__. */
-static PyObject *
-writer_start(RecordsWriter *self, PyObject *arg)
+ * __init__ (and by copy_batch, _template.c, as kclient_writer_start). */
+PyObject *
+kclient_writer_start(RecordsWriter *self, PyObject *arg)
 {
     Py_ssize_t limit = PyLong_AsSsize_t(arg);
     if (limit == -1 && PyErr_Occurred()) {
@@ -818,23 +819,31 @@ writer_close_framed(RecordsWriter *self, PyObject *const *args, Py_ssize_t nargs
     }
     char *p = PyBytes_AS_STRING(batch);
     const Py_ssize_t crc_at = 17, covered_from = 21; /* layout.CRC_OFFSET, ATTRIBUTES_OFFSET */
-    PyObject *view = PyMemoryView_FromMemory(p + covered_from,
-                                             PyBytes_GET_SIZE(batch) - covered_from, PyBUF_READ);
-    if (view == NULL) {
-        Py_DECREF(batch);
-        return NULL;
+    unsigned long value;
+    if (kclient_is_package_crc32c(crc_fn)) { /* what it computes, without the call */
+        value = kclient_crc32c((const unsigned char *)p + covered_from,
+                               PyBytes_GET_SIZE(batch) - covered_from);
     }
-    PyObject *crc = PyObject_CallOneArg(crc_fn, view);
-    Py_DECREF(view);
-    if (crc == NULL) {
-        Py_DECREF(batch);
-        return NULL;
-    }
-    unsigned long value = PyLong_AsUnsignedLong(crc);
-    Py_DECREF(crc);
-    if (value == (unsigned long)-1 && PyErr_Occurred()) {
-        Py_DECREF(batch);
-        return NULL;
+    else {
+        PyObject *view = PyMemoryView_FromMemory(p + covered_from,
+                                                 PyBytes_GET_SIZE(batch) - covered_from,
+                                                 PyBUF_READ);
+        if (view == NULL) {
+            Py_DECREF(batch);
+            return NULL;
+        }
+        PyObject *crc = PyObject_CallOneArg(crc_fn, view);
+        Py_DECREF(view);
+        if (crc == NULL) {
+            Py_DECREF(batch);
+            return NULL;
+        }
+        value = PyLong_AsUnsignedLong(crc);
+        Py_DECREF(crc);
+        if (value == (unsigned long)-1 && PyErr_Occurred()) {
+            Py_DECREF(batch);
+            return NULL;
+        }
     }
     p[crc_at] = (char)(value >> 24);
     p[crc_at + 1] = (char)(value >> 16);
@@ -923,7 +932,7 @@ static PyMethodDef writer_methods[] = {
      "rows appended"},
     {"is_full", (PyCFunction)writer_is_full, METH_NOARGS,
      "True when built, or when the batch has reached batch_size."},
-    {"_start", (PyCFunction)writer_start, METH_O, "Reset to an empty batch of batch_size."},
+    {"_start", (PyCFunction)kclient_writer_start, METH_O, "Reset to an empty batch of batch_size."},
     {"_close", (PyCFunction)writer_close, METH_NOARGS, "Close; return the records section."},
     {"_close_framed", (PyCFunction)(void (*)(void))writer_close_framed, METH_FASTCALL,
      "Close; return header + records as one bytes, the CRC written in."},
@@ -1398,6 +1407,9 @@ static PyMethodDef module_methods[] = {
     {"copy_batch", (PyCFunction)(void (*)(void))kclient_copy_batch, METH_FASTCALL,
      "copy_batch(builders, results, batches, tp, size, created_ms, batch_id) -> a new "
      "ProducerBatch copied from templates (kclient/sender/batch_maker.py)"},
+    {"crc32c", (PyCFunction)(void (*)(void))kclient_crc32c_py, METH_FASTCALL,
+     "crc32c(data: bytes, table=False) -> int: CRC-32C as the crc32c package computes it "
+     "(_crc32c.c; table: without the CPU's instruction)"},
     {NULL, NULL, 0, NULL},
 };
 

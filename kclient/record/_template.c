@@ -6,8 +6,8 @@
  *
  * SlotTemplate(template, variable, fresh_lists=(), fresh_locks=()): every __slots__ member of
  * type(template) (its bases' too) is either named in `variable` (given to each call, in that
- * order), in `fresh_lists` (a new empty list each time) or `fresh_locks` (a new lock, as
- * threading.Lock()), or holds a value shared by every copy, which must be immutable (None, a
+ * order), in `fresh_lists` (a new empty list each time) or `fresh_locks` (a new lock of the
+ * template's kind: this module's Lock, else as threading.Lock()), or holds a value shared by every copy, which must be immutable (None, a
  * bool, int, float, str, bytes or tuple): anything else is a TypeError naming the member, so
  * a member added to the class later cannot end up shared by accident. A class whose instances
  * have a __dict__ is refused. Calling the template makes a copy: template(*values).
@@ -19,6 +19,8 @@
 #include <structmember.h>
 
 #include "_template.h"
+#include "_lock.h"
+#include "_writer.h"
 
 typedef struct {
     PyObject_HEAD
@@ -187,6 +189,15 @@ template_init(SlotTemplate *self, PyObject *args, PyObject *kwds)
         }
     }
     if (self->n_locks) {
+        /* the fresh locks are of the template's kind: this module's Lock, or threading.Lock */
+        PyObject *first = *(PyObject **)((char *)template +
+                                         self->offsets[self->n_shared + self->n_variable +
+                                                       self->n_lists]);
+        if (first != NULL && Py_TYPE(first) == &kclient_LockType) {
+            self->lock_new = Py_NewRef((PyObject *)&kclient_LockType);
+        }
+    }
+    if (self->n_locks && self->lock_new == NULL) {
         PyObject *thread = PyImport_ImportModule("_thread");
         if (thread == NULL) {
             goto done;
@@ -230,7 +241,9 @@ template_call(SlotTemplate *self, PyObject *const *args, size_t nargsf, PyObject
         *(PyObject **)((char *)obj + self->offsets[k]) = Py_NewRef(args[i]);
     }
     for (Py_ssize_t i = 0; i < self->n_lists + self->n_locks; i++, k++) {
-        PyObject *fresh = i < self->n_lists ? PyList_New(0) : PyObject_CallNoArgs(self->lock_new);
+        PyObject *fresh = i < self->n_lists                                 ? PyList_New(0)
+                          : self->lock_new == (PyObject *)&kclient_LockType ? kclient_lock_create()
+                                                                             : PyObject_CallNoArgs(self->lock_new);
         if (fresh == NULL) {
             Py_DECREF(obj); /* the slots set so far are released with it */
             return NULL;
@@ -301,12 +314,46 @@ kclient_copy_batch(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_
         return NULL;
     }
     PyObject *batch = NULL, *append = NULL, *result = NULL, *order = NULL;
-    PyObject *started = PyObject_CallMethodOneArg(builder, str_start, size);
-    if (started == NULL) {
-        goto done;
+    /* builder._start(size) and builder.append: the C writer's own, without looking them up,
+     * while the builder's type has them from RecordsWriter (checked again when it changes) */
+    static PyTypeObject *plain_type;
+    static unsigned int plain_version;
+    static PyObject *append_descr; /* RecordsWriter's "append" method descriptor */
+    PyTypeObject *type = Py_TYPE(builder);
+    if (type != plain_type || type->tp_version_tag != plain_version || plain_version == 0) {
+        plain_type = NULL;
+        PyObject *writer_dict = kclient_RecordsWriterType.tp_dict;
+        PyObject *start = _PyType_Lookup(type, str_start);
+        PyObject *append_found = _PyType_Lookup(type, str_append);
+        if (PyType_IsSubtype(type, &kclient_RecordsWriterType) && start != NULL &&
+            start == PyDict_GetItemWithError(writer_dict, str_start) && append_found != NULL &&
+            append_found == PyDict_GetItemWithError(writer_dict, str_append) &&
+            Py_TYPE(append_found)->tp_descr_get != NULL &&
+            PyType_HasFeature(type, Py_TPFLAGS_VALID_VERSION_TAG)) {
+            plain_type = type;
+            plain_version = type->tp_version_tag;
+            Py_XSETREF(append_descr, Py_NewRef(append_found));
+        }
+        if (PyErr_Occurred()) {
+            goto done;
+        }
     }
-    Py_DECREF(started);
-    append = PyObject_GetAttr(builder, str_append);
+    if (plain_type != NULL) {
+        PyObject *started = kclient_writer_start((RecordsWriter *)builder, size);
+        if (started == NULL) {
+            goto done;
+        }
+        Py_DECREF(started);
+        append = Py_TYPE(append_descr)->tp_descr_get(append_descr, builder, (PyObject *)type);
+    }
+    else {
+        PyObject *started = PyObject_CallMethodOneArg(builder, str_start, size);
+        if (started == NULL) {
+            goto done;
+        }
+        Py_DECREF(started);
+        append = PyObject_GetAttr(builder, str_append);
+    }
     result = append == NULL ? NULL : PyObject_CallOneArg(args[1], tp);
     order = result == NULL ? NULL : PyTuple_Pack(1, batch_id);
     if (order != NULL) {

@@ -34,6 +34,9 @@
 #include "../_fallback_method.h"
 
 CompleteConfig kclient_complete_cfg;
+PyTypeObject *thread_lock_type;
+PyObject *thread_lock_acquire, *thread_lock_release;
+PyTypeObject *kclient_lock_type;
 PyObject *s_accumulator, *s_tm, *s_guarantee_order, *s_in_flight_batches, *s_wakeups,
     *s_metrics, *s_version_mismatch, *s_disconnected, *s_body, *s_received_time_ms, *s_request,
     *s_created_time_ms, *s_responses, *s_name, *s_partition_responses, *s_index, *s_error_code,
@@ -235,13 +238,13 @@ answer_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject
     PyObject *body = NULL, *request = NULL, *created = NULL, *latency = NULL;
     PyObject *result = NULL;
     int plain = 0;
-    PyObject *mismatch = PyObject_GetAttr(response, s_version_mismatch);
-    PyObject *disconnected = mismatch == NULL ? NULL : PyObject_GetAttr(response, s_disconnected);
+    PyObject *mismatch = slot_get(response, cfg.c_version_mismatch, s_version_mismatch);
+    PyObject *disconnected = mismatch == NULL ? NULL : slot_get(response, cfg.c_disconnected, s_disconnected);
     if (disconnected == NULL) {
         goto out;
     }
     if (mismatch == Py_None && disconnected == Py_False) {
-        body = PyObject_GetAttr(response, s_body);
+        body = slot_get(response, cfg.c_body, s_body);
         if (body == NULL) {
             goto out;
         }
@@ -256,19 +259,19 @@ answer_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject
         result = fallback_general(self, args, nargsf, kwnames);
         goto out;
     }
-    a.now_ms = PyObject_GetAttr(response, s_received_time_ms);
-    request = a.now_ms == NULL ? NULL : PyObject_GetAttr(response, s_request);
+    a.now_ms = slot_get(response, cfg.c_received_time_ms, s_received_time_ms);
+    request = a.now_ms == NULL ? NULL : slot_get(response, cfg.c_request, s_request);
     created = request == NULL ? NULL : PyObject_GetAttr(request, s_created_time_ms);
     latency = created == NULL ? NULL : PyNumber_Subtract(a.now_ms, created);
-    a.metrics = latency == NULL ? NULL : PyObject_GetAttr(sender, s_metrics);
+    a.metrics = latency == NULL ? NULL : attr_get(sender, s_metrics);
     if (a.metrics == NULL || done(call2(a.metrics, s_record_latency, latency, a.now_ms)) < 0) {
         goto out;
     }
-    a.accumulator = PyObject_GetAttr(sender, s_accumulator);
-    a.tm = a.accumulator == NULL ? NULL : PyObject_GetAttr(sender, s_tm);
-    a.in_flight = a.tm == NULL ? NULL : PyObject_GetAttr(sender, s_in_flight_batches);
-    a.wakeups = a.in_flight == NULL ? NULL : PyObject_GetAttr(sender, s_wakeups);
-    PyObject *order = a.wakeups == NULL ? NULL : PyObject_GetAttr(sender, s_guarantee_order);
+    a.accumulator = attr_get(sender, s_accumulator);
+    a.tm = a.accumulator == NULL ? NULL : attr_get(sender, s_tm);
+    a.in_flight = a.tm == NULL ? NULL : attr_get(sender, s_in_flight_batches);
+    a.wakeups = a.in_flight == NULL ? NULL : attr_get(sender, s_wakeups);
+    PyObject *order = a.wakeups == NULL ? NULL : attr_get(sender, s_guarantee_order);
     if (order == NULL) {
         goto out;
     }
@@ -331,11 +334,20 @@ take_type(PyObject *obj, PyTypeObject **out)
 static PyObject *
 configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 8) {
+    if (nargs != 9) {
         PyErr_SetString(PyExc_TypeError,
                         "configure(ClientResponse, ProducerBatch, ProduceResult, "
                         "RecordAccumulator, IncompleteBatches, BufferPool, SUCCEEDED, "
-                        "duplicate_sequence_code)");
+                        "duplicate_sequence_code, Lock)");
+        return NULL;
+    }
+    /* kclient.record._speedups.Lock (whose LockObject layout _lock.h gives), or None */
+    PyObject *lock_type = args[8];
+    if (lock_type != Py_None &&
+        (!PyType_Check(lock_type) ||
+         strcmp(((PyTypeObject *)lock_type)->tp_name, "kclient.record._speedups.Lock") != 0 ||
+         ((PyTypeObject *)lock_type)->tp_basicsize != (Py_ssize_t)sizeof(LockObject))) {
+        PyErr_SetString(PyExc_TypeError, "configure: Lock must be kclient.record._speedups.Lock or None");
         return NULL;
     }
     PyTypeObject **types[6] = {&cfg.response,    &cfg.batch,      &cfg.result,
@@ -362,6 +374,20 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         {&cfg.b_thunks, cfg.batch, "thunks"},
         {&cfg.b_final_state, cfg.batch, "final_state"},
         {&cfg.b_reserved_bytes, cfg.batch, "reserved_bytes"},
+        {&cfg.b_flush_id, cfg.batch, "flush_id"},
+        {&cfg.p_available, cfg.pool, "_available"},
+        {&cfg.p_closed, cfg.pool, "_closed"},
+        {&cfg.p_lock, cfg.pool, "_lock"},
+        {&cfg.p_waiters, cfg.pool, "_waiters"},
+        {&cfg.p_total_bytes, cfg.pool, "total_bytes"},
+        {&cfg.i_batches, cfg.incomplete, "_batches"},
+        {&cfg.i_last_batch_id, cfg.incomplete, "_last_batch_id"},
+        {&cfg.i_lock, cfg.incomplete, "_lock"},
+        {&cfg.c_version_mismatch, cfg.response, "version_mismatch"},
+        {&cfg.c_disconnected, cfg.response, "disconnected"},
+        {&cfg.c_body, cfg.response, "body"},
+        {&cfg.c_received_time_ms, cfg.response, "received_time_ms"},
+        {&cfg.c_request, cfg.response, "request"},
         {&cfg.r_lock, cfg.result, "_lock"},
         {&cfg.r_done, cfg.result, "done"},
         {&cfg.r_base_offset, cfg.result, "base_offset"},
@@ -378,6 +404,7 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
+    Py_XSETREF(kclient_lock_type, lock_type == Py_None ? NULL : (PyTypeObject *)Py_NewRef(lock_type));
     cfg.ready = 1;
     Py_RETURN_NONE;
 }
@@ -385,7 +412,7 @@ configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef module_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))configure, METH_FASTCALL,
      "configure(ClientResponse, ProducerBatch, ProduceResult, RecordAccumulator, "
-     "IncompleteBatches, BufferPool, FinalState.SUCCEEDED, duplicate_sequence_code)"},
+     "IncompleteBatches, BufferPool, FinalState.SUCCEEDED, duplicate_sequence_code, Lock)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -455,6 +482,19 @@ PyInit__complete(void)
         if (*names[i].name == NULL) {
             return NULL;
         }
+    }
+    PyObject *thread = PyImport_ImportModule("_thread");
+    PyObject *sample = thread == NULL ? NULL : PyObject_CallMethod(thread, "allocate_lock", NULL);
+    Py_XDECREF(thread);
+    if (sample == NULL) {
+        return NULL;
+    }
+    thread_lock_type = (PyTypeObject *)Py_NewRef(Py_TYPE(sample));
+    Py_DECREF(sample);
+    thread_lock_acquire = PyObject_GetAttr((PyObject *)thread_lock_type, s_acquire);
+    thread_lock_release = thread_lock_acquire == NULL ? NULL : PyObject_GetAttr((PyObject *)thread_lock_type, s_release);
+    if (thread_lock_release == NULL) {
+        return NULL;
     }
     minus_one = PyLong_FromLong(-1);
     zero = PyLong_FromLong(0);

@@ -11,13 +11,20 @@
 
 #include "../_slots.h"
 #include "../_pycall.h"
+#include "../record/_lock.h"
 
 typedef struct {
     PyTypeObject *response, *batch, *result, *accumulator, *incomplete, *pool;
     PyObject *succeeded; /* FinalState.SUCCEEDED */
     long duplicate_sequence;
     /* ProducerBatch slots */
-    Py_ssize_t b_tp, b_builder, b_result, b_thunks, b_final_state, b_reserved_bytes;
+    Py_ssize_t b_tp, b_builder, b_result, b_thunks, b_final_state, b_reserved_bytes, b_flush_id;
+    /* BufferPool slots */
+    Py_ssize_t p_available, p_closed, p_lock, p_waiters, p_total_bytes;
+    /* IncompleteBatches slots */
+    Py_ssize_t i_batches, i_last_batch_id, i_lock;
+    /* ClientResponse slots */
+    Py_ssize_t c_version_mismatch, c_disconnected, c_body, c_received_time_ms, c_request;
     /* ProduceResult slots */
     Py_ssize_t r_lock, r_done, r_base_offset, r_log_append_time_ms, r_error, r_record_errors,
         r_watchers, r_gate, r_finished;
@@ -42,6 +49,29 @@ typedef struct {
     int guarantee_order;
 } Answer;
 
+/* A __slots__ member of an object of a configured type, or by name when it is unset (which
+ * raises its AttributeError). A new reference, or NULL. */
+static inline PyObject *
+slot_get(PyObject *obj, Py_ssize_t offset, PyObject *name)
+{
+    PyObject *value = SLOT(obj, offset);
+    return value != NULL ? Py_NewRef(value) : PyObject_GetAttr(obj, name);
+}
+
+/* obj.name: at its slot offset for an object of exactly `type` (a configured one), else
+ * attr_get's. A new reference, or NULL. */
+static inline PyObject *
+typed_get(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
+{
+    if (cfg.ready && Py_TYPE(obj) == type) {
+        PyObject *value = SLOT(obj, offset);
+        if (value != NULL) {
+            return Py_NewRef(value);
+        }
+    }
+    return attr_get(obj, name);
+}
+
 /* Replace a slot's value (a new reference to `value` is taken). */
 static inline void
 slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
@@ -51,16 +81,54 @@ slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
     Py_XDECREF(old);
 }
 
+/* threading.Lock's type and its acquire and release (method descriptors), called without
+ * looking them up for a lock of exactly that type (_complete.c's module init). */
+extern PyTypeObject *thread_lock_type;
+extern PyObject *thread_lock_acquire, *thread_lock_release;
+/* kclient.record._speedups.Lock, as configure() was given it (NULL: None), taken and given
+ * without a call */
+extern PyTypeObject *kclient_lock_type;
+
+/* obj.name = value: at its slot offset for an object of exactly `type`, else setattr.
+ * 0, or -1 with the exception. */
+static inline int
+typed_set(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name, PyObject *value)
+{
+    if (cfg.ready && Py_TYPE(obj) == type) {
+        slot_set(obj, offset, value);
+        return 0;
+    }
+    return PyObject_SetAttr(obj, name, value);
+}
+
 /* `with lock:`'s two halves: 0, or -1 with the exception. */
 static inline int
 lock_acquire(PyObject *lock)
 {
+    if (Py_TYPE(lock) == kclient_lock_type) {
+        kclient_lock_take_inline((LockObject *)lock, -1);
+        return 0;
+    }
+    if (Py_TYPE(lock) == thread_lock_type) {
+        return done(PyObject_Vectorcall(thread_lock_acquire, &lock, 1, NULL));
+    }
     return done(call0(lock, s_acquire));
 }
 
 static inline int
 lock_release(PyObject *lock)
 {
+    if (Py_TYPE(lock) == kclient_lock_type) {
+        if (!((LockObject *)lock)->locked) {
+            PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+            return -1;
+        }
+        kclient_lock_give_inline((LockObject *)lock);
+        return 0;
+    }
+    if (Py_TYPE(lock) == thread_lock_type) {
+        return done(PyObject_Vectorcall(thread_lock_release, &lock, 1, NULL));
+    }
     return done(call0(lock, s_release));
 }
 
@@ -94,7 +162,10 @@ int kclient_complete_locked_init(PyObject *module);
 static inline PyObject *
 under_lock(PyObject *obj, PyObject *arg, PyObject *(*locked)(PyObject *, PyObject *))
 {
-    PyObject *lock = PyObject_GetAttr(obj, s_lock);
+    PyTypeObject *type = Py_TYPE(obj);
+    PyObject *lock = type == cfg.result ? typed_get(obj, cfg.result, cfg.r_lock, s_lock)
+                     : type == cfg.pool ? typed_get(obj, cfg.pool, cfg.p_lock, s_lock)
+                                        : typed_get(obj, cfg.incomplete, cfg.i_lock, s_lock);
     if (lock == NULL) {
         return NULL;
     }

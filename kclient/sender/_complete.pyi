@@ -14,6 +14,7 @@ def configure(
     pool_type: type,
     succeeded: object,
     duplicate_sequence_code: int,
+    lock_type: Any,
     /,
 ) -> None: ...
 

@@ -125,7 +125,7 @@ out:
 static PyObject *
 incomplete_remove_locked(PyObject *incomplete, PyObject *batch)
 {
-    PyObject *batches = PyObject_GetAttr(incomplete, s_batches);
+    PyObject *batches = typed_get(incomplete, cfg.incomplete, cfg.i_batches, s_batches);
     if (batches == NULL) {
         return NULL;
     }
@@ -153,7 +153,7 @@ pool_deallocate(PyObject *pool, PyObject *size)
     if (Py_TYPE(pool) != cfg.pool) {
         return done(call1(pool, s_deallocate, size));
     }
-    PyObject *lock = PyObject_GetAttr(pool, s_lock);
+    PyObject *lock = typed_get(pool, cfg.pool, cfg.p_lock, s_lock);
     if (lock == NULL) {
         return -1;
     }
@@ -163,8 +163,8 @@ pool_deallocate(PyObject *pool, PyObject *size)
     }
     int status = -1, too_much = 0;
     PyObject *available = NULL, *total = NULL, *sum = NULL, *waiters = NULL;
-    available = PyObject_GetAttr(pool, s_available);
-    total = available == NULL ? NULL : PyObject_GetAttr(pool, s_total_bytes);
+    available = typed_get(pool, cfg.pool, cfg.p_available, s_available);
+    total = available == NULL ? NULL : typed_get(pool, cfg.pool, cfg.p_total_bytes, s_total_bytes);
     sum = total == NULL ? NULL : PyNumber_Add(available, size);
     if (sum == NULL) {
         goto unlock;
@@ -174,10 +174,10 @@ pool_deallocate(PyObject *pool, PyObject *size)
         status = too_much < 0 ? -1 : 0;
         goto unlock;
     }
-    if (PyObject_SetAttr(pool, s_available, sum) < 0) {
+    if (typed_set(pool, cfg.pool, cfg.p_available, s_available, sum) < 0) {
         goto unlock;
     }
-    waiters = PyObject_GetAttr(pool, s_waiters);
+    waiters = typed_get(pool, cfg.pool, cfg.p_waiters, s_waiters);
     int any = waiters == NULL ? -1 : PyObject_IsTrue(waiters);
     if (any < 0) {
         goto unlock;
@@ -212,7 +212,7 @@ deallocate(Answer *a, PyObject *batch)
     if (Py_TYPE(a->accumulator) != cfg.accumulator) {
         return done(call1(a->accumulator, s_deallocate, batch));
     }
-    PyObject *incomplete = PyObject_GetAttr(a->accumulator, s_incomplete);
+    PyObject *incomplete = attr_get(a->accumulator, s_incomplete);
     if (incomplete == NULL) {
         return -1;
     }
@@ -232,7 +232,7 @@ deallocate(Answer *a, PyObject *batch)
     }
     reserved = Py_NewRef(reserved);
     slot_set(batch, cfg.b_reserved_bytes, zero);
-    PyObject *pool = PyObject_GetAttr(a->accumulator, s_pool);
+    PyObject *pool = attr_get(a->accumulator, s_pool);
     status = pool == NULL ? -1 : pool_deallocate(pool, reserved);
     Py_XDECREF(pool);
     Py_DECREF(reserved);

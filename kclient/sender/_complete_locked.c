@@ -27,14 +27,18 @@ one_argument(size_t nargsf, PyObject *kwnames)
 static PyObject *
 try_allocate_locked(PyObject *pool, PyObject *size)
 {
-    int refused = attr_truth(pool, s_closed);
+    PyObject *closed = typed_get(pool, cfg.pool, cfg.p_closed, s_closed);
+    int refused = closed == NULL ? -1 : PyObject_IsTrue(closed);
+    Py_XDECREF(closed);
     if (refused == 0) {
-        refused = attr_truth(pool, s_waiters);
+        PyObject *waiters = typed_get(pool, cfg.pool, cfg.p_waiters, s_waiters);
+        refused = waiters == NULL ? -1 : PyObject_IsTrue(waiters);
+        Py_XDECREF(waiters);
     }
     if (refused != 0) {
         return refused < 0 ? NULL : Py_NewRef(Py_False);
     }
-    PyObject *available = PyObject_GetAttr(pool, s_available);
+    PyObject *available = typed_get(pool, cfg.pool, cfg.p_available, s_available);
     if (available == NULL) {
         return NULL;
     }
@@ -45,7 +49,7 @@ try_allocate_locked(PyObject *pool, PyObject *size)
     }
     else {
         PyObject *left = PyNumber_Subtract(available, size);
-        if (left != NULL && PyObject_SetAttr(pool, s_available, left) == 0) {
+        if (left != NULL && typed_set(pool, cfg.pool, cfg.p_available, s_available, left) == 0) {
             answer = Py_NewRef(Py_True);
         }
         Py_XDECREF(left);
@@ -76,7 +80,7 @@ try_allocate_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static PyObject *
 add_locked(PyObject *incomplete, PyObject *batch)
 {
-    PyObject *batches = PyObject_GetAttr(incomplete, s_batches);
+    PyObject *batches = typed_get(incomplete, cfg.incomplete, cfg.i_batches, s_batches);
     if (batches == NULL) {
         return NULL;
     }
@@ -86,10 +90,15 @@ add_locked(PyObject *incomplete, PyObject *batch)
     if (status < 0) {
         return NULL;
     }
-    PyObject *last = PyObject_GetAttr(incomplete, s_last_batch_id);
-    PyObject *id = last == NULL ? NULL : PyObject_GetAttr(batch, s_flush_id);
+    PyObject *last = typed_get(incomplete, cfg.incomplete, cfg.i_last_batch_id, s_last_batch_id);
+    PyObject *id = last == NULL                                   ? NULL
+                   : cfg.ready && Py_TYPE(batch) == cfg.batch && SLOT(batch, cfg.b_flush_id) != NULL
+                       ? Py_NewRef(SLOT(batch, cfg.b_flush_id))
+                       : PyObject_GetAttr(batch, s_flush_id);
     int newer = id == NULL ? -1 : PyObject_RichCompareBool(id, last, Py_GT); /* max() */
-    status = newer < 0 ? -1 : PyObject_SetAttr(incomplete, s_last_batch_id, newer ? id : last);
+    status = newer < 0 ? -1
+                       : typed_set(incomplete, cfg.incomplete, cfg.i_last_batch_id, s_last_batch_id,
+                                   newer ? id : last);
     Py_XDECREF(last);
     Py_XDECREF(id);
     return status < 0 ? NULL : Py_NewRef(Py_None);
@@ -117,7 +126,9 @@ add_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static PyObject *
 watch_locked(PyObject *result, PyObject *watcher)
 {
-    PyObject *watchers = PyObject_GetAttr(result, s_watchers_attr);
+    PyObject *watchers = cfg.ready && Py_TYPE(result) == cfg.result && SLOT(result, cfg.r_watchers) != NULL
+                             ? Py_NewRef(SLOT(result, cfg.r_watchers))
+                             : PyObject_GetAttr(result, s_watchers_attr);
     if (watchers == NULL) {
         return NULL;
     }

@@ -114,6 +114,8 @@ drainer_init(Drainer *self, PyObject *args, PyObject *kwds)
     Py_CLEAR(self->cluster);
     Py_CLEAR(self->leaders);
     Py_CLEAR(self->parts_by_node);
+    Py_CLEAR(self->ready_node);
+    Py_CLEAR(self->ready_set);
     return 0;
 }
 
@@ -130,6 +132,8 @@ drainer_traverse(Drainer *self, visitproc visit, void *arg)
     Py_VISIT(self->cluster);
     Py_VISIT(self->leaders);
     Py_VISIT(self->parts_by_node);
+    Py_VISIT(self->ready_node);
+    Py_VISIT(self->ready_set);
     return 0;
 }
 
@@ -146,6 +150,8 @@ drainer_clear(Drainer *self)
     Py_CLEAR(self->cluster);
     Py_CLEAR(self->leaders);
     Py_CLEAR(self->parts_by_node);
+    Py_CLEAR(self->ready_node);
+    Py_CLEAR(self->ready_set);
     return 0;
 }
 

@@ -47,6 +47,9 @@ typedef struct {
         *more_ready;
     /* partitions_for_node and leaders_by_partition of `cluster` (a Cluster, immutable) */
     PyObject *cluster, *leaders, *parts_by_node;
+    /* the last ready() with exactly one ready node: that node and a set of it, copied (with
+     * its stored hash) when the next one has the same node: a Node's __hash__ is Python */
+    PyObject *ready_node, *ready_set;
 } Drainer;
 
 /* A slot of an object of exactly `type`, else the attribute: a new reference or NULL. */

@@ -57,7 +57,10 @@ kclient_drain_reference(PyObject *function, Drainer *self, PyObject *const *args
     return out;
 }
 
-/* Whether `leader` is in `ready_nodes` (`seen`: those added, by identity). -1 on error. */
+/* Whether `leader` is ready: in `seen` (the ready nodes, by identity) or in `ready_nodes`.
+ * The first ready node is only in `seen` (the set is empty: ready() puts it in at the end,
+ * see kclient_drain_ready) until another leader is asked about: then it joins the set,
+ * which compares by equality from then on. -1 on error. */
 static inline int
 is_ready(PyObject *ready_nodes, PyObject **seen, int nseen, PyObject *leader)
 {
@@ -65,6 +68,9 @@ is_ready(PyObject *ready_nodes, PyObject **seen, int nseen, PyObject *leader)
         if (seen[i] == leader) {
             return 1;
         }
+    }
+    if (nseen == 1 && PySet_GET_SIZE(ready_nodes) == 0 && PySet_Add(ready_nodes, seen[0]) < 0) {
+        return -1;
     }
     /* an empty set holds nothing: no need to hash (a Node's __hash__ is Python code) */
     return PySet_GET_SIZE(ready_nodes) ? PySet_Contains(ready_nodes, leader) : 0;
@@ -185,11 +191,16 @@ ready_topic(PyObject *queues, PyObject *leaders, PyObject *muted, long long now_
             }
         }
         if (make_ready) {
-            if (PySet_Add(ready_nodes, leader) < 0) {
-                goto next;
+            if (*nseen == 0) { /* the first: into the set at the end (is_ready) */
+                seen[(*nseen)++] = leader; /* held by `leaders` */
             }
-            if (*nseen < SEEN_MAX) {
-                seen[(*nseen)++] = leader; /* held by ready_nodes */
+            else {
+                if (PySet_Add(ready_nodes, leader) < 0) {
+                    goto next;
+                }
+                if (*nseen < SEEN_MAX) {
+                    seen[(*nseen)++] = leader; /* held by ready_nodes */
+                }
             }
         }
         step = 1;
@@ -207,6 +218,32 @@ done:
     Py_XDECREF(tps);
     Py_XDECREF(deques);
     return rc;
+}
+
+/* The one ready node into *ready_nodes (empty): a copy of the set the previous ready() made
+ * when it had the same node (a set's copy keeps the stored hashes), else the node added
+ * (hashed) and that set kept for the next. 0, or -1 with the exception. */
+static int
+one_ready_node(Drainer *self, PyObject **ready_nodes, PyObject *node)
+{
+    if (self->ready_node == node && self->ready_set != NULL) {
+        PyObject *copy = PySet_New(self->ready_set);
+        if (copy == NULL) {
+            return -1;
+        }
+        Py_SETREF(*ready_nodes, copy);
+        return 0;
+    }
+    if (PySet_Add(*ready_nodes, node) < 0) {
+        return -1;
+    }
+    PyObject *kept = PySet_New(*ready_nodes);
+    if (kept == NULL) {
+        return -1;
+    }
+    Py_XSETREF(self->ready_set, kept);
+    Py_XSETREF(self->ready_node, Py_NewRef(node));
+    return 0;
 }
 
 /* ready(topics, cluster, now_ms, linger_ms, delivery_timeout_ms, all_ready) */
@@ -273,6 +310,9 @@ kclient_drain_ready(Drainer *self, PyObject *const *args, Py_ssize_t nargs, PyOb
         }
     }
     Py_DECREF(topics);
+    if (nseen == 1 && PySet_GET_SIZE(ready_nodes) == 0 && one_ready_node(self, &ready_nodes, seen[0]) < 0) {
+        goto done;
+    }
     PyObject *expiry = PyLong_FromLongLong(now_ms + next_expiry_ms);
     if (expiry == NULL) {
         goto done;

@@ -15,7 +15,6 @@
  * Threads: the Sender's (or the event loop's driving it), GIL held.
  */
 #include "_step.h"
-#include "../_pycall.h"
 
 #define TOPIC_REFRESH_INTERVAL_MS 1000 /* sender.py's */
 #define NO_TIMEOUT_MS INT64_MAX
@@ -27,13 +26,13 @@ static PyObject *str_metadata, *str_fetch, *str_last_cluster, *str_last_refresh,
     *str_unknown_leaders, *str_client, *str_poll_delay_ms, *str_max_request_size,
     *str_in_flight_batches, *str_next_expiry,
     *str_guarantee_order, *str_mute, *str_expire_batches, *str_more_ready, *str_tp,
-    *str_created_ms;
+    *str_created_ms, *str_next_expiry_ms;
 
-/* getattr(obj, name) as a C long long; -1 with an exception on error (check PyErr_Occurred). */
+/* getattr(obj, name) as a C long long (attr_get's read); -1 with an exception on error (check PyErr_Occurred). */
 static long long
 attr_ll(PyObject *obj, PyObject *name)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
+    PyObject *value = attr_get(obj, name);
     if (value == NULL) {
         return -1;
     }
@@ -66,11 +65,11 @@ has_undrained(PyObject *topics)
 static int
 all_ready(PyObject *accumulator)
 {
-    PyObject *pool = PyObject_GetAttr(accumulator, str_pool);
+    PyObject *pool = attr_get(accumulator, str_pool);
     if (pool == NULL) {
         return -1;
     }
-    PyObject *waiters = PyObject_GetAttr(pool, str_waiters);
+    PyObject *waiters = attr_get(pool, str_waiters);
     Py_DECREF(pool);
     if (waiters == NULL) {
         return -1;
@@ -84,13 +83,13 @@ all_ready(PyObject *accumulator)
     if (flushes != 0) {
         return flushes == -1 && PyErr_Occurred() ? -1 : flushes > 0;
     }
-    PyObject *appender = PyObject_GetAttr(accumulator, str_appender);
+    PyObject *appender = attr_get(accumulator, str_appender);
     int closed = appender == NULL ? -1 : attr_truth(appender, str_closed);
     Py_XDECREF(appender);
     if (closed != 0) {
         return closed;
     }
-    PyObject *tm = PyObject_GetAttr(accumulator, str_tm);
+    PyObject *tm = attr_get(accumulator, str_tm);
     if (tm == NULL) {
         return -1;
     }
@@ -145,22 +144,19 @@ accepted_nodes(PyObject *client, PyObject *ready_nodes, PyObject *now, long long
 }
 
 /* After the requests: each drained batch in sender._in_flight_batches[tp], the next expiry
- * check lowered to its delivery deadline, its partition muted when order is guaranteed. */
+ * check (*expiry, sender._next_expiry_check_ms on entry) lowered to its delivery deadline
+ * and stored when lower, its partition muted when order is guaranteed. */
 static int
-track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches)
+track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches, long long timeout_ms,
+                long long *expiry)
 {
-    PyObject *in_flight = PyObject_GetAttr(sender, str_in_flight_batches);
+    PyObject *in_flight = attr_get(sender, str_in_flight_batches);
     if (in_flight == NULL) {
         return -1;
     }
-    long long expiry = attr_ll(sender, str_next_expiry);
-    long long timeout_ms = expiry == -1 && PyErr_Occurred() ? -1 : attr_ll(accumulator, str_delivery_timeout_ms);
-    int guarantee = PyErr_Occurred() ? -1 : attr_truth(sender, str_guarantee_order);
+    long long was = *expiry;
+    int guarantee = attr_truth(sender, str_guarantee_order);
     int rc = guarantee < 0 || !PyDict_Check(in_flight) ? -1 : 0;
-    if (rc == 0 && !PyDict_Check(batches)) {
-        PyErr_SetString(PyExc_TypeError, "drain() must return a dict");
-        rc = -1;
-    }
     Py_ssize_t pos = 0;
     PyObject *node_id, *node_batches;
     while (rc == 0 && PyDict_Next(batches, &pos, &node_id, &node_batches)) {
@@ -171,7 +167,7 @@ track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches)
         }
         for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(node_batches); i++) {
             PyObject *batch = PyList_GET_ITEM(node_batches, i);
-            PyObject *tp = PyObject_GetAttr(batch, str_tp);
+            PyObject *tp = kstep_batch_attr(batch, kstep_cfg.b_tp, str_tp);
             if (tp == NULL) {
                 rc = -1;
                 break;
@@ -194,12 +190,14 @@ track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches)
                     Py_DECREF(one);
                 }
             }
-            long long created = rc < 0 ? -1 : attr_ll(batch, str_created_ms);
+            PyObject *created_obj = rc < 0 ? NULL : kstep_batch_attr(batch, kstep_cfg.b_created_ms, str_created_ms);
+            long long created = created_obj == NULL ? -1 : PyLong_AsLongLong(created_obj);
+            Py_XDECREF(created_obj);
             if (rc == 0 && created == -1 && PyErr_Occurred()) {
                 rc = -1;
             }
-            if (rc == 0 && created + timeout_ms < expiry) {
-                expiry = created + timeout_ms;
+            if (rc == 0 && created + timeout_ms < *expiry) {
+                *expiry = created + timeout_ms;
             }
             if (rc == 0 && guarantee) {
                 PyObject *done = PyObject_CallMethodOneArg(accumulator, str_mute, tp);
@@ -213,12 +211,42 @@ track_in_flight(PyObject *sender, PyObject *accumulator, PyObject *batches)
         }
     }
     Py_DECREF(in_flight);
-    if (rc == 0) {
-        PyObject *value = PyLong_FromLongLong(expiry);
+    if (rc == 0 && *expiry != was) { /* unchanged (the usual case): nothing to store */
+        PyObject *value = PyLong_FromLongLong(*expiry);
         rc = value == NULL ? -1 : PyObject_SetAttr(sender, str_next_expiry, value);
         Py_XDECREF(value);
     }
     return rc;
+}
+
+/* Sender._expire_batches(now_ms), unless it can find nothing: for exactly a Sender and a
+ * RecordAccumulator, nothing in flight is due before sender._next_expiry_check_ms (`expiry`)
+ * and nothing queued before the drainer's next_expiry_ms (which its ready() just set), so
+ * before both the call fails no batch and changes nothing. *expiry is the
+ * _next_expiry_check_ms after it. 0, or -1 with the exception. */
+static int
+expire_when_due(PyObject *sender, PyObject *accumulator, PyObject *drainer, PyObject *now,
+                long long now_ms, long long *expiry)
+{
+    if (kstep_cfg.ready && now_ms < *expiry && Py_TYPE(sender) == kstep_cfg.sender &&
+        Py_TYPE(accumulator) == kstep_cfg.accumulator) {
+        PyObject *queued = PyObject_GetAttr(drainer, str_next_expiry_ms);
+        long long queued_ms = queued == NULL ? -1 : PyLong_AsLongLong(queued);
+        Py_XDECREF(queued);
+        if (queued_ms == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (now_ms < queued_ms) {
+            return 0;
+        }
+    }
+    PyObject *expired = PyObject_CallMethodOneArg(sender, str_expire_batches, now);
+    if (expired == NULL) {
+        return -1;
+    }
+    Py_DECREF(expired);
+    *expiry = attr_ll(sender, str_next_expiry);
+    return *expiry == -1 && PyErr_Occurred() ? -1 : 0;
 }
 
 /* The common case, from the ready check on; the return value of send_data. */
@@ -227,14 +255,15 @@ send_ready(PyObject *sender, PyObject *accumulator, PyObject *topics, PyObject *
            PyObject *now, long long now_ms)
 {
     int all = all_ready(accumulator);
-    PyObject *drainer = all < 0 ? NULL : PyObject_GetAttr(accumulator, str_drainer);
+    PyObject *drainer = all < 0 ? NULL : attr_get(accumulator, str_drainer);
     if (drainer == NULL) {
         return NULL;
     }
     PyObject *result = NULL, *client = NULL, *nodes = NULL, *batches = NULL, *out = NULL;
-    PyObject *linger = PyObject_GetAttr(accumulator, str_linger_ms);
-    PyObject *timeout = PyObject_GetAttr(accumulator, str_delivery_timeout_ms);
-    if (linger != NULL && timeout != NULL) {
+    PyObject *linger = attr_get(accumulator, str_linger_ms);
+    PyObject *timeout = linger == NULL ? NULL : attr_get(accumulator, str_delivery_timeout_ms);
+    long long timeout_ms = timeout == NULL ? -1 : PyLong_AsLongLong(timeout);
+    if (timeout_ms != -1 || !PyErr_Occurred()) {
         PyObject *args[7] = {drainer, topics, cluster, now, linger, timeout, all ? Py_True : Py_False};
         result = PyObject_VectorcallMethod(str_ready, args, 7 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     }
@@ -266,13 +295,14 @@ send_ready(PyObject *sender, PyObject *accumulator, PyObject *topics, PyObject *
         Py_DECREF(asked);
     }
     long long not_ready_ms = NO_TIMEOUT_MS;
-    client = PyObject_GetAttr(sender, str_client);
+    client = attr_get(sender, str_client);
     nodes = client == NULL ? NULL : accepted_nodes(client, ready_nodes, now, &not_ready_ms);
     if (nodes == NULL) {
         goto done;
     }
+    long long expiry = -1;
     if (PyList_GET_SIZE(nodes)) {
-        PyObject *max_size = PyObject_GetAttr(sender, str_max_request_size);
+        PyObject *max_size = attr_get(sender, str_max_request_size);
         if (max_size == NULL) {
             goto done;
         }
@@ -286,18 +316,22 @@ send_ready(PyObject *sender, PyObject *accumulator, PyObject *topics, PyObject *
             goto done;
         }
         /* requests first (on the wire at once), then the bookkeeping: as the Python */
-        if (kstep_send_requests(sender, batches, now) < 0 ||
-            track_in_flight(sender, accumulator, batches) < 0) {
+        if (kstep_send_requests(sender, client, batches, now) < 0) {
+            goto done;
+        }
+        expiry = attr_ll(sender, str_next_expiry);
+        if ((expiry == -1 && PyErr_Occurred()) ||
+            track_in_flight(sender, accumulator, batches, timeout_ms, &expiry) < 0) {
             goto done;
         }
     }
-    PyObject *expired = PyObject_CallMethodOneArg(sender, str_expire_batches, now);
-    if (expired == NULL) {
-        goto done;
+    else {
+        expiry = attr_ll(sender, str_next_expiry);
+        if (expiry == -1 && PyErr_Occurred()) {
+            goto done;
+        }
     }
-    Py_DECREF(expired);
-    long long expiry = attr_ll(sender, str_next_expiry);
-    if (expiry == -1 && PyErr_Occurred()) {
+    if (expire_when_due(sender, accumulator, drainer, now, now_ms, &expiry) < 0) {
         goto done;
     }
     long long poll_ms = next_check_ms < not_ready_ms ? next_check_ms : not_ready_ms;
@@ -335,13 +369,13 @@ step_send_data(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
     if (now_ms == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    PyObject *metadata = PyObject_GetAttr(sender, str_metadata);
+    PyObject *metadata = attr_get(sender, str_metadata);
     PyObject *cluster = metadata == NULL ? NULL : PyObject_CallMethodNoArgs(metadata, str_fetch);
     Py_XDECREF(metadata);
     if (cluster == NULL) {
         return NULL;
     }
-    PyObject *last = PyObject_GetAttr(sender, str_last_cluster);
+    PyObject *last = attr_get(sender, str_last_cluster);
     long long refreshed = last == NULL ? -1 : attr_ll(sender, str_last_refresh);
     Py_XDECREF(last);
     if (PyErr_Occurred()) {
@@ -351,8 +385,8 @@ step_send_data(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
     int usual = last == cluster && now_ms - refreshed < TOPIC_REFRESH_INTERVAL_MS;
     PyObject *accumulator = NULL, *topics = NULL;
     if (usual) {
-        accumulator = PyObject_GetAttr(sender, str_accumulator);
-        topics = accumulator == NULL ? NULL : PyObject_GetAttr(accumulator, str_topics);
+        accumulator = attr_get(sender, str_accumulator);
+        topics = accumulator == NULL ? NULL : attr_get(accumulator, str_topics);
         int queued = topics == NULL ? -1 : has_undrained(topics);
         if (queued < 0) {
             Py_XDECREF(topics);
@@ -379,8 +413,10 @@ static PyMethodDef step_methods[] = {
     {"send_data", (PyCFunction)(void (*)(void))step_send_data, METH_FASTCALL,
      "send_data(sender, now_ms) -> poll timeout ms: Sender._send_producer_data in C."},
     {"configure", (PyCFunction)(void (*)(void))kstep_configure, METH_FASTCALL,
-     "configure(new_client_request, produce_api_key, produce_min_version, partial, log, "
-     "debug_level): what the one-batch request needs (sender.py calls it)."},
+     "configure(new_client_request, produce_api_key, produce_min_version, "
+     "produce_max_version, log, debug_level, Logger, Sender, RecordAccumulator, "
+     "ProducerBatch): what the one-batch request needs and the types read the fast way "
+     "(sender.py calls it)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -429,9 +465,14 @@ PyInit__step(void)
     INTERN(str_more_ready, "more_ready");
     INTERN(str_tp, "tp");
     INTERN(str_created_ms, "created_ms");
+    INTERN(str_next_expiry_ms, "next_expiry_ms");
 #undef INTERN
     if (kstep_request_init() < 0) {
         return NULL;
     }
-    return PyModule_Create(&step_module);
+    PyObject *module = PyModule_Create(&step_module);
+    if (module != NULL && kstep_run_init(module) < 0) {
+        Py_CLEAR(module);
+    }
+    return module;
 }

@@ -10,8 +10,18 @@ def configure(
     produce_api_key: int,
     produce_min_version: int,
     produce_max_version: int,
-    partial: type[Any],
     log: logging.Logger,
     debug_level: int,
+    logger_type: type[logging.Logger],
+    sender_type: type[Any],
+    accumulator_type: type[Any],
+    batch_type: type[Any],
     /,
 ) -> None: ...
+
+class RunOnceMethod:
+    def __init__(self, general: Any, /) -> None: ...
+    def __get__(self, obj: object, owner: type | None = None) -> Any: ...
+    def __call__(self, *args: Any) -> Any: ...
+
+class PollNetworkMethod(RunOnceMethod): ...

@@ -25,6 +25,7 @@ from typing import Any
 from kclient.clock import Clock
 from kclient.errors import BufferExhaustedError, IllegalStateError, RecordTooLargeError
 from kclient.record._accel import ACCELERATED
+from kclient.sender.future import new_lock
 
 WaitFn = Callable[[threading.Condition, int], object]
 """``wait(condition, timeout_ms)``: block on a held condition for up to ``timeout_ms``."""
@@ -37,11 +38,22 @@ def _real_wait(condition: threading.Condition, timeout_ms: int) -> object:
 class BufferPool:
     """``buffer.memory`` bytes shared by all batches; FIFO-fair blocking allocation."""
 
+    __slots__ = (  # read and written at their offsets by kclient.sender._complete
+        "_available",
+        "_clock",
+        "_closed",
+        "_lock",
+        "_wait",
+        "_waiters",
+        "total_bytes",
+        "wait_time_ns_total",
+    )
+
     def __init__(self, total_bytes: int, clock: Clock, wait: WaitFn | None = None) -> None:
         self.total_bytes = total_bytes
         self._clock = clock
         self._wait = wait or _real_wait
-        self._lock = threading.Lock()
+        self._lock = new_lock()  # the C Lock when built (see future.new_lock)
         self._available = total_bytes
         self._waiters: collections.deque[threading.Condition] = collections.deque()
         self._closed = False

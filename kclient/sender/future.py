@@ -33,6 +33,16 @@ from kclient.record._accel import ACCELERATED
 
 log = logging.getLogger(__name__)
 
+new_lock: Callable[[], Any] = threading.Lock
+"""A ``ProduceResult``'s (and ``IncompleteBatches``' and ``BufferPool``'s) lock:
+``kclient.record._speedups.Lock`` (``threading.Lock``'s API), which
+``kclient.sender._complete`` takes and gives without a Python call, when the accelerator is
+built; else ``threading.Lock``."""
+if ACCELERATED:
+    from kclient.record import _speedups
+
+    new_lock = _speedups.Lock
+
 _PENDING = "PENDING"
 _FINISHED = "FINISHED"
 
@@ -100,7 +110,7 @@ class ProduceResult:
         """Created, held, by the first waiter; released when finished (a turnstile: every
         waiter that gets through releases it for the next). Cheaper than an Event."""
         self._finished = False
-        self._lock = threading.Lock()
+        self._lock = new_lock()
         self._watchers: list[Watcher] | None = []
 
     def set(

@@ -11,20 +11,22 @@ Every method takes the one lock.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterable
 from typing import Any
 
 from kclient.record._accel import ACCELERATED
 from kclient.sender.batch import ProducerBatch
+from kclient.sender.future import new_lock
 
 
 class IncompleteBatches:
     """A thread-safe set of the batches that have not completed, for flush and close."""
 
+    __slots__ = ("_batches", "_last_batch_id", "_lock")  # kclient.sender._complete's offsets
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = new_lock()
         self._batches: set[ProducerBatch] = set()
         self._last_batch_id = 0
 

@@ -249,7 +249,7 @@ else:
     from kclient.sender.accumulator import RecordAccumulator
     from kclient.sender.batch import FinalState
     from kclient.sender.buffer_pool import BufferPool
-    from kclient.sender.future import ProduceResult
+    from kclient.sender.future import ProduceResult, new_lock
     from kclient.sender.incomplete import IncompleteBatches
 
     _complete.configure(
@@ -261,6 +261,7 @@ else:
         BufferPool,
         FinalState.SUCCEEDED,
         _DUPLICATE_SEQUENCE,
+        new_lock if ACCELERATED else None,  # the C Lock, taken without a call
     )
     c_handle_produce_response = _complete.AnswerMethod(py_handle_produce_response)
     if ACCELERATED:

@@ -57,16 +57,6 @@ if _accel.ACCELERATED:
         from kclient.sender import _step
     except ImportError:  # not built: the Python step
         _step = None
-    else:  # what its one-batch ProduceRequest (_send_produce_request's) is made of
-        _step.configure(
-            new_client_request,
-            ApiKey.PRODUCE,
-            PRODUCE_MIN_VERSION,
-            PRODUCE_MAX_VERSION,
-            functools.partial,
-            log,
-            logging.DEBUG,
-        )
 
 
 class Sender(ProduceResponses):
@@ -453,3 +443,27 @@ def _built(batch: ProducerBatch) -> bytes:
     if data is None:
         raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
     return data
+
+
+py_run_once = Sender.run_once
+"""The Python ``run_once`` (the reference; ``_step.RunOnceMethod``'s fallback when built)."""
+py_poll_network = Sender.poll_network
+"""The Python ``poll_network`` (the reference; ``_step.PollNetworkMethod``'s fallback)."""
+if _step is not None:  # what its one-batch ProduceRequest (_send_produce_request's) is made
+    # of, and the types whose objects it reads the fast way (see _step.c)
+    _step.configure(
+        new_client_request,
+        ApiKey.PRODUCE,
+        PRODUCE_MIN_VERSION,
+        PRODUCE_MAX_VERSION,
+        log,
+        logging.DEBUG,
+        logging.Logger,
+        Sender,
+        RecordAccumulator,
+        ProducerBatch,
+    )
+    # run_once and poll_network without their Python frames (_step_run.c), the Python
+    # methods their fallback (and the reference: py_run_once, py_poll_network)
+    Sender.run_once = _step.RunOnceMethod(py_run_once)  # type: ignore[method-assign]
+    Sender.poll_network = _step.PollNetworkMethod(py_poll_network)  # type: ignore[method-assign]

@@ -14,11 +14,13 @@ from kclient.record import CompressionType, RecordBatch, RecordBatchBuilder, _ac
 from kclient.record.builder import PyRecordBatchBuilder
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.batch_maker import make_batch_maker
+from kclient.sender.future import new_lock
 
 needs_c = pytest.mark.skipif(
     not _accel.ACCELERATED, reason="the C accelerator is not built (or KCLIENT_PURE_PYTHON)"
 )
 TP = TopicPartition("t", 3)
+LOCK_TYPES = (type(threading.Lock()), type(new_lock()))
 
 
 def _builder(size: int) -> RecordBatchBuilder:
@@ -36,7 +38,7 @@ def _same(copied: object, made: object, *, skip: tuple[str, ...] = ()) -> None:
     for name, value in theirs.items():
         if name in skip:
             continue
-        if isinstance(value, type(threading.Lock())):
+        if isinstance(value, LOCK_TYPES):  # a fresh lock of the constructor's kind
             assert type(ours[name]) is type(value) and not ours[name].locked(), name
         else:
             assert ours[name] == value, name

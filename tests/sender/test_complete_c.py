@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -557,3 +558,28 @@ def test_watch_c_and_python_alike(ops: list[str]) -> None:
         return seen
 
     assert run_ops(True) == run_ops(False)
+
+
+@pytest.mark.parametrize("sender_type", [CSender, PySender])
+def test_the_locks_an_answer_takes_are_free_again(sender_type: type[Sender]) -> None:
+    """A delivered batch: its result's, the incomplete batches' and the buffer pool's locks
+    (the C Lock when the accelerator is on, which the C answer takes and gives without a
+    call) are free."""
+    from tests.sender.sender_helpers import make, ok
+
+    h = make(topics={"t": 1})
+    h.sender.__class__ = sender_type
+    (sent,) = h.send("t", 0)
+    h.run()
+    batch = h.acc.incomplete_batches()[0]
+    h.client.respond(ok(h.produce_requests()[0], base_offset=7))
+    h.run()
+    assert sent.result(timeout=0).offset == 7
+    lock_type = type(future.new_lock())
+    assert (lock_type is not type(threading.Lock())) == ACCELERATED
+    for lock in (batch.result._lock, h.acc.incomplete._lock, h.acc.pool._lock):
+        assert not lock.locked()
+    for lock in (batch.result._lock, h.acc.incomplete._lock, h.acc.pool._lock):
+        assert type(lock) is lock_type
+        assert lock.acquire(timeout=1)  # free for the Python (one left held would block)
+        lock.release()
