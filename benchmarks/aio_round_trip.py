@@ -8,12 +8,13 @@ acks=all, no idempotence, linger 0, 100 B values, one partition, every record aw
 before the next (``benchmarks/aio_producer.py`` compares the clients; this one looks
 inside kclient's).
 
-- Default: the **timeline**. Timestamps at the steps of the round trip (the producer's
-  methods wrapped: each wrapper costs about 0.5 µs, so the total is above an unwrapped
-  run's) and the median µs between consecutive ones, over the round trips that took the
-  most common path. What counts for latency is the time from the call to the request's
-  write, and from the response's readability to the caller resuming. The work after the
-  write would overlap the broker's if the broker ran on another CPU: see ``--after-write``.
+- Default: the **timeline**. Timestamps at the call, the request's write and the answer's
+  read (the socket's methods wrapped), the answer's readability (the event loop's reader
+  callback wrapped) and the caller's return (each wrapper costs about 0.5 µs), and the
+  median µs between consecutive ones, over the round trips that took the most common path.
+  The steps in between are C, not marked one by one. What delays the caller: the time
+  from the call to the write, from the answer's readability to the caller resuming, and
+  the work after the write too when the broker runs on this CPU (see ``--after-write``).
   The floor row repeats the split for one pre-encoded request sent again and again on a
   plain socket read by the event loop.
 - ``--opcodes``: the **Python opcodes** executed per round trip, by function (a
@@ -25,16 +26,18 @@ inside kclient's).
 
 from __future__ import annotations
 
+import _socket
 import argparse
 import asyncio
 import collections
-import functools
+import contextlib
 import os
 import re
+import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -45,9 +48,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.aio_producer import RawProduce  # noqa: E402
 from integration.peers import run_tansu  # noqa: E402
-from kclient.aio import AIOKafkaProducer, completions, loop_selector  # noqa: E402
-from kclient.network import channel, client, selector  # noqa: E402
-from kclient.sender import accumulator, drain, sender  # noqa: E402
+from kclient.aio import AIOKafkaProducer, loop_selector  # noqa: E402
 
 VALUE = b"x" * 100
 WARM_UP = 50
@@ -60,38 +61,58 @@ _marks: list[tuple[str, float]] = []
 _TO_WRITE, _AFTER_WRITE, _AFTER_READABLE = "call to write", "overlapping", "readable to return"
 _PHASES = (_TO_WRITE, _AFTER_WRITE, _AFTER_READABLE)
 
-# (class, method, label, also mark its return): the steps of the round trip, in order. Only
-# methods the round trip calls as they are: a method the accelerator replaces on its class
-# (a produce answer's handling, a batch's futures settled) would run its Python instead
-_STEPS: list[tuple[type, str, str, bool]] = [
-    (accumulator.RecordAccumulator, "_open_batch", "new batch", True),
-    (sender.Sender, "run_once", "sender step", True),
-    (sender.Sender, "poll_network", "network poll", True),
-    (drain.BatchDrainer, "ready", "ready", True),
-    (drain.BatchDrainer, "drain", "drain", True),
-    (sender.Sender, "_send_produce_request", "produce request", False),
-    (client.NetworkClient, "_do_send", "network send", False),
-    (channel.NetworkSend, "write_to", "write", False),
-    (loop_selector.LoopSelector, "_readable", "readable", False),
-    (client.NetworkClient, "poll", "client poll", True),
-    (channel.KafkaChannel, "read", "read", True),
-    (client.NetworkClient, "_handle_completed_receives", "responses", False),
-    (completions.BatchCompletions, "dispatch", "dispatch", False),
-]
+# The marks: the request's write and the answer's read are the socket's own methods, wrapped
+# on socket.socket (the network code, C or Python, calls them by name), and the answer's
+# readability is the loop selector's reader callback. The steps between them are C now (the
+# accelerator replaces the methods on their classes), so they are not marked one by one.
+_send, _sendmsg, _recv_into = _socket.socket.send, _socket.socket.sendmsg, _socket.socket.recv_into
+_readable = loop_selector.LoopSelector._readable
 
 
-def _wrap(cls: type, name: str, label: str, at_return: bool) -> None:
-    method = getattr(cls, name)
+def _marked_send(sock: socket.socket, *args: Any) -> Any:
+    _marks.append(("write", _clock()))
+    try:
+        return _send(sock, *args)
+    finally:
+        _marks.append(("write returns", _clock()))
 
-    @functools.wraps(method)
-    def marked(*args: Any, **kwargs: Any) -> Any:
-        _marks.append((label, _clock()))
-        result = method(*args, **kwargs)
-        if at_return:
-            _marks.append((label + " returns", _clock()))
-        return result
 
-    setattr(cls, name, marked)
+def _marked_sendmsg(sock: socket.socket, *args: Any) -> Any:
+    _marks.append(("write", _clock()))
+    try:
+        return _sendmsg(sock, *args)
+    finally:
+        _marks.append(("write returns", _clock()))
+
+
+def _marked_recv_into(sock: socket.socket, *args: Any) -> Any:
+    _marks.append(("read", _clock()))
+    try:
+        return _recv_into(sock, *args)
+    finally:
+        _marks.append(("read returns", _clock()))
+
+
+def _marked_readable(selector: Any, fd: int) -> None:
+    _marks.append(("readable", _clock()))
+    _readable(selector, fd)
+
+
+_WRITES = (_marked_send.__code__, _marked_sendmsg.__code__)
+
+
+@contextlib.contextmanager
+def _marking() -> Iterator[None]:
+    """The wrappers in place (socket.socket's methods, the reader callback), then removed."""
+    socket.socket.send = _marked_send  # type: ignore[method-assign,assignment]
+    socket.socket.sendmsg = _marked_sendmsg  # type: ignore[method-assign,assignment]
+    socket.socket.recv_into = _marked_recv_into  # type: ignore[method-assign,assignment]
+    loop_selector.LoopSelector._readable = _marked_readable  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del socket.socket.send, socket.socket.sendmsg, socket.socket.recv_into
+        loop_selector.LoopSelector._readable = _readable  # type: ignore[method-assign]
 
 
 def _producer(bootstrap: str) -> AIOKafkaProducer:
@@ -101,20 +122,19 @@ def _producer(bootstrap: str) -> AIOKafkaProducer:
 
 
 async def timeline(bootstrap: str, topic: str, floor_topic: str, waits: int) -> None:
-    for step in _STEPS:  # before the producer exists: it keeps bound methods
-        _wrap(*step)
-    producer = _producer(bootstrap)
-    await producer.start()
-    for _ in range(WARM_UP):
-        await producer.send_and_wait(topic, VALUE)
     runs: list[list[tuple[str, float]]] = []
-    for _ in range(waits):
-        _marks.clear()
-        _marks.append(("send_and_wait", _clock()))
-        await producer.send_and_wait(topic, VALUE)
-        _marks.append(("returns", _clock()))
-        runs.append(list(_marks))
-    await producer.stop()
+    with _marking():  # before the producer exists: the selector keeps its bound callback
+        producer = _producer(bootstrap)
+        await producer.start()
+        for _ in range(WARM_UP):
+            await producer.send_and_wait(topic, VALUE)
+        for _ in range(waits):
+            _marks.clear()
+            _marks.append(("send_and_wait", _clock()))
+            await producer.send_and_wait(topic, VALUE)
+            _marks.append(("returns", _clock()))
+            runs.append(list(_marks))
+        await producer.stop()
     paths = collections.Counter(tuple(label for label, _ in run) for run in runs)
     path, _ = paths.most_common(1)[0]
     same = [run for run in runs if tuple(label for label, _ in run) == path]
@@ -164,14 +184,15 @@ async def opcodes(bootstrap: str, topic: str, waits: int, top: int, by_phase: bo
     phases: collections.Counter[str] = collections.Counter()
     phase = [_TO_WRITE]
     root = str(ROOT) + "/"
-    write_code = selector.KSelector.send.__code__
-    readable_code = loop_selector.LoopSelector._readable.__code__
+    readable_code = _marked_readable.__code__
 
     def trace(frame: FrameType, event: str, arg: object) -> Callable[..., Any]:
         frame.f_trace_opcodes = True
         frame.f_trace_lines = False
         code = frame.f_code
         if event == "opcode":
+            if code.co_filename == __file__:
+                return trace  # this script's own (the loop, the marks' wrappers)
             where = _STDLIB.sub("", code.co_filename.removeprefix(root))
             if by_phase:
                 where = f"{phase[0]}: {where}"
@@ -179,22 +200,23 @@ async def opcodes(bootstrap: str, topic: str, waits: int, top: int, by_phase: bo
             phases[phase[0]] += 1
         elif code is readable_code and event == "call":
             phase[0] = _AFTER_READABLE
-        elif code is write_code and event == "return":
+        elif code in _WRITES and event == "return":
             phase[0] = _AFTER_WRITE
         return trace
 
-    producer = _producer(bootstrap)
-    await producer.start()
-    for _ in range(WARM_UP):
-        await producer.send_and_wait(topic, VALUE)
-    sys.settrace(trace)
-    try:
-        for _ in range(waits):
-            phase[0] = _TO_WRITE
+    with _marking():
+        producer = _producer(bootstrap)
+        await producer.start()
+        for _ in range(WARM_UP):
             await producer.send_and_wait(topic, VALUE)
-    finally:
-        sys.settrace(None)
-    await producer.stop()
+        sys.settrace(trace)
+        try:
+            for _ in range(waits):
+                phase[0] = _TO_WRITE
+                await producer.send_and_wait(topic, VALUE)
+        finally:
+            sys.settrace(None)
+        await producer.stop()
     print(f"Python opcodes per round trip: {sum(counts.values()) / waits:,.0f}")
     split = ", ".join(f"{name} {phases[name] / waits:,.0f}" for name in _PHASES)
     print(f"({split})\n")
