@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include "../_slots.h"
+#include "../_pycall.h"
 
 /* Set by bind() (_client.c): NULL and unset until then. */
 extern PyObject *in_flight_request_type; /* kclient.network.in_flight.InFlightRequest */
@@ -85,18 +86,6 @@ extern Py_ssize_t client_slots[C_COUNT];
 
 /* client.<field>: at its slot's offset for a NetworkClient, else by name. A new reference. */
 PyObject *client_get(PyObject *client, int field);
-
-/* bool(getattr(obj, name)): 1, 0, -1. (Not _pycall.h's attr_get: reading an instance's
- * __dict__ from C makes CPython 3.11 build that dict from the instance's inline values, and
- * every attribute access to the object costs more from then on, Python's own included.) */
-static inline int
-get_truth(PyObject *obj, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(obj, name);
-    int truth = value ? PyObject_IsTrue(value) : -1;
-    Py_XDECREF(value);
-    return truth;
-}
 
 /* Intern each side's names and add its functions to the module: bind_send and
  * write_request (_client_send.c); bind_client and can_send (_client_ready.c). 0, or -1 with

@@ -45,7 +45,7 @@ any_unanswered_send(PyObject *sends)
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sends); i++) {
         PyObject *send = PyList_GET_ITEM(sends, i);
-        int awaits = get_truth(send, str_awaits_response);
+        int awaits = attr_truth_getattr(send, str_awaits_response);
         if (awaits <= 0) {
             return awaits < 0 ? -1 : 1;
         }

@@ -61,7 +61,7 @@ send_completed(PyObject *send)
     if (c_network_send != NULL && Py_TYPE(send) == c_network_send) {
         return ((NetworkSend *)send)->remaining == 0;
     }
-    return get_truth(send, str_completed);
+    return attr_truth_getattr(send, str_completed);
 }
 
 /* InFlightRequests.can_send_more(node_id): 1 when the in-flight queue lets the node take

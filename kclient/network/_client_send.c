@@ -33,7 +33,7 @@ static Py_ssize_t off_req_api_key, off_body, off_expect_response, off_min,
     off_max, off_created, off_req_timeout;
 static PyObject *debug_level; /* logging.DEBUG */
 static PyObject *str_usable, *str_correlation_id, *str_send, *str_sent, *str_add, *str_append,
-    *str_clear, *str_disabled, *str_cache, *str_is_enabled_for, *str_log_sent;
+    *str_clear, *str_log_sent;
 
 /* The frame of a request: encode_produce's for Produce when it takes the body, else
  * encode_request's (what frame.encode_request does first, without its Python call). */
@@ -161,39 +161,6 @@ in_flight_add(PyObject *in_flight, PyObject *entry)
     return 0;
 }
 
-/* log.isEnabledFor(DEBUG) for the client's logger: read from the logger's own cache when it
- * has the answer (what isEnabledFor returns then), else the method. 1, 0, -1. */
-static int
-debug_enabled(void)
-{
-    int disabled = get_truth(client_logger, str_disabled);
-    if (disabled != 0) {
-        return disabled < 0 ? -1 : 0;
-    }
-    PyObject *cache = PyObject_GetAttr(client_logger, str_cache);
-    if (cache == NULL) {
-        PyErr_Clear();
-    }
-    else {
-        PyObject *known = PyDict_CheckExact(cache) ? PyDict_GetItemWithError(cache, debug_level)
-                                                   : NULL;
-        Py_DECREF(cache);
-        if (known == Py_False || known == Py_True) {
-            return known == Py_True;
-        }
-        if (PyErr_Occurred()) {
-            return -1;
-        }
-    }
-    PyObject *enabled = call1(client_logger, str_is_enabled_for, debug_level);
-    if (enabled == NULL) {
-        return -1;
-    }
-    int yes = PyObject_IsTrue(enabled);
-    Py_DECREF(enabled);
-    return yes;
-}
-
 /* NetworkClient._sent for a caller's request (is_internal False): the InFlightRequest made on
  * its slots, InFlightRequests.add, the debug line. The Python _sent for another client or
  * in-flight type. 0 or -1. */
@@ -245,7 +212,7 @@ record_sent(PyObject *client, PyObject *request, PyObject *now_ms, PyObject *ver
     if (in_flight_add(in_flight, entry) < 0) {
         goto exit;
     }
-    int debug = debug_enabled();
+    int debug = logger_enabled_for(client_logger, debug_level);
     if (debug < 0) {
         goto exit;
     }
@@ -463,9 +430,6 @@ kclient_client_send_init(PyObject *module)
         {&str_add, "add"},
         {&str_append, "append"},
         {&str_clear, "clear"},
-        {&str_disabled, "disabled"},
-        {&str_cache, "_cache"},
-        {&str_is_enabled_for, "isEnabledFor"},
         {&str_log_sent, "_log_sent"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {

@@ -414,7 +414,7 @@ static PyMethodDef step_methods[] = {
      "send_data(sender, now_ms) -> poll timeout ms: Sender._send_producer_data in C."},
     {"configure", (PyCFunction)(void (*)(void))kstep_configure, METH_FASTCALL,
      "configure(new_client_request, produce_api_key, produce_min_version, "
-     "produce_max_version, log, debug_level, Logger, Sender, RecordAccumulator, "
+     "produce_max_version, log, debug_level, Sender, RecordAccumulator, "
      "ProducerBatch): what the one-batch request needs and the types read the fast way "
      "(sender.py calls it)."},
     {NULL, NULL, 0, NULL},

@@ -12,7 +12,6 @@ def configure(
     produce_max_version: int,
     log: logging.Logger,
     debug_level: int,
-    logger_type: type[logging.Logger],
     sender_type: type[Any],
     accumulator_type: type[Any],
     batch_type: type[Any],

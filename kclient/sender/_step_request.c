@@ -9,39 +9,38 @@
 #include "_step.h"
 
 static PyObject *str_acks, *str_acks_key, *str_builder, *str_client, *str_debug,
-    *str_handle_produce_response, *str_index, *str_is_enabled_for, *str_metrics, *str_name,
+    *str_handle_produce_response, *str_index, *str_metrics, *str_name,
     *str_partition_data, *str_prefix, *str_produce_max_version, *str_record_batch,
     *str_record_count, *str_record_request, *str_records, *str_request_timeout_ms, *str_send,
     *str_send_produce_request, *str_timeout_ms, *str_topic_data, *str_tp, *str_transactional_id,
-    *str_transactional_id_key, *str_uncompressed_bytes, *str_txn, *str_disabled, *str_cache;
+    *str_transactional_id_key, *str_uncompressed_bytes, *str_txn;
 
 /* configure(new_client_request, produce_api_key, produce_min_version, produce_max_version,
- * log, debug_level, Logger, Sender, RecordAccumulator, ProducerBatch): what send_one needs of
+ * log, debug_level, Sender, RecordAccumulator, ProducerBatch): what send_one needs of
  * sender.py and its imports, and the types the step reads the fast way. */
 static PyObject *new_request, *produce_key, *min_version, *max_version_plain, *logger,
     *debug_level;
 static PyObject *one, *debug_format; /* 1, and _send_produce_request's debug line */
-static int plain_logger; /* the logger is exactly a logging.Logger: isEnabledFor's cache read */
 StepConfig kstep_cfg;
 
 PyObject *
 kstep_configure(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 10) {
+    if (nargs != 9) {
         PyErr_SetString(PyExc_TypeError, "configure(new_client_request, produce_api_key, "
                                          "produce_min_version, produce_max_version, log, "
-                                         "debug_level, Logger, Sender, RecordAccumulator, "
+                                         "debug_level, Sender, RecordAccumulator, "
                                          "ProducerBatch)");
         return NULL;
     }
-    for (int i = 6; i < 10; i++) {
+    for (int i = 6; i < 9; i++) {
         if (!PyType_Check(args[i])) {
             PyErr_Format(PyExc_TypeError, "configure: argument %d must be a type", i);
             return NULL;
         }
     }
     kstep_cfg.ready = 0;
-    PyTypeObject *batch = (PyTypeObject *)args[9];
+    PyTypeObject *batch = (PyTypeObject *)args[8];
     struct {
         Py_ssize_t *offset;
         const char *name;
@@ -63,10 +62,9 @@ kstep_configure(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t n
     for (int i = 0; i < 6; i++) {
         Py_XSETREF(*objects[i], Py_NewRef(args[i]));
     }
-    plain_logger = Py_TYPE(logger) == (PyTypeObject *)args[6];
     PyTypeObject **types[3] = {&kstep_cfg.sender, &kstep_cfg.accumulator, &kstep_cfg.batch};
     for (int i = 0; i < 3; i++) {
-        Py_XSETREF(*types[i], (PyTypeObject *)Py_NewRef(args[7 + i]));
+        Py_XSETREF(*types[i], (PyTypeObject *)Py_NewRef(args[6 + i]));
     }
     kstep_cfg.ready = 1;
     Py_RETURN_NONE;
@@ -250,39 +248,11 @@ record_metrics(PyObject *sender, PyObject *batch, PyObject *records_count, PyObj
     return done == NULL ? -1 : 0;
 }
 
-/* log.isEnabledFor(logging.DEBUG): for exactly a logging.Logger, what its isEnabledFor
- * reads first (`disabled`, then its `_cache` of answers per level) without the call; the
- * call itself when the cache has no answer yet (or for any other logger). 1, 0, -1. */
-static int
-debug_enabled(void)
-{
-    if (plain_logger) {
-        int disabled = attr_truth(logger, str_disabled);
-        if (disabled != 0) {
-            return disabled < 0 ? -1 : 0;
-        }
-        PyObject *cache = attr_get(logger, str_cache);
-        if (cache == NULL) {
-            return -1;
-        }
-        PyObject *answer = PyDict_CheckExact(cache) ? PyDict_GetItemWithError(cache, debug_level) : NULL;
-        int on = answer == NULL ? (PyErr_Occurred() ? -1 : 2) : PyObject_IsTrue(answer);
-        Py_DECREF(cache);
-        if (on != 2) {
-            return on;
-        }
-    }
-    PyObject *enabled = PyObject_CallMethodOneArg(logger, str_is_enabled_for, debug_level);
-    int on = enabled == NULL ? -1 : PyObject_IsTrue(enabled);
-    Py_XDECREF(enabled);
-    return on;
-}
-
 /* _send_produce_request's debug line, when the logger is enabled for debug. */
 static int
 debug_line(PyObject *sender, PyObject *node_id, PyObject *size)
 {
-    int on = debug_enabled();
+    int on = logger_enabled_for(logger, debug_level);
     if (on <= 0) {
         return on;
     }
@@ -429,7 +399,6 @@ kstep_request_init(void)
     INTERN(str_debug, "debug");
     INTERN(str_handle_produce_response, "_handle_produce_response");
     INTERN(str_index, "index");
-    INTERN(str_is_enabled_for, "isEnabledFor");
     INTERN(str_metrics, "metrics");
     INTERN(str_name, "name");
     INTERN(str_partition_data, "partition_data");
@@ -449,8 +418,6 @@ kstep_request_init(void)
     INTERN(str_transactional_id_key, "transactional_id");
     INTERN(str_uncompressed_bytes, "uncompressed_bytes");
     INTERN(str_txn, "_txn");
-    INTERN(str_disabled, "disabled");
-    INTERN(str_cache, "_cache");
     INTERN(debug_format, "%sproduce request to node %d: %d batches, %d bytes");
 #undef INTERN
     if (one == NULL && (one = PyLong_FromLong(1)) == NULL) {

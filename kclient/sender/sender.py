@@ -458,7 +458,6 @@ if _step is not None:  # what its one-batch ProduceRequest (_send_produce_reques
         PRODUCE_MAX_VERSION,
         log,
         logging.DEBUG,
-        logging.Logger,
         Sender,
         RecordAccumulator,
         ProducerBatch,
