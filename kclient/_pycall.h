@@ -140,6 +140,22 @@ call3(PyObject *obj, PyObject *name, PyObject *a, PyObject *b, PyObject *c)
     return PyObject_VectorcallMethod(name, args, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
+/* The exception being raised, taken off the error indicator: its value, normalized and
+ * with its traceback attached (a new reference), as `except ... as exc` binds it. */
+static inline PyObject *
+take_exception(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+}
+
 /* A call made for its effect, its result dropped: 0, or -1 with its exception. */
 static inline int
 done(PyObject *result)

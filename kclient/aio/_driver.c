@@ -142,6 +142,26 @@ failed(DriverObject *self, PyObject *sender)
     return NULL;
 }
 
+/* The step's call on the sender (`run_once` or `poll_network`), a step running meanwhile:
+ * its result (a new reference), or NULL when it raised (the failure handled: see failed). */
+static PyObject *
+step_call(DriverObject *self, PyObject *name)
+{
+    PyObject *sender = self->sender;
+    if (is_none(sender)) {
+        PyErr_SetString(PyExc_AssertionError, "the driver has no sender");
+        return NULL;
+    }
+    Py_INCREF(sender);
+    self->running = 1;
+    PyObject *result = call0(sender, name);
+    if (result == NULL) {
+        failed(self, sender);
+    }
+    Py_DECREF(sender);
+    return result;
+}
+
 /* The step is over: its count (a task resumed by after_step may run another, which steps
  * then shows), the turns waiting for it ended, the pass after it (when it has something to
  * do). The step's count, or -1 with an exception. */
@@ -169,20 +189,10 @@ step_over(DriverObject *self)
 static PyObject *
 driver_run(DriverObject *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *sender = self->sender;
-    if (is_none(sender)) {
-        PyErr_SetString(PyExc_AssertionError, "the driver has no sender");
-        return NULL;
-    }
-    Py_INCREF(sender);
-    self->running = 1;
-    PyObject *timeout = call0(sender, str_run_once);
+    PyObject *timeout = step_call(self, str_run_once);
     if (timeout == NULL) {
-        failed(self, sender);
-        Py_DECREF(sender);
         return NULL;
     }
-    Py_DECREF(sender);
     PyObject *selector = self->selector;
     if (!is_none(selector)) {
         /* I/O done in this step (a response, a connection): go round again at once, as the
@@ -269,21 +279,11 @@ driver_on_ready(DriverObject *self, PyObject *Py_UNUSED(ignored))
     if (self->running || self->stopped) {
         Py_RETURN_NONE;
     }
-    PyObject *sender = self->sender;
-    if (is_none(sender)) {
-        PyErr_SetString(PyExc_AssertionError, "the driver has no sender");
-        return NULL;
-    }
-    Py_INCREF(sender);
-    self->running = 1;
-    PyObject *polled = call0(sender, str_poll_network);
+    PyObject *polled = step_call(self, str_poll_network);
     if (polled == NULL) {
-        failed(self, sender);
-        Py_DECREF(sender);
         return NULL;
     }
     Py_DECREF(polled);
-    Py_DECREF(sender);
     Py_ssize_t steps = step_over(self);
     if (steps < 0) {
         return NULL;

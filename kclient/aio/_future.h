@@ -71,6 +71,8 @@ extern PyTypeObject kaio_FutureType, kaio_ReadyType, kaio_WatchType, kaio_Tracke
 /* _future.c */
 FutureObject *future_create(PyTypeObject *type, PyObject *loop);
 int call_soon(PyObject *loop, PyObject *fn, PyObject *future, PyObject *ctx);
+/* throw(type[, value[, tb]]) not caught: raise what it was given; NULL (_settle.c). */
+PyObject *kaio_raise_thrown(PyObject *args);
 int finish(FutureObject *self, PyObject *result, PyObject *exception, PyObject *pending);
 PyObject *stop_iteration(PyObject *value);
 

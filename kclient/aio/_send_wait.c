@@ -213,17 +213,7 @@ sendwait_throw(SendWaitObject *self, PyObject *args)
     self->state = DONE;
     Py_CLEAR(self->waiting);
     release_args(self);
-    PyObject *type, *value = NULL, *tb = NULL;
-    if (!PyArg_UnpackTuple(args, "throw", 1, 3, &type, &value, &tb)) {
-        return NULL;
-    }
-    if (PyExceptionInstance_Check(type)) {
-        PyErr_SetObject((PyObject *)Py_TYPE(type), type);
-    }
-    else {
-        PyErr_SetObject(type, value == NULL ? Py_None : value);
-    }
-    return NULL;
+    return kaio_raise_thrown(args);
 }
 
 static PyObject *

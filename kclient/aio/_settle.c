@@ -6,6 +6,7 @@
  * Threads: the event loop's, GIL held.
  */
 #include "_future.h"
+#include "../_pycall.h" /* take_exception */
 
 /* ---- Ready: an awaitable that is already done ----------------------------------------- */
 
@@ -62,8 +63,10 @@ Ready_send(ReadyObject *self, PyObject *Py_UNUSED(arg))
     return stop_iteration(self->value);
 }
 
-static PyObject *
-Ready_throw(PyObject *Py_UNUSED(self), PyObject *args)
+/* throw(type[, value[, tb]]) of an awaitable that does not catch: raise what it was given.
+ * Always NULL. */
+PyObject *
+kaio_raise_thrown(PyObject *args)
 {
     PyObject *type, *value = NULL, *tb = NULL;
     if (!PyArg_UnpackTuple(args, "throw", 1, 3, &type, &value, &tb)) {
@@ -76,6 +79,12 @@ Ready_throw(PyObject *Py_UNUSED(self), PyObject *args)
         PyErr_SetObject(type, value == NULL ? Py_None : value);
     }
     return NULL;
+}
+
+static PyObject *
+Ready_throw(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    return kaio_raise_thrown(args);
 }
 
 static PyObject *
@@ -334,12 +343,7 @@ aio_settle_one(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
 static int
 report(PyObject *loop, PyObject *fn, PyObject *future)
 {
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
+    PyObject *value = take_exception();
     PyObject *message = PyUnicode_FromFormat("Exception in callback %R", fn);
     PyObject *context = NULL;
     if (message != NULL) {
@@ -347,9 +351,7 @@ report(PyObject *loop, PyObject *fn, PyObject *future)
                                 value ? value : Py_None, "future", future);
     }
     Py_XDECREF(message);
-    Py_XDECREF(type);
     Py_XDECREF(value);
-    Py_XDECREF(tb);
     if (context == NULL) {
         return -1;
     }

@@ -116,14 +116,7 @@ class PyLoopSender:
         except BaseException as exc:
             self._failed(sender, exc)
             raise
-        # the step is over: its count (a task resumed by after_step may run another, which
-        # _steps then shows), the turns waiting for it ended, the pass after it (if due)
-        self.running = False
-        steps = self._steps = self._steps + 1
-        if self._turns:
-            self._end_turns()
-        if self.pending or (self.scheduled and self._handle is None):
-            self._after_step()
+        steps = self._step_over()
         if self._steps == steps and not self.stopped:
             self.schedule()  # the full step (unless a resumed task ran one)
 
@@ -157,13 +150,7 @@ class PyLoopSender:
             # I/O done in this step (a response, a connection): go round again at once,
             # as the Sender thread's loop does when its poll returns early
             timeout_ms = 0 if selector.returned_events else selector.requested_timeout_ms
-        # the step is over (as in on_ready)
-        self.running = False
-        steps = self._steps = self._steps + 1
-        if self._turns:
-            self._end_turns()
-        if self.pending or (self.scheduled and self._handle is None):
-            self._after_step()
+        steps = self._step_over()
         if self._steps != steps or self.stopped:
             return  # a task resumed after the step ran another: that one's schedule stands
         if timeout_ms <= 0:
@@ -185,6 +172,18 @@ class PyLoopSender:
         finally:
             self.running = False
             self._after_step()
+
+    def _step_over(self) -> int:
+        """The step is over: its count (a task resumed by ``after_step`` may run another,
+        which ``_steps`` then shows), the turns waiting for it ended, the pass after it (when
+        it has something to do). The C driver's ``step_over`` is the same."""
+        self.running = False
+        steps = self._steps = self._steps + 1
+        if self._turns:
+            self._end_turns()
+        if self.pending or (self.scheduled and self._handle is None):
+            self._after_step()
+        return steps
 
     def _end_turns(self) -> None:
         turns, self._turns = self._turns, []

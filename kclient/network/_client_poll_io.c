@@ -80,14 +80,7 @@ complete(PyObject *self, PyObject *responses)
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
             return -1; /* as `except Exception` lets it through */
         }
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        PyErr_NormalizeException(&type, &value, &tb);
-        if (tb != NULL) {
-            PyException_SetTraceback(value, tb);
-        }
-        Py_XDECREF(type);
-        Py_XDECREF(tb);
+        PyObject *value = take_exception();
         int logged = done(call1(self, str_callback_failed, value));
         Py_DECREF(value);
         if (logged < 0) {

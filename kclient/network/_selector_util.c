@@ -183,14 +183,7 @@ hand_over_error(PyObject *self, PyObject *method, PyObject *channel, PyObject *e
         !(protocol_decode_error && PyErr_ExceptionMatches(protocol_decode_error))) {
         return -1;
     }
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
+    PyObject *value = take_exception();
     PyObject *result = extra ? call3(self, method, channel, value, extra)
                              : call2(self, method, channel, value);
     Py_DECREF(value);

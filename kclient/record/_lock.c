@@ -89,13 +89,10 @@ lock_locked(LockObject *self, PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(self->locked);
 }
 
+/* A new lock of `type` (Lock or a subclass), its thread lock allocated. */
 static PyObject *
-lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+lock_alloc(PyTypeObject *type)
 {
-    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
-        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
-        return NULL;
-    }
     LockObject *self = (LockObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
@@ -109,20 +106,20 @@ lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)self;
 }
 
+static PyObject *
+lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
+        return NULL;
+    }
+    return lock_alloc(type);
+}
+
 PyObject *
 kclient_lock_create(void)
 {
-    LockObject *self = (LockObject *)kclient_LockType.tp_alloc(&kclient_LockType, 0);
-    if (self == NULL) {
-        return NULL;
-    }
-    self->lock = PyThread_allocate_lock();
-    if (self->lock == NULL) {
-        Py_DECREF(self);
-        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
-        return NULL;
-    }
-    return (PyObject *)self;
+    return lock_alloc(&kclient_LockType);
 }
 
 static void
