@@ -7,16 +7,18 @@ and failures, the same log lines, for whole, partial and failed writes, on the C
 
 from __future__ import annotations
 
+import errno
 import logging
 import random
 import socket
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kclient.network import ClientRequest, Metadata, NetworkClient, Node
+from kclient.network import ClientRequest, Metadata, NetworkClient, Node, selector_connect
 from kclient.network import selector as selector_module
 from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
@@ -218,6 +220,27 @@ PRODUCE_ANSWER = {
 }
 
 
+class RefusedSocket:
+    """What the selector's connect makes instead of a socket here: the reconnection after a
+    closed connection is refused at once, the same in every run (a real socket's connect
+    would race with the script, and leave the machine)."""
+
+    def __init__(self, *args: Any) -> None:
+        pass
+
+    def setblocking(self, flag: bool) -> None:
+        pass
+
+    def setsockopt(self, *args: Any) -> None:
+        pass
+
+    def connect_ex(self, address: Any) -> int:
+        return errno.ECONNREFUSED
+
+    def close(self) -> None:
+        pass
+
+
 def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> list[Any]:
     """Requests written on the C KSelector, then answered (whole, in pieces, wrong, or the
     connection closed) and polled (``poll`` or ``poll_ready``) with NetworkClient's C poll
@@ -233,7 +256,7 @@ def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> li
         if raising and response.correlation_id % 2:
             raise ValueError(f"callback {response.correlation_id} failed")
 
-    with c_paths(c_poll):
+    with c_paths(c_poll), mock.patch.object(selector_connect.socket, "socket", RefusedSocket):
         for node_id, how, poll_kind, step_ms in script:
             clock.advance(step_ms)
             now = clock.monotonic_ms()
