@@ -13,7 +13,7 @@ and C ``send``), and
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
 ``kclient/sender/_step.c`` with ``_step_request.c`` and ``_step_run.c`` (the Sender's step),
-``kclient/sender/_complete.c`` with ``_complete_batch.c`` and ``_complete_locked.c`` (a
+``kclient/sender/_complete.c`` with ``_complete_batch.c``, ``_complete_config.c`` and ``_complete_locked.c`` (a
 Produce answer's common case, see ``produce_responses.py``, and the buffer pool's,
 incomplete batches' and produce result's small locked methods),
 ``kclient/network/_channel.c`` with ``_send.c`` (the network channel's ``NetworkSend``,
@@ -116,6 +116,7 @@ setup(
             [
                 "kclient/sender/_complete.c",
                 "kclient/sender/_complete_batch.c",
+                "kclient/sender/_complete_config.c",
                 "kclient/sender/_complete_locked.c",
             ],
             depends=[

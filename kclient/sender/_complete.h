@@ -89,6 +89,11 @@ extern PyObject *thread_lock_acquire, *thread_lock_release;
  * without a call */
 extern PyTypeObject *kclient_lock_type;
 
+/* configure(ClientResponse, ProducerBatch, ProduceResult, RecordAccumulator,
+ * IncompleteBatches, BufferPool, SUCCEEDED, duplicate_sequence_code, Lock)
+ * (_complete_config.c). */
+PyObject *kclient_complete_configure(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
 /* obj.name = value: at its slot offset for an object of exactly `type`, else setattr.
  * 0, or -1 with the exception. */
 static inline int
