@@ -37,11 +37,11 @@ attr_get(PyObject *obj, PyObject *name)
     return PyObject_GetAttr(obj, name);
 }
 
-/* bool(getattr(obj, name)): 1, 0, or -1 with the exception. */
+/* bool(value) of a new reference, which it releases: 1, 0, or -1 with the exception (also
+ * when value is NULL: the getter that made it failed). */
 static inline int
-attr_truth(PyObject *obj, PyObject *name)
+take_truth(PyObject *value)
 {
-    PyObject *value = attr_get(obj, name);
     if (value == NULL) {
         return -1;
     }
@@ -50,15 +50,19 @@ attr_truth(PyObject *obj, PyObject *name)
     return truth;
 }
 
+/* bool(getattr(obj, name)): 1, 0, or -1 with the exception. */
+static inline int
+attr_truth(PyObject *obj, PyObject *name)
+{
+    return take_truth(attr_get(obj, name));
+}
+
 /* bool(getattr(obj, name)) by getattr itself (for objects whose __dict__ C should not
  * touch: see attr_get). 1, 0, or -1 with the exception. */
 static inline int
 attr_truth_getattr(PyObject *obj, PyObject *name)
 {
-    PyObject *value = PyObject_GetAttr(obj, name);
-    int truth = value == NULL ? -1 : PyObject_IsTrue(value);
-    Py_XDECREF(value);
-    return truth;
+    return take_truth(PyObject_GetAttr(obj, name));
 }
 /* logger.isEnabledFor(level) without the call when it can: for exactly a logging.Logger,
  * what that method reads first (False when `disabled`, else its `_cache` of answers per

@@ -413,16 +413,20 @@ run_taken(PyObject *pending, PyObject *loop, int direct)
     Py_RETURN_NONE;
 }
 
-/* Take every item off `pending` (which callbacks may fill again meanwhile): a new list. */
+/* One pass: every item taken off `pending` first (callbacks settling more futures fill it
+ * again for the next pass), then run (see run_taken). None, or NULL. */
 static PyObject *
-take_all(PyObject *pending)
+run_pass(PyObject *pending, PyObject *loop, int direct)
 {
     Py_ssize_t n = PyList_GET_SIZE(pending);
     PyObject *taken = PyList_GetSlice(pending, 0, n);
-    if (taken != NULL && PyList_SetSlice(pending, 0, n, NULL) < 0) {
-        Py_CLEAR(taken);
+    if (taken == NULL || PyList_SetSlice(pending, 0, n, NULL) < 0) {
+        Py_XDECREF(taken);
+        return NULL;
     }
-    return taken;
+    PyObject *done = run_taken(taken, loop, direct);
+    Py_DECREF(taken);
+    return done;
 }
 
 /* run_callbacks(pending, loop, direct): pending is (future, fn, ctx) flat; its items are
@@ -440,16 +444,7 @@ aio_run_callbacks(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t
         return NULL;
     }
     int direct = PyObject_IsTrue(args[2]);
-    if (direct < 0) {
-        return NULL;
-    }
-    PyObject *taken = take_all(args[0]);
-    if (taken == NULL) {
-        return NULL;
-    }
-    PyObject *done = run_taken(taken, args[1], direct);
-    Py_DECREF(taken);
-    return done;
+    return direct < 0 ? NULL : run_pass(args[0], args[1], direct);
 }
 
 /* dispatch(pending, loop, current_task): BatchCompletions.dispatch without its frame: when
@@ -472,11 +467,5 @@ aio_dispatch(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     }
     int direct = task == Py_None;
     Py_DECREF(task);
-    PyObject *taken = take_all(args[0]);
-    if (taken == NULL) {
-        return NULL;
-    }
-    PyObject *done = run_taken(taken, args[1], direct);
-    Py_DECREF(taken);
-    return done;
+    return run_pass(args[0], args[1], direct);
 }

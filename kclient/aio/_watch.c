@@ -23,6 +23,7 @@
  * Threads: the event loop's, GIL held.
  */
 #include "_future.h"
+#include "../_pycall.h" /* take_truth */
 
 static PyObject *str_settle, *str_settled, *str_settle_failed, *str_new_group, *str_watch;
 
@@ -93,13 +94,7 @@ watch_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 static int
 result_truth(PyObject *result, int i)
 {
-    PyObject *value = kaio_result_attr(result, i);
-    if (value == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
+    return take_truth(kaio_result_attr(result, i));
 }
 
 /* Whether the group must take completions._settle (the Python): 1 yes, 0 no, -1 error. */

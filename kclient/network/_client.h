@@ -120,10 +120,7 @@ in_flight_get(PyObject *in_flight, Py_ssize_t offset, PyObject *name)
 static inline int
 in_flight_truth(PyObject *in_flight, Py_ssize_t offset, PyObject *name)
 {
-    PyObject *value = in_flight_get(in_flight, offset, name);
-    int truth = value ? PyObject_IsTrue(value) : -1;
-    Py_XDECREF(value);
-    return truth;
+    return take_truth(in_flight_get(in_flight, offset, name));
 }
 
 /* A Python int as a C long long: 1, 0 (not an int, or too large: *out untouched), -1. */

@@ -60,13 +60,7 @@ field_get(PyObject *obj, int field)
 static inline int
 field_truth(PyObject *obj, int field)
 {
-    PyObject *value = field_get(obj, field);
-    if (value == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
+    return take_truth(field_get(obj, field));
 }
 
 /* obj.<field> = value: 0 or -1. */

@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include "../_slots.h"
+#include "../_pycall.h" /* take_truth */
 #include "../record/_lock.h"
 #include "../record/_writer.h"
 #define FEW_PENDING 8
@@ -103,13 +104,7 @@ int_field(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name, 
 static inline int
 bool_field(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
 {
-    PyObject *value = field(obj, type, offset, name);
-    if (value == NULL) {
-        return -1;
-    }
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
+    return take_truth(field(obj, type, offset, name));
 }
 
 /* Take a topic's lock: the C Lock directly, another through __enter__. 0, or -1. */
