@@ -71,7 +71,7 @@ def test_asyncio_takes_the_futures_as_its_own() -> None:
         shielded = asyncio.shield(futures[2])
         waited = asyncio.ensure_future(asyncio.wait(futures, timeout=5))
         as_task = asyncio.ensure_future(asyncio.wait_for(futures[3], 5))
-        with pytest.raises(TimeoutError):  # the timeout cancels only the wait's own future
+        with pytest.raises(asyncio.TimeoutError):  # the timeout cancels only the wait's own future
             await asyncio.wait_for(asyncio.shield(futures[0]), 0.001)
         await asyncio.sleep(0)
         asyncio.get_running_loop().call_soon(step.complete, result)

@@ -301,7 +301,7 @@ class LoopProducer(KafkaProducer):
         deadline = loop.time() + timeout_s
         try:
             while sender.has_pending_work() and loop.time() < deadline:
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(asyncio.TimeoutError):  # not TimeoutError on 3.10
                     await driver.turn(deadline - loop.time())
             if sender.has_pending_work():
                 log.warning("close timed out; failing the records not yet delivered")
