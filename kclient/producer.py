@@ -428,9 +428,14 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what was sent (waiting up to ``timeout`` seconds; None = until every record
-        is delivered or has failed, at most ``delivery.timeout.ms``), then fail what is left,
-        stop the I/O thread and close the connections. Calling it again does nothing."""
+        is delivered or has failed, at most ``delivery.timeout.ms``, then up to
+        ``request.timeout.ms`` for a transaction's requests and as much to abort a
+        transaction left open), then fail what is left, stop the I/O thread and close the
+        connections. Calling it again does nothing."""
         timeout = _checked_timeout("close", timeout)
+        if timeout is None:  # the Sender keeps these bounds; this is the backstop
+            cfg = self.config
+            timeout = (cfg.delivery_timeout_ms + 2 * cfg.request_timeout_ms) / 1000 + 1
         with self._close_lock:
             if self._unusable == _FORKED:
                 return  # the I/O thread and sockets belong to the parent process
