@@ -36,7 +36,7 @@ from kclient.errors import (
     RecordTooLargeError,
 )
 from kclient.network import NetworkClient, NetworkClientConfig
-from kclient.network.cluster import PartitionInfo
+from kclient.network.cluster import Cluster, PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer_batch import ProducerBatches
 from kclient.producer_transactions import ProducerTransactions
@@ -61,6 +61,9 @@ _FORKED = (
     "process; create the producer after the fork"
 )
 _CLOSED = "cannot send after the producer is closed"
+_REFUSAL_CHECK_MS = 50
+"""How often a metadata wait looks whether every bootstrap server refuses (until one
+connection succeeded)."""
 
 
 def _after_fork_in_child() -> None:
@@ -185,6 +188,10 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         """What the C ``send`` (``SendMethod``) appends with; None: ``send`` must check more
         than its arguments' types (set with ``_checked_send``)."""
         self._close_lock = threading.Lock()
+        self._waiters_lock = threading.Lock()
+        self._metadata_waiters: dict[str, int] = {}
+        """Callers waiting for a topic's metadata (under ``_waiters_lock``): the last to
+        give up on a topic with nothing queued makes the metadata forget it."""
         self._thread = threading.Thread(
             target=self._sender.run,
             name=f"kclient-producer-network-thread | {cfg.client_id}",
@@ -362,20 +369,63 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         clock = self._clock
         start_ms = clock.monotonic_ms()
         metadata = self._metadata
-        metadata.add(topic, start_ms)
+        with self._waiters_lock:
+            self._metadata_waiters[topic] = self._metadata_waiters.get(topic, 0) + 1
+        try:
+            metadata.add(topic, start_ms)
+            cluster = self._await_topic(topic, partition, start_ms)
+        except BaseException as exc:
+            retried = self._max_block_ms == 0 and isinstance(exc, KafkaTimeoutError)
+            self._stop_waiting(topic, gave_up=not retried)
+            raise
+        self._stop_waiting(topic, gave_up=False)
+        queues = self._accumulator.topic_queues(topic)
+        self._accumulator.update_topic(queues, cluster)
+        self._queues[topic] = queues
+        return queues, max(self._max_block_ms - (clock.monotonic_ms() - start_ms), 0)
+
+    def _stop_waiting(self, topic: str, *, gave_up: bool) -> None:
+        """A caller's metadata wait for ``topic`` ended; ``gave_up``: it failed (a name the
+        cluster refused, a topic that is not there), and if no other caller waits and
+        nothing of the topic is queued, the metadata forgets it: no refresh every
+        ``retry.backoff.ms`` for it, no warning each time. (With ``max.block.ms`` 0 the
+        caller tries again at once, as ``kclient.aio`` does: kept when it timed out.)"""
+        with self._waiters_lock:
+            waiters = self._metadata_waiters[topic] - 1
+            if waiters:
+                self._metadata_waiters[topic] = waiters
+                return
+            del self._metadata_waiters[topic]
+            if gave_up and topic not in self._queues:
+                self._metadata.forget(topic)
+
+    def _await_topic(self, topic: str, partition: int | None, start_ms: int) -> Cluster:
+        """``_wait_on_metadata``'s wait: the cluster once it has the topic (and partition).
+        While no connection ever succeeded, the wait wakes every 50 ms to fail fast once
+        every bootstrap server refuses (``bootstrap.refused.timeout.ms``)."""
+        clock = self._clock
+        metadata = self._metadata
+        client = self._client if isinstance(self._client, NetworkClient) else None
         cluster = metadata.fetch()
         while True:
             metadata.maybe_raise_for_topic(topic)
             count = cluster.partition_count_for_topic(topic)
             if count and (partition is None or partition < count):
-                break
-            elapsed_ms = clock.monotonic_ms() - start_ms
+                return cluster
+            now_ms = clock.monotonic_ms()
+            elapsed_ms = now_ms - start_ms
             if elapsed_ms >= self._max_block_ms:
                 raise self._metadata_timeout(topic, partition, count)
+            wait_ms = self._max_block_ms - elapsed_ms
+            if client is not None and not client.bootstrap_refusals.ever_connected:
+                refused = client.bootstrap_refused_error(now_ms)
+                if refused is not None:
+                    raise refused
+                wait_ms = min(wait_ms, _REFUSAL_CHECK_MS)
             version = metadata.request_update_for_topic(topic)
             self._sender.wakeup()
             try:
-                metadata.await_update(version, self._max_block_ms - elapsed_ms)
+                metadata.await_update(version, wait_ms)
             except IllegalStateError:  # closed under us: say why, when we know
                 if self._unusable is not None:
                     self._raise_unusable()
@@ -383,10 +433,6 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             if self._unusable is not None:
                 self._raise_unusable()
             cluster = metadata.fetch()
-        queues = self._accumulator.topic_queues(topic)
-        self._accumulator.update_topic(queues, cluster)
-        self._queues[topic] = queues
-        return queues, max(self._max_block_ms - (clock.monotonic_ms() - start_ms), 0)
 
     def _metadata_timeout(self, topic: str, partition: int | None, count: int | None) -> KafkaError:
         max_block_ms = self._max_block_ms
