@@ -254,6 +254,11 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             timestamp_ms = record_args.checked_timestamp(timestamp_ms)
         if headers:
             headers = record_args.checked_headers(headers)
+        if callback is not None and not callable(callback):
+            raise TypeError(
+                "send() callback must be a callable taking (metadata, exception), or None; "
+                f"got {callback!r} ({type(callback).__name__})"
+            )
         if self._checked_send:
             key, value = self._check_send(topic, key, value, serialize)
         else:
@@ -543,6 +548,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         """The topic's partitions (waits up to ``max.block.ms`` for its metadata)."""
         if topic.__class__ is not str:
             topic = record_args.checked_topic(topic)
+        if self._unusable == _CLOSED:
+            raise IllegalStateError("partitions_for() is not allowed: the producer is closed")
         if self._unusable is not None:
             self._raise_unusable()
         self._wait_on_metadata(topic, None)
