@@ -114,6 +114,7 @@ class ProducerConfig:
     reconnect_backoff_max_ms: int
     socket_connection_setup_timeout_ms: int
     socket_connection_setup_timeout_max_ms: int
+    bootstrap_refused_timeout_ms: int
     connections_max_idle_ms: int
     send_buffer_bytes: int
     receive_buffer_bytes: int

@@ -11,8 +11,9 @@ raise from ``send`` instead of being returned as a failed future. ``flush`` and 
 take an optional timeout in seconds. A producer created before ``os.fork()`` cannot be
 used in the child: create it after the fork.
 
-The transaction methods are in ``ProducerTransactions`` (``producer_transactions.py``) and
-``send_batch`` in ``ProducerBatches`` (``producer_batch.py``), base classes of this one.
+The transaction methods are in ``ProducerTransactions`` (``producer_transactions.py``),
+``send_batch`` in ``ProducerBatches`` (``producer_batch.py``) and the wait for a topic's
+metadata in ``ProducerMetadataWait`` (``producer_metadata.py``), base classes of this one.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer_batch import ProducerBatches
+from kclient.producer_metadata import ProducerMetadataWait
 from kclient.producer_transactions import ProducerTransactions
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import transaction_manager
@@ -78,7 +80,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_close_at_exit)
 
 
-class KafkaProducer(ProducerBatches, ProducerTransactions):
+class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait):
     """Sends records to Kafka; see the module docstring and ``ProducerConfig``.
 
     ``KafkaProducer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 5})`` or
@@ -185,6 +187,10 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         """What the C ``send`` (``SendMethod``) appends with; None: ``send`` must check more
         than its arguments' types (set with ``_checked_send``)."""
         self._close_lock = threading.Lock()
+        self._waiters_lock = threading.Lock()
+        self._metadata_waiters: dict[str, int] = {}
+        """Callers waiting for a topic's metadata (under ``_waiters_lock``): the last to
+        give up on a topic with nothing queued makes the metadata forget it."""
         self._thread = threading.Thread(
             target=self._sender.run,
             name=f"kclient-producer-network-thread | {cfg.client_id}",
@@ -247,6 +253,11 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             timestamp_ms = record_args.checked_timestamp(timestamp_ms)
         if headers:
             headers = record_args.checked_headers(headers)
+        if callback is not None and not callable(callback):
+            raise TypeError(
+                "send() callback must be a callable taking (metadata, exception), or None; "
+                f"got {callback!r} ({type(callback).__name__})"
+            )
         if self._checked_send:
             key, value = self._check_send(topic, key, value, serialize)
         else:
@@ -356,56 +367,6 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
             f"({cfg.buffer_memory} bytes)"
         )
 
-    def _wait_on_metadata(self, topic: str, partition: int | None) -> tuple[TopicQueues, int]:
-        """Java's ``waitOnMetadata``: block (up to ``max.block.ms``) until the topic — and the
-        partition, if given — is in the metadata. Returns the queues and the time left."""
-        clock = self._clock
-        start_ms = clock.monotonic_ms()
-        metadata = self._metadata
-        metadata.add(topic, start_ms)
-        cluster = metadata.fetch()
-        while True:
-            metadata.maybe_raise_for_topic(topic)
-            count = cluster.partition_count_for_topic(topic)
-            if count and (partition is None or partition < count):
-                break
-            elapsed_ms = clock.monotonic_ms() - start_ms
-            if elapsed_ms >= self._max_block_ms:
-                raise self._metadata_timeout(topic, partition, count)
-            version = metadata.request_update_for_topic(topic)
-            self._sender.wakeup()
-            try:
-                metadata.await_update(version, self._max_block_ms - elapsed_ms)
-            except IllegalStateError:  # closed under us: say why, when we know
-                if self._unusable is not None:
-                    self._raise_unusable()
-                raise
-            if self._unusable is not None:
-                self._raise_unusable()
-            cluster = metadata.fetch()
-        queues = self._accumulator.topic_queues(topic)
-        self._accumulator.update_topic(queues, cluster)
-        self._queues[topic] = queues
-        return queues, max(self._max_block_ms - (clock.monotonic_ms() - start_ms), 0)
-
-    def _metadata_timeout(self, topic: str, partition: int | None, count: int | None) -> KafkaError:
-        max_block_ms = self._max_block_ms
-        if count and partition is not None:
-            return KafkaTimeoutError(
-                f"partition {partition} of topic {topic!r} with partition count {count} is not "
-                f"present in metadata after {max_block_ms} ms ('max.block.ms')"
-            )
-        reason = ""
-        topic_error = self._metadata.topic_error(topic)
-        if topic_error is not None:
-            reason = f"; the cluster says: {topic_error}"
-        elif isinstance(self._client, NetworkClient) and self._client.connection_failures():
-            return self._client.no_broker_reachable_error(max_block_ms)
-        return KafkaTimeoutError(
-            f"topic {topic!r} not present in metadata after {max_block_ms} ms "
-            f"('max.block.ms'){reason}"
-        )
-
     # ---- flush / close -------------------------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> None:
@@ -428,9 +389,14 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what was sent (waiting up to ``timeout`` seconds; None = until every record
-        is delivered or has failed, at most ``delivery.timeout.ms``), then fail what is left,
-        stop the I/O thread and close the connections. Calling it again does nothing."""
+        is delivered or has failed, at most ``delivery.timeout.ms``, then up to
+        ``request.timeout.ms`` for a transaction's requests and as much to abort a
+        transaction left open), then fail what is left, stop the I/O thread and close the
+        connections. Calling it again does nothing."""
         timeout = _checked_timeout("close", timeout)
+        if timeout is None:  # the Sender keeps these bounds; this is the backstop
+            cfg = self.config
+            timeout = (cfg.delivery_timeout_ms + 2 * cfg.request_timeout_ms) / 1000 + 1
         with self._close_lock:
             if self._unusable == _FORKED:
                 return  # the I/O thread and sockets belong to the parent process
@@ -492,6 +458,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions):
         """The topic's partitions (waits up to ``max.block.ms`` for its metadata)."""
         if topic.__class__ is not str:
             topic = record_args.checked_topic(topic)
+        if self._unusable == _CLOSED:
+            raise IllegalStateError("partitions_for() is not allowed: the producer is closed")
         if self._unusable is not None:
             self._raise_unusable()
         self._wait_on_metadata(topic, None)

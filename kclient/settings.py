@@ -264,6 +264,11 @@ SETTINGS: tuple[Setting, ...] = (
          "connection setup timeout, growing per failure up to the `.max.ms`"),
     _int("socket.connection.setup.timeout.max.ms", 30_000, 0, INT64_MAX,
          "the most the connection setup timeout grows to"),
+    _int("bootstrap.refused.timeout.ms", 2_000, -1, INT64_MAX,
+         "when every bootstrap server refuses connections (each tried, refused or no such "
+         "host, none ever connected), the first metadata wait (`send`, `partitions_for`, "
+         "`kclient.aio`'s `start`) fails after this long with `BootstrapRefusedError` naming "
+         "each address; -1: wait `max.block.ms`", java="(none; kclient's)"),
     _int("connections.max.idle.ms", 540_000, -1, INT64_MAX,
          "idle connections are closed after this"),
     _int("send.buffer.bytes", 128 * 1024, -1, INT32_MAX, "socket send buffer (-1: OS default)"),

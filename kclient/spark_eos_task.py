@@ -18,10 +18,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kclient import errors
-from kclient.clock import SYSTEM_CLOCK
+from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.config import ProducerConfig
 from kclient.errors import ConfigError
 from kclient.network import NetworkClient, NetworkClientConfig
+from kclient.network.cluster import TopicPartition
+from kclient.network.kafka_client import KafkaClient
 from kclient.producer import KafkaProducer
 from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.sender.txn_completion import PreparedTxn, fence_transactional_id
@@ -50,6 +52,7 @@ log = logging.getLogger(__name__)
 TASK_SCHEMA = "partition int, producer_id long, epoch int, records long"
 _TXN_ID_NAMES = frozenset({"transactional.id", "transactional_id"})
 _IDEMPOTENCE_NAMES = ("enable.idempotence", "enable_idempotence")
+_TOPIC_POLL_MS = 100
 
 
 class ExactlyOnceSink(KafkaSink):
@@ -183,13 +186,51 @@ class _DriverSession:
         )
         self.sink_id = sink_id
 
-    def preflight(self) -> None:
+    def preflight(self, topic: str) -> None:
+        check_target_topic(self.client, SYSTEM_CLOCK, topic, self.cfg.max_block_ms)
         check_broker(
             self.calls, self.sink_id, self.cfg.transaction_timeout_ms, self.cfg.max_block_ms
         )
 
     def close(self) -> None:
         self.client.close()
+
+
+def check_target_topic(client: KafkaClient, clock: Clock, topic: str, timeout_ms: int) -> None:
+    """Before any task runs, the sink's topic must exist with a leader for partition 0 (the
+    sink keeps its state with it): asked for in a Metadata request that lets the cluster
+    create it, as a producer's first send does, so a cluster that creates topics on first
+    use creates it here. A cluster that answers UNKNOWN_TOPIC_OR_PARTITION does not: that
+    fails at once, naming the topic (before: every OffsetCommit of the state was retried
+    until ``max.block.ms`` ran out, after the tasks had run). Waits up to ``timeout_ms``
+    for the topic's leader."""
+    metadata = client.metadata
+    start_ms = clock.monotonic_ms()
+    metadata.add(topic, start_ms)
+    tp = TopicPartition(topic, 0)
+    now_ms = start_ms
+    while True:
+        if metadata.fetch().leader_for(tp) is not None:
+            return
+        error = metadata.topic_error(topic)
+        if isinstance(error, errors.UnknownTopicOrPartitionError):
+            raise errors.UnknownTopicOrPartitionError(
+                f"exactly_once=True writes to topic {topic!r}, which does not exist, and the "
+                "cluster does not create topics on first use (auto.create.topics.enable=false): "
+                f"create it first (e.g. kafka-topics.sh --create --topic {topic}), or "
+                "enable auto.create.topics.enable on the brokers"
+            )
+        if isinstance(error, (errors.InvalidTopicError, errors.TopicAuthorizationFailedError)):
+            raise type(error)(f"exactly_once=True cannot write to topic {topic!r}: {error}")
+        if now_ms - start_ms >= timeout_ms:
+            raise errors.KafkaTimeoutError(
+                f"exactly_once=True: partition 0 of topic {topic!r} had no leader within "
+                f"{timeout_ms} ms ('max.block.ms')"
+                + (f"; the cluster says: {error}" if error is not None else "")
+            )
+        metadata.request_update_for_topic(topic)
+        client.poll(min(_TOPIC_POLL_MS, timeout_ms - (now_ms - start_ms)), now_ms)
+        now_ms = clock.monotonic_ms()
 
 
 def check_broker(
@@ -244,7 +285,7 @@ def _write_batch(
     session = _DriverSession(sink_id, topic, cfg)
     try:
         if not checked:
-            session.preflight()
+            session.preflight(topic)
             checked.append(True)
         following = session.driver.next_batch_id()
         batch = following if batch_id is None else batch_id

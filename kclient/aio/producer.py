@@ -41,6 +41,7 @@ from kclient.errors import (
     KafkaError,
     KafkaTimeoutError,
 )
+from kclient.network import NetworkClient
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
@@ -85,7 +86,9 @@ class AIOKafkaProducer:
 
     async def start(self) -> None:
         """Create the producer and wait (up to ``request_timeout_ms``) for the cluster's
-        metadata; raises ``KafkaConnectionError`` if no bootstrap server answers."""
+        metadata; raises ``KafkaConnectionError`` if no bootstrap server answers, at once
+        (``BootstrapRefusedError``, after ``bootstrap_refused_timeout_ms``) when every one
+        refuses connections."""
         if self._producer is not None or self._stopped:
             raise IllegalStateError("start() was already called on this producer")
         self._loop = asyncio.get_running_loop()
@@ -111,7 +114,16 @@ class AIOKafkaProducer:
         self._wakeup(producer)
         deadline = self._loop.time() + producer.config.request_timeout_ms / 1000
         wait_s = _FIRST_WAIT_S
+        client = producer._client
         while metadata.fetch().is_bootstrap_configured:
+            refused = (
+                client.bootstrap_refused_error(producer._clock.monotonic_ms())
+                if isinstance(client, NetworkClient)
+                else None
+            )
+            if refused is not None:  # every bootstrap server refuses: no need to wait
+                await self.stop()
+                raise refused
             if self._loop.time() >= deadline:
                 await self.stop()
                 raise KafkaConnectionError(
@@ -271,6 +283,8 @@ class AIOKafkaProducer:
                 self._wakeup(producer)
             remaining_s = deadline - loop.time()
             if remaining_s <= 0:
+                if not isinstance(error, BufferExhaustedError) and topic not in producer._queues:
+                    producer._metadata.forget(topic)  # no refreshes, no warnings for it
                 raise self._blocked_too_long(error, topic, partition) from error
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)

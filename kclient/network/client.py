@@ -37,6 +37,7 @@ from kclient.network.api_versions import (
     client_throttle_ms,
 )
 from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
+from kclient.network.bootstrap_refusals import BootstrapRefusals
 from kclient.network.client_connections import ConnectionLifecycle
 from kclient.network.client_nodes import ClientNodes
 from kclient.network.client_unanswered import UnansweredRequests
@@ -60,6 +61,7 @@ from kclient.network.selector import (
     NetworkSend,
     Selectable,
 )
+from kclient.network.warn_limit import WarnLimiter
 from kclient.protocol import ApiKey, produce_fast
 from kclient.protocol.frame import (
     _encode_request,
@@ -187,6 +189,10 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, Reques
         self._checked: dict[int, int] = {}
         self._addresses: dict[int, str] = {}  # node → "host:port (ip)" of the current attempt
         self.failures = ConnectionFailures()
+        self.bootstrap_refusals = BootstrapRefusals()
+        self.bootstrap_refused_timeout_ms = config.bootstrap_refused_timeout_ms
+        self.warnings = WarnLimiter()
+        """Repeated connection warnings, rate-limited (the client's thread)."""
         self._closed = False
 
     @classmethod

@@ -29,11 +29,13 @@ if TYPE_CHECKING:
     from kclient.clock import Clock
     from kclient.network.api_versions import ApiVersions
     from kclient.network.authenticator import SaslClientAuthenticator
+    from kclient.network.bootstrap_refusals import BootstrapRefusals
     from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
     from kclient.network.in_flight import InFlightRequest, InFlightRequests
     from kclient.network.metadata import Metadata
     from kclient.network.metadata_updater import DefaultMetadataUpdater
     from kclient.network.selector import Selectable
+    from kclient.network.warn_limit import WarnLimiter
 
 log = logging.getLogger("kclient.network.client")
 
@@ -56,6 +58,8 @@ class ConnectionLifecycle:
         _addresses: dict[int, str]
         connection_states: ClusterConnectionStates
         in_flight_requests: InFlightRequests
+        bootstrap_refusals: BootstrapRefusals
+        warnings: WarnLimiter
         metadata_updater: DefaultMetadataUpdater
         failures: ConnectionFailures
 
@@ -67,12 +71,22 @@ class ConnectionLifecycle:
             version: int | None = None,
         ) -> None: ...
 
-    def _record_failure(self, node_id: int, reason: str, error: KafkaError | None = None) -> None:
+    def _record_failure(
+        self,
+        node_id: int,
+        reason: str,
+        error: KafkaError | None = None,
+        now_ms: int | None = None,
+    ) -> None:
+        """Why the node's connection failed (``now_ms``: a connection attempt's end, which
+        may be a bootstrap server's refusal)."""
         address = self._addresses.get(node_id)
         if address is None:
             node = self._metadata.fetch().node_by_id(node_id)
             address = node.address if node is not None else f"node {node_id}"
         self.failures.failed(address, reason, error)
+        if now_ms is not None:
+            self.bootstrap_refusals.attempt_failed(node_id, address, reason, now_ms)
 
     def _close_on_error(
         self,
@@ -116,6 +130,8 @@ class ConnectionLifecycle:
         self._first_request[node_id] = self._correlation_id  # the next one to go out
         self.connection_states.ready(node_id)
         self.failures.succeeded(self._addresses.get(node_id, ""))
+        self.bootstrap_refusals.connected()
+        self.warnings.forget(("connect", node_id))
         log.debug("%snode %d is ready: %r", self._prefix, node_id, self._api_versions.get(node_id))
 
     # ---- SASL (the exchange itself is in ``authenticator``) ------------------------------
@@ -176,7 +192,10 @@ class ConnectionLifecycle:
 
     def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
         for node_id, error in self._selector.disconnected.items():
-            log.info("%snode %d disconnected: %s", self._prefix, node_id, error)
+            if self.connection_states.state(node_id) is ConnectionState.CONNECTING:
+                log.debug("%snode %d disconnected: %s", self._prefix, node_id, error)
+            else:  # a connection that never was is warned of below
+                log.info("%snode %d disconnected: %s", self._prefix, node_id, error)
             self._process_disconnection(responses, node_id, now_ms, error)
 
     def _handle_connections(self) -> None:
@@ -245,13 +264,16 @@ class ConnectionLifecycle:
             if state is ConnectionState.CHECKING_API_VERSIONS and not timed_out:
                 # Dropped before answering ApiVersions: what a TLS listener does to plaintext.
                 reason += self._before_api_versions_hint
-            self._record_failure(node_id, reason, error)
+            self._record_failure(node_id, reason, error, now_ms)
             if state is ConnectionState.CONNECTING:
-                log.warning(
-                    "%sconnection to node %d could not be established: %s",
+                level, repeats = self.warnings.level(("connect", node_id), now_ms)
+                log.log(
+                    level,
+                    "%sconnection to node %d could not be established: %s%s",
                     self._prefix,
                     node_id,
                     error,
+                    repeats,
                 )
         requests = self.in_flight_requests.clear_all(node_id)
         first = self._first_request.pop(node_id, None)

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 
     from kclient.errors import KafkaTimeoutError
     from kclient.network.api_versions import ApiVersions, NodeApiVersions
+    from kclient.network.bootstrap_refusals import BootstrapRefusals, BootstrapRefusedError
     from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
     from kclient.network.in_flight import InFlightRequests
     from kclient.network.metadata import Metadata, Node
     from kclient.network.metadata_updater import DefaultMetadataUpdater
     from kclient.network.selector import Selectable
+    from kclient.network.warn_limit import WarnLimiter
 
 log = logging.getLogger("kclient.network.client")
 
@@ -50,8 +52,16 @@ class ClientNodes:
         metadata_updater: DefaultMetadataUpdater
         failures: ConnectionFailures
 
+        bootstrap_refusals: BootstrapRefusals
+        bootstrap_refused_timeout_ms: int
+        warnings: WarnLimiter
+
         def _record_failure(
-            self, node_id: int, reason: str, error: KafkaError | None = None
+            self,
+            node_id: int,
+            reason: str,
+            error: KafkaError | None = None,
+            now_ms: int | None = None,
         ) -> None: ...
 
     # ---- nodes and connections -------------------------------------------------------
@@ -145,6 +155,23 @@ class ClientNodes:
         every address tried and the last OS error for each (thread-safe)."""
         return self.failures.no_broker_reachable_error(waited_ms)
 
+    def bootstrap_refused_error(self, now_ms: int) -> BootstrapRefusedError | None:
+        """The error for a first metadata wait once every bootstrap server has refused
+        connections for ``bootstrap.refused.timeout.ms`` and none ever accepted one (see
+        ``bootstrap_refusals``); None otherwise (thread-safe)."""
+        refusals = self.bootstrap_refusals
+        limit_ms = self.bootstrap_refused_timeout_ms
+        if limit_ms < 0 or refusals.ever_connected:
+            return None
+        cluster = self._metadata.fetch()
+        if not cluster.is_bootstrap_configured:
+            return None
+        ids = [node.id for node in cluster.nodes]
+        refused_ms = refusals.refused_for_ms(ids, now_ms)
+        if refused_ms is None or refused_ms < limit_ms:
+            return None
+        return refusals.error(ids, refused_ms)
+
     # ---- connecting -----------------------------------------------------------------
 
     def initiate_connect(self, node: Node, now_ms: int) -> None:
@@ -162,7 +189,8 @@ class ClientNodes:
             self._selector.connect(node.id, ip, port, family, server_hostname=node.host)
         except (OSError, KafkaError) as exc:
             reason = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
-            log.warning("%scannot connect to node %s: %s", self._prefix, node, reason)
-            self._record_failure(node.id, short_reason(reason))
+            level, repeats = self.warnings.level(("connect", node.id), now_ms)
+            log.log(level, "%scannot connect to node %s: %s%s", self._prefix, node, reason, repeats)
+            self._record_failure(node.id, short_reason(reason), None, now_ms)
             self.connection_states.disconnected(node.id, now_ms)
             self.metadata_updater.handle_server_disconnect(now_ms, node.id)

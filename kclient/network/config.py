@@ -30,6 +30,9 @@ class NetworkClientConfig:
     reconnect_backoff_max_ms: int = 1000  # reconnect.backoff.max.ms
     socket_connection_setup_timeout_ms: int = 10_000  # socket.connection.setup.timeout.ms
     socket_connection_setup_timeout_max_ms: int = 30_000  # ….max.ms
+    # bootstrap.refused.timeout.ms (kclient's): the first metadata wait fails once every
+    # bootstrap server refused connections this long (-1: never; see bootstrap_refusals)
+    bootstrap_refused_timeout_ms: int = 2_000
     connections_max_idle_ms: int = 540_000  # connections.max.idle.ms
     send_buffer_bytes: int = 131_072  # send.buffer.bytes (-1: OS default)
     receive_buffer_bytes: int = 32_768  # receive.buffer.bytes (-1: OS default)

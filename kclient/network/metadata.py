@@ -34,6 +34,7 @@ from kclient.network.cluster import (
     cluster_from_response,
 )
 from kclient.network.connection_states import ExponentialBackoff
+from kclient.network.warn_limit import WarnLimiter
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +121,7 @@ class Metadata:
         self._request_version = 0
         self._update_version = 0
         self._closed = False
+        self._warnings = WarnLimiter()
         self._next_update_ms = _LONG_AGO_MS
         """When a refresh is due (ms, the monotonic clock): recomputed under ``_lock`` by
         every method that changes what it depends on, read without it (one int, replaced
@@ -164,6 +166,16 @@ class Metadata:
                 self._new_topics.add(topic)
                 self._request_update_for_new_topics()
             self._topics[topic] = now_ms + self.metadata_max_idle_ms
+
+    def forget(self, topic: str) -> None:
+        """Stop fetching the topic: a ``send`` waited for it in vain and nothing of it is
+        queued (a name the cluster refused would otherwise be asked for, and warned about,
+        at every refresh until ``metadata.max.idle.ms``)."""
+        with self._lock:
+            self._topics.pop(topic, None)
+            self._new_topics.discard(topic)
+            self._topic_errors.pop(topic, None)
+            self._fatal_topic_errors.pop(topic, None)
 
     def request_update(self) -> int:
         """Ask for a full refresh as soon as the backoff allows; returns the current version."""
@@ -363,13 +375,14 @@ class Metadata:
                 if cls.invalid_metadata:
                     self._need_full_update = True
         if self._topic_errors or self._fatal_topic_errors:
-            log.warning(
-                "%smetadata response reported errors: %s",
-                self._prefix,
-                {
-                    t: type(e).__name__
-                    for t, e in {**self._topic_errors, **self._fatal_topic_errors}.items()
-                },
+            reported = {
+                t: type(e).__name__
+                for t, e in {**self._topic_errors, **self._fatal_topic_errors}.items()
+            }
+            # the same errors again (every refresh while a send waits): rate-limited
+            level, repeats = self._warnings.level(frozenset(reported.items()), now_ms)
+            log.log(
+                level, "%smetadata response reported errors: %s%s", self._prefix, reported, repeats
             )
 
     def _keep_newer_leaders(self, previous: Cluster, cluster: Cluster) -> Cluster:

@@ -124,8 +124,8 @@ class DefaultMetadataUpdater:
         cluster = self.metadata.fetch()
         if cluster.is_bootstrap_configured:
             node = cluster.node_by_id(node_id)
-            if node is not None:
-                log.warning("%sbootstrap broker %s disconnected", self._prefix, node.address)
+            if node is not None:  # the client warned already (rate-limited)
+                log.debug("%sbootstrap broker %s disconnected", self._prefix, node.address)
         if self.is_update_due(now_ms):
             self.handle_failed_request(now_ms, None)  # back off before the next attempt
         self.metadata.request_update()  # the disconnect may mean our metadata is stale

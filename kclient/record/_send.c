@@ -42,7 +42,9 @@ kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nar
          !((PyList_CheckExact(headers) || PyTuple_CheckExact(headers)) &&
            Py_SIZE(headers) == 0)) ||
         /* a timestamp that is not a non-negative int: the general way says what is wrong */
-        (args[4] != Py_None && (!PyLong_CheckExact(args[4]) || PyLong_AsLongLong(args[4]) < 0))) {
+        (args[4] != Py_None && (!PyLong_CheckExact(args[4]) || PyLong_AsLongLong(args[4]) < 0)) ||
+        /* a callback that cannot be called: the general way refuses it */
+        (args[6] != Py_None && !PyCallable_Check(args[6]))) {
         PyErr_Clear(); /* an int beyond 64 bits: the general way refuses it */
         Py_RETURN_NONE;
     }

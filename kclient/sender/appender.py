@@ -154,6 +154,7 @@ class PyAppender:
             (value is not None and value.__class__ is not bytes)
             or (key is not None and key.__class__ is not bytes)
             or (headers is not None and not (headers.__class__ in (list, tuple) and not headers))
+            or (callback is not None and not callable(callback))  # the general way refuses it
         ):
             return None
         queues = self._queues_by_topic.get(topic)

@@ -136,8 +136,7 @@ class Sender(ProduceResponses):
         try:
             while self.running:
                 self.run_once()
-            while not self.force_close_requested and self.has_pending_work():
-                self.run_once()
+            self._finish_on_close()
             if self._txn is not None:
                 self._txn.abort_on_close(lambda: self.force_close_requested, self.run_once)
             if self.force_close_requested:
@@ -151,6 +150,35 @@ class Sender(ProduceResponses):
             raise
         finally:
             self.release_on_close()
+
+    def _finish_on_close(self) -> None:
+        """Closing: deliver what was sent (each record fails at ``delivery.timeout.ms`` at
+        the latest) and send the transaction's pending requests, giving these at most
+        ``request.timeout.ms`` once no record is left (a request retried for ever, say for
+        a coordinator that never loads, must not keep the producer from closing)."""
+        deadline_ms = self._clock.monotonic_ms() + self._request_timeout_ms
+        while not self.force_close_requested and self.has_pending_work():
+            if (
+                self._txn is not None
+                and self._clock.monotonic_ms() >= deadline_ms
+                and not self._has_pending_records()
+            ):
+                log.warning(
+                    "%sclosing: the transaction's requests did not complete within "
+                    "'request.timeout.ms' (%d ms; last: %s)",
+                    self._prefix,
+                    self._request_timeout_ms,
+                    self._txn.tm.last_problem or "no answer",
+                )
+                return
+            self.run_once()
+
+    def _has_pending_records(self) -> bool:
+        return (
+            self._accumulator.has_undrained()
+            or self._client.has_in_flight_requests()
+            or any(self._in_flight_batches.values())
+        )
 
     def fail_on_error(self, exc: BaseException) -> None:
         """``run`` (or an event loop driving ``run_once``) failed: fail every pending record."""
@@ -174,11 +202,8 @@ class Sender(ProduceResponses):
         log.debug("%sthe sender thread stopped", self._prefix)
 
     def has_pending_work(self) -> bool:
-        return (
-            self._accumulator.has_undrained()
-            or self._client.has_in_flight_requests()
-            or any(self._in_flight_batches.values())
-            or (self._txn is not None and self._txn.has_pending_work())
+        return self._has_pending_records() or (
+            self._txn is not None and self._txn.has_pending_work()
         )
 
     def initiate_close(self) -> None:

@@ -136,6 +136,7 @@ class TransactionManager(TransactionStateMachine):
             cause = self.last_error
             self._transition("abort_transaction", S.ABORTING_TRANSACTION)
             self._new_partitions.clear()  # nothing more is sent: no need to add them
+            self._drop_offsets()
             return self._begin_completing(commit=False, cause=cause)
 
         with self.lock:
@@ -192,6 +193,35 @@ class TransactionManager(TransactionStateMachine):
             self.prepared = True
             return self.producer_id_and_epoch
 
+    def _drop_offsets(self) -> None:
+        """An abort drops the offsets not committed yet (the abort would discard them):
+        a request for them that is retried must not keep the transaction from ending."""
+        offset_handlers = (AddOffsetsToTxnHandler, TxnOffsetCommitHandler)
+        dropped = [entry for entry in self._queue if isinstance(entry[2], offset_handlers)]
+        handlers: list[AddOffsetsToTxnHandler | TxnOffsetCommitHandler] = [
+            h for _, _, h in dropped if isinstance(h, offset_handlers)
+        ]
+        if isinstance(self.in_flight, offset_handlers):
+            handlers.append(self.in_flight)  # its answer is then ignored (not retried)
+        if not handlers:
+            return
+        self._queue = [entry for entry in self._queue if entry not in dropped]
+        heapq.heapify(self._queue)
+        partitions = set(self.pending_txn_offset_commits)
+        for handler in handlers:
+            if isinstance(handler, AddOffsetsToTxnHandler):
+                partitions.update(handler.offsets)
+        self.pending_txn_offset_commits.clear()
+        names = ", ".join(str(tp) for tp in sorted(partitions))
+        log.info("%sthe abort drops the offsets not committed yet (%s)", self._prefix, names)
+        for handler in handlers:
+            handler.result.fail(
+                errors.TransactionAbortedError(
+                    f"the offsets of group {handler.group.group_id!r} ({names}) were not "
+                    f"committed: the transaction of {self.txn_id!r} was aborted"
+                )
+            )
+
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """A new batch for ``tp`` (called by the accumulator): add it to the transaction
         (version 2: its Produce v12 adds it, so it is in at once)."""
@@ -225,7 +255,10 @@ class TransactionManager(TransactionStateMachine):
             heapq.heappush(self._queue, (handler.priority, next(self._order), handler))
 
     def retry(self, handler: TxnRequestHandler, now_ms: int) -> None:
-        """Enqueue again after the handler's backoff."""
+        """Enqueue again after the handler's backoff; not when its result was already
+        failed (an abort dropped it, or the producer closed): nothing waits for it."""
+        if handler.result.is_completed:
+            return
         handler.is_retry = True
         handler.retry_at_ms = now_ms + handler.retry_backoff_ms()
         self.enqueue(handler)

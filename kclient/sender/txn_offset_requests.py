@@ -52,9 +52,10 @@ class AddOffsetsToTxnHandler(TxnRequestHandler):
         tm = self.tm
         code = body.get("error_code", 0)
         if code == 0:
-            tm.pending_txn_offset_commits.update(self.offsets)
-            tm.enqueue(TxnOffsetCommitHandler(tm, self.result, self.group))
-            tm.transaction_started = True
+            tm.transaction_started = True  # the group's offsets partition is in it
+            if not self.result.is_completed:  # else the transaction is being aborted
+                tm.pending_txn_offset_commits.update(self.offsets)
+                tm.enqueue(TxnOffsetCommitHandler(tm, self.result, self.group))
         elif errors.for_code(code).retriable:
             self.retry(code, now_ms)
         elif code in UNKNOWN_PRODUCER:
@@ -137,6 +138,9 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
                     pending.pop(tp, None)
                 elif code in NOT_COORDINATOR or code == errors.RequestTimedOutError.code:
                     lookup = True
+                elif code == errors.UnknownTopicOrPartitionError.code:
+                    self._unknown_partition(tp)
+                    break
                 elif errors.for_code(code).retriable:
                     continue
                 else:
@@ -151,6 +155,21 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
                 tm.lookup_coordinator(find_coordinator.GROUP, self.group.group_id)
             tm.last_problem = f"TxnOffsetCommit: {len(pending)} offsets not accepted yet"
             tm.retry(self, now_ms)
+
+    def _unknown_partition(self, tp: TopicPartition) -> None:
+        """UNKNOWN_TOPIC_OR_PARTITION: Java retries it (the coordinator's metadata may lag a
+        topic just created), but offsets name partitions the consumer has read, so it nearly
+        always means the topic does not exist, and retrying can never succeed: the
+        transaction must be aborted (a lagging coordinator costs one aborted transaction)."""
+        code = errors.UnknownTopicOrPartitionError.code
+        self.abortable(
+            self.error(
+                code,
+                f" (group {self.group.group_id!r}): the cluster has no partition {tp.partition} "
+                f"of topic {tp.topic!r}; offsets can be committed only for partitions that "
+                "exist (the ones the consumer read)",
+            )
+        )
 
     def _failed(self, tp: TopicPartition, code: int) -> None:
         group = self.group.group_id

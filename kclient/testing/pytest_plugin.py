@@ -25,6 +25,8 @@ installed costs other test suites nothing.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -44,9 +46,38 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-def _settings(request: pytest.FixtureRequest) -> dict[str, Any]:
+def _settings(request: pytest.FixtureRequest, fixture: str) -> dict[str, Any]:
+    """The marker's settings, checked: each a ``BrokerConfig`` name (a typo gets a "did you
+    mean"), ``brokers`` only for ``kafka_cluster``; a TypeError naming the marker if not."""
     marker = request.node.get_closest_marker(_MARKER)
-    return dict(marker.kwargs) if marker is not None else {}
+    if marker is None:
+        return {}
+    if marker.args:
+        raise TypeError(
+            f"@pytest.mark.{_MARKER} takes settings by name (e.g. num_partitions=3), "
+            f"got positional {marker.args!r}"
+        )
+    from kclient.broker import BrokerConfig
+
+    known = {field.name for field in dataclasses.fields(BrokerConfig)}
+    settings = dict(marker.kwargs)
+    for name in settings:
+        if name not in known and name != "brokers":
+            close = difflib.get_close_matches(name, sorted(known | {"brokers"}), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(
+                f"@pytest.mark.{_MARKER}({name}=...): {name!r} is not a setting of the "
+                f"embedded broker (kclient.broker.BrokerConfig){hint}"
+            )
+    brokers = settings.pop("brokers", None)
+    if fixture == "kafka_broker" and brokers not in (None, 1):
+        raise TypeError(
+            f"@pytest.mark.{_MARKER}(brokers={brokers!r}) sizes the kafka_cluster fixture; "
+            "kafka_broker is always one broker: use kafka_cluster (or drop brokers=)"
+        )
+    if brokers is not None:
+        settings["brokers"] = brokers
+    return settings
 
 
 @pytest.fixture
@@ -54,7 +85,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[EmbeddedBroker]:
     """A fresh embedded broker on a free 127.0.0.1 port, closed after the test."""
     from kclient.broker import EmbeddedBroker
 
-    settings = _settings(request)
+    settings = _settings(request, "kafka_broker")
     settings.pop("brokers", None)
     with EmbeddedBroker(**settings) as broker:
         yield broker
@@ -71,7 +102,7 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[EmbeddedCluster]:
     """A fresh embedded cluster (3 brokers unless the marker says ``brokers=N``)."""
     from kclient.broker import EmbeddedCluster
 
-    settings = _settings(request)
+    settings = _settings(request, "kafka_cluster")
     brokers = int(settings.pop("brokers", 3))
     with EmbeddedCluster(brokers, **settings) as cluster:
         yield cluster
