@@ -408,8 +408,9 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
                 self._sender.force_close()
                 return
             log.info("%sclosing (timeout %s s)", self._prefix, timeout)
-            self._sender.initiate_close()
-            self._thread.join(timeout)
+            if timeout > 0:  # close(0) forces at once, as Java's: nothing is given time to land
+                self._sender.initiate_close()
+                self._thread.join(timeout)
             if self._thread.is_alive():
                 if self._accumulator.incomplete:  # else only the thread's own wind-down
                     log.warning(
