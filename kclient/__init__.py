@@ -1,4 +1,4 @@
-"""kclient: a Kafka producer for Python built like the Java producer.
+"""kclient: a Kafka producer for Python built like the Java producer. ::
 
     from kclient import KafkaProducer
     with KafkaProducer({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
