@@ -25,7 +25,6 @@ root_doc = "index"
 exclude_patterns = ["_build", "**/_build"]
 myst_heading_anchors = 4
 myst_enable_extensions = ["colon_fence"]
-suppress_warnings = ["myst.header"]
 
 autodoc_member_order = "bysource"
 autodoc_inherit_docstrings = False  # the standard library's docstrings are not reST
