@@ -28,7 +28,7 @@ def test_an_unreachable_broker_counts_the_line_it_could_not_send() -> None:
     result = console(address, "orders", "--max-block-ms", "300", stdin="a\nb\n")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert f"(bootstrap servers: {address})" in result.stderr
+    assert f"(--bootstrap-server {address})" in result.stderr
     assert "0 records sent, 1 failed, 0 lines skipped" in result.stderr
 
 
