@@ -20,7 +20,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "kclient_docs",
 ]
-source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+source_suffix = {".md": "markdown"}  # every page is Markdown (MyST)
 root_doc = "index"
 exclude_patterns = ["_build", "**/_build"]
 myst_heading_anchors = 4

@@ -50,9 +50,7 @@ class MarkerError(ValueError):
 
 def documents() -> list[Path]:
     docs = sorted(
-        p
-        for p in (ROOT / "docs").rglob("*")
-        if p.suffix in (".md", ".rst") and "_build" not in p.parts
+        p for p in (ROOT / "docs").rglob("*") if p.suffix == ".md" and "_build" not in p.parts
     )
     return [ROOT / "README.md", *docs]
 
