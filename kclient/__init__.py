@@ -1,4 +1,4 @@
-"""kclient: a Kafka producer for Python built like the Java producer.
+"""kclient: a Kafka producer for Python built like the Java producer. ::
 
     from kclient import KafkaProducer
     with KafkaProducer({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
@@ -10,6 +10,7 @@ signatures (``Header``, ``Callback``, ``TopicPartition``, ``PartitionInfo``), th
 ``errors`` module, and for
 ``send_offsets_to_transaction``: ``OffsetAndMetadata`` and ``ConsumerGroupMetadata``.
 Import them from here: the modules they are defined in are internal and may move.
+``__version__`` is the installed version (the distribution is ``kclient-kafka`` on PyPI).
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from kclient.sender.batch import Callback, Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
 from kclient.sender.offsets import ConsumerGroupMetadata, OffsetAndMetadata
+
+#: The version of kclient (distribution ``kclient-kafka``); pyproject.toml reads it here.
+__version__ = "0.1.0"
 
 
 class ProducerRecord(NamedTuple):
@@ -53,5 +57,6 @@ __all__ = [
     "RecordMetadata",
     "SendBatchResult",
     "TopicPartition",
+    "__version__",
     "errors",
 ]

@@ -2,7 +2,7 @@
 
 Built once by the caller's thread in ``KafkaProducer.__init__`` and read-only afterwards
 (shared by every thread). Every setting is declared once, in ``kclient.settings`` (name,
-parser, default, range and the README's words for it); this module applies the table
+parser, default, range and the documentation's words for it); this module applies the table
 and checks the settings against each other.
 
 Settings are accepted under their Kafka names (``linger.ms``) or in snake_case

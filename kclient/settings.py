@@ -1,10 +1,10 @@
 """The producer's settings table: every setting's name, parser, default and range, and
-the words the README's configuration table is made of (``settings_markdown``).
+the words the documentation's configuration reference is made of (``settings_markdown``).
 
 The one place a producer setting is declared: ``ProducerConfig`` (``config``) parses and
 validates by it, ``NetworkClientConfig.from_config`` takes its fields by name, and
-``tests/test_settings_table.py`` fails when the README's table is not
-``settings_markdown()``. Immutable module data: any thread.
+the documentation's configuration reference is ``settings_markdown()``, rendered when the
+docs are built (``docs/_ext/kclient_docs.py``). Immutable module data: any thread.
 """
 
 from __future__ import annotations
@@ -169,18 +169,18 @@ def _parse_ssl_context(name: str, value: object) -> object:
 
 @dataclass(frozen=True)
 class Setting:
-    """One producer setting: how it is parsed and checked, and how the README shows it."""
+    """One producer setting: how it is parsed and checked, and how the reference shows it."""
 
     name: str
     parse: Callable[[str, object], Any]
     default: object
     low: int | None = None
     high: int | None = None
-    #: what it does (the README's "meaning" column)
+    #: what it does (the reference's "meaning" column)
     doc: str = ""
-    #: the default as the README shows it, when not simply the value
+    #: the default as the reference shows it, when not simply the value
     shown: str | None = None
-    #: the Java producer's default as the README shows it, when not the same as ours
+    #: the Java producer's default as the reference shows it, when not the same as ours
     java: str | None = None
 
     @property
@@ -331,7 +331,7 @@ SETTINGS: tuple[Setting, ...] = (
 
 
 def settings_markdown() -> str:
-    """The README's table of producer settings, one row per setting."""
+    """The configuration reference's table of producer settings, one row per setting."""
     rows = [
         "| setting | default | Java default | meaning |",
         "|---|---|---|---|",

@@ -401,7 +401,7 @@ def collect_from_workers(frame: Any) -> list[Any]:
             worker_python = "?"
         raise ConfigError(
             f"Spark's Python workers ({worker_python!r}) cannot import {missing.group(1)!r}: "
-            "install kclient[spark] in the Python that runs the executors, and point "
+            "pip install 'kclient-kafka[spark]' in the Python that runs the executors, and point "
             "PYSPARK_PYTHON (or 'spark.pyspark.python') at it before the SparkSession starts"
             f" (in local mode, e.g. PYSPARK_PYTHON={sys.executable})"
         ) from exc

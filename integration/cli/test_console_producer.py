@@ -95,7 +95,7 @@ def test_malformed_line_stops_with_its_line_number(kafka_broker: EmbeddedBroker)
     )
     assert result.returncode == 1
     assert "line 2: no key separator" in result.stderr
-    assert "1 records sent, 0 failed" in result.stderr
+    assert "1 records sent, 1 failed, 0 lines skipped" in result.stderr  # line 2 failed
     assert [
         k for k, _, _ in confluent_consume(kafka_broker.bootstrap_servers, "console-bad", 1)
     ] == [b"a"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from integration.broker.clients import confluent_consume
 from integration.cli.test_console_producer import console
+from integration.peers import free_port
 from kclient.broker import EmbeddedBroker
 
 
@@ -18,7 +19,17 @@ def test_an_invalid_topic_name_is_one_error_line_and_exit_1(kafka_broker: Embedd
         "error: InvalidTopicException: [Error 17] INVALID_TOPIC_EXCEPTION: topic 'bad topic!'"
         in result.stderr
     )
-    assert "0 records sent, 0 failed" in result.stderr
+    assert "0 records sent, 1 failed, 0 lines skipped" in result.stderr
+
+
+def test_an_unreachable_broker_counts_the_line_it_could_not_send() -> None:
+    # the line whose send() gave up is a failed record, not counted nowhere
+    address = f"127.0.0.1:{free_port()}"
+    result = console(address, "orders", "--max-block-ms", "300", stdin="a\nb\n")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"(--bootstrap-server {address})" in result.stderr
+    assert "0 records sent, 1 failed, 0 lines skipped" in result.stderr
 
 
 def test_a_line_too_large_fails_alone_and_the_rest_are_sent(kafka_broker: EmbeddedBroker) -> None:

@@ -112,8 +112,11 @@ class BlockingConnection:
 class ClusterReader:
     """Metadata, topic creation, end offsets and full-partition reads against a cluster."""
 
-    def __init__(self, bootstrap_servers: str, client_id: str = "kclient-cli") -> None:
+    def __init__(
+        self, bootstrap_servers: str, client_id: str = "kclient-cli", timeout_s: float = 30.0
+    ) -> None:
         self.client_id = client_id
+        self.timeout_s = timeout_s
         self._conns: dict[str, BlockingConnection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
         last: Exception | None = None
@@ -130,7 +133,7 @@ class ClusterReader:
         key = f"{host}:{port}"
         conn = self._conns.get(key)
         if conn is None:
-            conn = BlockingConnection(host, port, self.client_id)
+            conn = BlockingConnection(host, port, self.client_id, self.timeout_s)
             self._conns[key] = conn
         return conn
 

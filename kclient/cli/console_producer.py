@@ -101,6 +101,11 @@ class _Tally:
         self.failed = 0
         self.err = err
 
+    def count_unsent(self) -> None:
+        """A line that stopped the run unsent (``send()`` raised, or it was malformed)."""
+        with self.lock:
+            self.failed += 1
+
     def callback(self, _metadata: object, exc: BaseException | None) -> None:
         with self.lock:
             if exc is None:
@@ -137,6 +142,7 @@ def run(args: argparse.Namespace, lines: Iterable[str], err: IO[str], interactiv
                 parsed = reader.parse(line)
             except MalformedLineError as exc:
                 if not reader.config.ignore_error:
+                    tally.count_unsent()  # the line that stopped the run: not sent
                     print(f"error: {exc}", file=err)
                     aborted = True
                     break
@@ -170,10 +176,12 @@ def run(args: argparse.Namespace, lines: Iterable[str], err: IO[str], interactiv
                 )
     except KeyboardInterrupt:
         print("\ninterrupted: flushing what was read so far", file=err)
-    except KafkaTimeoutError as exc:
-        print(f"error: {exc} (bootstrap servers: {args.bootstrap_server})", file=err)
+    except KafkaTimeoutError as exc:  # send() could not queue the line: it failed
+        tally.count_unsent()
+        print(f"error: {exc} (--bootstrap-server {args.bootstrap_server})", file=err)
         aborted = True
     except KafkaError as exc:  # the topic's (invalid, not authorized) or the producer's
+        tally.count_unsent()
         print(f"error: {type(exc).__name__}: {exc}", file=err)
         aborted = True
     finally:

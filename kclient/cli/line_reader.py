@@ -115,7 +115,8 @@ class LineReader:
                 raise MalformedLineError(
                     self.line_number,
                     f"no key separator {cfg.key_separator!r} found in {_clip(line)} "
-                    "(set --property parse.key=false, or ignore.error=true to skip such lines)",
+                    "(set --property parse.key=false, or --property ignore.error=true to skip such "
+                    "lines)",
                 )
             key = self._nullable(rest[:cut])
             rest = rest[cut + len(cfg.key_separator) :]

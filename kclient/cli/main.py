@@ -14,7 +14,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "demo": "produce 1,000,000 records to an embedded 3-broker cluster and verify them",
         "broker": "run the embedded broker (same as kclient-broker)",
-        "console-producer": "kafka-console-producer (same as kclient-console-producer)",
+        "topics": "list, describe, create and delete topics",
+        "console-producer": "send lines from stdin (same as kclient-console-producer)",
+        "console-consumer": "print a topic's records (same as kclient-console-consumer)",
         "producer-perf": "kafka-producer-perf-test (same as kclient-producer-perf)",
     }
     if not args or args[0] not in commands:
@@ -36,6 +38,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from kclient.broker.__main__ import main as broker_main
 
             return int(broker_main(rest) or 0)
+        if command == "topics":
+            from kclient.cli import topics
+
+            return topics.main(rest)
+        if command == "console-consumer":
+            from kclient.cli import console_consumer
+
+            return console_consumer.main(rest)
         if command == "console-producer":
             from kclient.cli import console_producer
 

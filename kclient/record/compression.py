@@ -6,14 +6,14 @@ Each codec writes what the Java client writes, so any Kafka broker or client rea
 * snappy — xerial's framing as ``SnappyOutputStream`` writes it: the 16-byte header
   ``\\x82SNAPPY\\x00`` + version 1 + compatible version 1, then blocks of
   ``[int32 length][raw snappy]`` of at most 32 KiB input each. Reading accepts that and
-  raw (unframed) snappy. Needs ``cramjam`` (``pip install 'kclient[snappy]'``).
+  raw (unframed) snappy. Needs ``cramjam`` (``pip install 'kclient-kafka[snappy]'``).
 * lz4 — the LZ4 frame format with a correct header checksum, independent 64 KiB blocks
   (stored as is when they do not shrink), no block or content checksum, no content size
   (``Lz4BlockOutputStream``); read with ``lz4.frame``, which takes any frame. Levels 1-17;
   the default 9 uses LZ4's fast compressor, other levels its high-compression one, as Java
   does.
 * zstd — a zstd frame (``ZstdOutputStream``), levels -131072..22, default 3. Needs
-  ``zstandard`` (``pip install 'kclient[zstd]'``).
+  ``zstandard`` (``pip install 'kclient-kafka[zstd]'``).
 
 Optional packages are imported when a codec is first used, so ``kclient.record`` imports
 without them; a missing one raises :class:`UnsupportedCodecError` naming the pip extra.
@@ -84,9 +84,9 @@ LEVEL_RANGES: dict[CompressionType, tuple[int, int, int]] = {
     ZSTD: (-131072, 22, 3),
 }
 
-_SNAPPY_EXTRA = "pip install 'kclient[snappy]'"
+_SNAPPY_EXTRA = "pip install 'kclient-kafka[snappy]'"
 _LZ4_MISSING = "compression.type=lz4 needs the 'lz4' package: pip install 'lz4>=4.3'"
-_ZSTD_EXTRA = "pip install 'kclient[zstd]'"
+_ZSTD_EXTRA = "pip install 'kclient-kafka[zstd]'"
 
 XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_MAGIC = XERIAL_HEADER[:8]

@@ -56,7 +56,8 @@ def write_test_certificates(
         from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "kclient.testing.tls needs the 'cryptography' package: pip install 'kclient[test]'"
+            "kclient.testing.tls needs the 'cryptography' package: "
+            "pip install 'kclient-kafka[test]'"
         ) from exc
 
     out = Path(directory)

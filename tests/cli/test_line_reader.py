@@ -46,6 +46,8 @@ def test_missing_key_separator_names_the_line_number() -> None:
     with pytest.raises(MalformedLineError, match="line 2: no key separator") as info:
         r.parse("no separator here")
     assert info.value.line_number == 2
+    # both ways out are spelled as the option to type
+    assert "--property parse.key=false, or --property ignore.error=true" in str(info.value)
 
 
 def test_bad_reader_properties_are_config_errors() -> None:

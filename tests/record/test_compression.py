@@ -198,8 +198,8 @@ def test_bad_compressed_data_is_a_corrupt_record(codec: CompressionType, damage:
 @pytest.mark.parametrize(
     ("codec", "module", "extra"),
     [
-        (CompressionType.SNAPPY, "cramjam", "pip install 'kclient[snappy]'"),
-        (CompressionType.ZSTD, "zstandard", "pip install 'kclient[zstd]'"),
+        (CompressionType.SNAPPY, "cramjam", "pip install 'kclient-kafka[snappy]'"),
+        (CompressionType.ZSTD, "zstandard", "pip install 'kclient-kafka[zstd]'"),
     ],
 )
 def test_missing_optional_package_names_the_extra(
