@@ -16,10 +16,13 @@ replica of the embedded cluster shares the one log, so the ISR is always complet
 
 Recovery on open (Kafka's ``LogLoader``), reading each segment in bounded chunks (at
 most one batch, or ``_READ_CHUNK_BYTES``, in memory at a time): batch headers are indexed
-(offsets continue, sizes fit the file, magic 2); after an unclean shutdown, every batch
-from the newest snapshot on is also CRC-checked, and the log is truncated at the first
-torn or corrupt one. Then the producer state is loaded from the newest snapshot not past
-the log end, and the batches after it are replayed from their headers.
+(offsets continue, sizes fit the file, magic 2); every batch of the active (newest)
+segment is CRC-checked, and after an unclean shutdown also every batch from the newest
+snapshot on; the log is truncated at the first torn or corrupt one, and what was dropped
+(offsets, batches, bytes) is logged. Kafka trusts a cleanly closed log; a bit flipped at
+rest in the active segment is dropped here rather than served to consumers forever.
+Then the producer state is loaded from the newest snapshot not past the log end, and the
+batches after it are replayed from their headers.
 
 Data written before an answer survives a crash of the process (kill -9: the page cache
 is the kernel's); a crash of the machine can lose what was not yet flushed.
@@ -349,14 +352,18 @@ class Log:
         directory = self.directory
         assert directory is not None
         snapshots = snapshot_offsets(directory)
-        # -1: check nothing (clean shutdown); else from the last recovery point on
-        check_from = -1 if clean_shutdown else (snapshots[-1] if snapshots else 0)
+        paths = [
+            (int(path.stem), path)
+            for path in sorted(directory.glob(f"*{_SUFFIX}"))
+            if path.stem.isdigit()
+        ]
+        # batches ending at or past check_from are CRC-checked: the active segment's
+        # always (bit rot at rest), after an unclean shutdown all from the recovery point
+        check_from = paths[-1][0] if paths else 0
+        if not clean_shutdown:
+            check_from = min(check_from, snapshots[-1] if snapshots else 0)
         truncated = False
-        for path in sorted(directory.glob(f"*{_SUFFIX}")):
-            try:
-                base = int(path.stem)
-            except ValueError:
-                continue
+        for base, path in paths:
             if truncated or base != self.log_end_offset:
                 if not truncated:
                     log.warning(
@@ -372,13 +379,7 @@ class Log:
             segment = Segment(path, base)
             valid = self._recover_segment(segment, check_from)
             if valid < segment.size:
-                log.warning(
-                    "%s: truncating %s from %d to %d bytes (torn or corrupt tail)",
-                    self,
-                    path.name,
-                    segment.size,
-                    valid,
-                )
+                self._log_dropped(segment, valid, paths)
                 segment.truncate(valid)
                 truncated = True
             if segment.size == 0 and self._segments:
@@ -387,6 +388,40 @@ class Log:
                 continue
             self._segments.append(segment)
         self._rebuild_producer_state(directory)
+
+    def _log_dropped(self, segment: Segment, valid: int, paths: list[tuple[int, Path]]) -> None:
+        """Say what truncating ``segment`` at ``valid`` bytes drops: the offsets (as far as
+        the headers after the cut can still be read), the batches and the bytes, with the
+        later segments that go with it."""
+        batches, last = 0, -1
+        position = valid
+        while segment.size - position >= HEADER_SIZE:
+            header = HEADER.unpack(segment.read(position, HEADER_SIZE))
+            batch_size = LOG_OVERHEAD + header[1]
+            if header[1] < MIN_BATCH_LENGTH or header[0] < self.log_end_offset:
+                break
+            batches += 1
+            last = max(last, header[0] + header[6])
+            position += batch_size
+        later = [p for base, p in paths if base > segment.base_offset]
+        dropped_bytes = segment.size - valid + sum(p.stat().st_size for p in later)
+        offsets = (
+            f"offsets {self.log_end_offset}..{last}"
+            if last >= self.log_end_offset
+            else f"offsets from {self.log_end_offset} on"
+        )
+        log.warning(
+            "%s: dropping %s (%d bytes: %d readable batch headers in %s from byte %d%s); "
+            "the log ends at offset %d and new records are written from there",
+            self,
+            offsets,
+            dropped_bytes,
+            batches,
+            segment.path.name,
+            valid,
+            f", and {len(later)} later segments" if later else "",
+            self.log_end_offset,
+        )
 
     def _recover_segment(self, segment: Segment, check_from: int) -> int:
         """Index a segment's batches; returns the size of its valid prefix. Batches that
