@@ -29,6 +29,10 @@ def test_java_admin_client_topics_configs_groups() -> None:
             "list_groups",
             "describe_groups ids=readers",
             "list_offsets group=readers",
+            "list_partition_offsets topic=c",
+            "alter_group_offsets group=readers topic=c offset=0",
+            "delete_groups ids=readers",
+            "list_groups",
             "delete_topics names=b,c",
             "delete_topics names=b",
             "list_topics",
@@ -37,7 +41,8 @@ def test_java_admin_client_topics_configs_groups() -> None:
     (
         cluster, created, with_config, exists, too_many, bad_config, listed, described,
         missing, configs, altered, configs_after, broker_configs, produced, consumed,
-        groups, group, offsets, deleted, deleted_again, listed_after,
+        groups, group, offsets, partition_offsets, altered_offsets, deleted_group, groups_after,
+        deleted, deleted_again, listed_after,
     ) = results  # fmt: skip
     assert cluster["nodes"] == 3
     assert "error" not in created and "error" not in with_config, (created, with_config)
@@ -64,6 +69,9 @@ def test_java_admin_client_topics_configs_groups() -> None:
     assert group["groups"]["readers"]["state"] == "Empty"
     assert group["groups"]["readers"]["coordinator"] in (0, 1, 2)
     assert sum(offsets["offsets"].values()) == 30
+    assert partition_offsets["offsets"] == {"earliest": 0, "latest": 0, "max_timestamp": -1}
+    assert "error" not in altered_offsets and "error" not in deleted_group
+    assert groups_after["groups"] == []
 
     assert "error" not in deleted, deleted
     assert deleted_again["error"].startswith("UnknownTopicOrPartitionException")

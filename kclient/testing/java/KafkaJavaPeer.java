@@ -52,6 +52,9 @@ public final class KafkaJavaPeer {
       case "produce": produce(o, out); break;
       case "txn": txn(o, out); break;
       case "fence": fence(o, out); break;
+      case "ctp": ctp(o, out); break;
+      case "lso": lso(o, out); break;
+      case "txn_timeout": txnTimeout(o, out); break;
       case "consume": consume(o, out); break;
       default: try (Admin admin = Admin.create(adminProps())) { admin(step, admin, o, out); }
     }
@@ -151,6 +154,94 @@ public final class KafkaJavaPeer {
     }
   }
 
+  /** Consume-transform-produce, as Kafka Streams does it: a read_committed member of
+   * "group" reads "topic", and each poll's records go to "out" in a transaction with the
+   * consumer's offsets (sendOffsetsToTransaction with the member's group metadata). */
+  private static void ctp(Map<String, String> o, Json out) throws Exception {
+    Map<String, String> c = new HashMap<>(o);
+    c.put("isolation", "read_committed");
+    int expect = Integer.parseInt(o.getOrDefault("expect", "1"));
+    long deadline = System.nanoTime() + Long.parseLong(o.getOrDefault("timeout_ms", "20000")) * 1_000_000;
+    int copied = 0, transactions = 0;
+    try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(c));
+         KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps(o))) {
+      producer.initTransactions();
+      consumer.subscribe(Collections.singletonList(o.get("topic")));
+      while (copied < expect && System.nanoTime() < deadline) {
+        ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(100));
+        if (records.isEmpty()) continue;
+        producer.beginTransaction();
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        for (ConsumerRecord<String, String> r : records) {
+          producer.send(new ProducerRecord<>(o.get("out"), r.key(), r.value().toUpperCase()));
+          offsets.put(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1));
+          copied++;
+        }
+        producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+        producer.commitTransaction();
+        transactions++;
+      }
+      out.put("generation", consumer.groupMetadata().generationId());
+    }
+    out.put("copied", copied).put("transactions", transactions);
+  }
+
+  /** A transaction left open past transaction.timeout.ms ("timeout_ms"), which the
+   * coordinator aborts: what its commit raises, then whether an abort and a new
+   * transaction of the same producer commit. */
+  private static void txnTimeout(Map<String, String> o, Json out) throws Exception {
+    Properties p = producerProps(o);
+    p.put("transaction.timeout.ms", o.getOrDefault("timeout_ms", "1000"));
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+      producer.initTransactions();
+      producer.beginTransaction();
+      producer.send(new ProducerRecord<>(o.get("topic"), "k", "timed-out")).get(20, TimeUnit.SECONDS);
+      Thread.sleep(Long.parseLong(o.getOrDefault("sleep_ms", "4000")));
+      try {
+        producer.commitTransaction();
+        out.put("commit", "committed");
+      } catch (KafkaException e) {
+        out.put("commit", e.getClass().getSimpleName() + ": " + e.getMessage());
+        try {
+          producer.abortTransaction();
+          producer.beginTransaction();
+          producer.send(new ProducerRecord<>(o.get("topic"), "k", "after"));
+          producer.commitTransaction();
+          out.put("recovered", true);
+        } catch (KafkaException e2) {
+          out.put("recovered", e2.getClass().getSimpleName() + ": " + e2.getMessage());
+        }
+      }
+    }
+  }
+
+  /** With a transaction open on "topic"-0 (5 records flushed after "before" committed
+   * ones), the end offsets a read_committed and a read_uncommitted consumer see, and
+   * what read_committed reads; then the transaction is aborted. */
+  private static void lso(Map<String, String> o, Json out) throws Exception {
+    TopicPartition tp = new TopicPartition(o.get("topic"), 0);
+    try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps(o))) {
+      producer.initTransactions();
+      producer.beginTransaction();
+      for (int i = 0; i < 5; i++) producer.send(new ProducerRecord<>(tp.topic(), "k", "open-" + i));
+      producer.flush();
+      for (String isolation : new String[] {"read_committed", "read_uncommitted"}) {
+        Map<String, String> c = new HashMap<>(o);
+        c.put("isolation", isolation);
+        c.put("group", "lso-" + isolation);
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(c))) {
+          consumer.assign(Collections.singletonList(tp));
+          consumer.seekToBeginning(Collections.singletonList(tp));
+          int read = 0;
+          long deadline = System.nanoTime() + 1_000_000_000L;
+          while (System.nanoTime() < deadline) read += consumer.poll(Duration.ofMillis(100)).count();
+          out.put(isolation, new Json().put("end", consumer.endOffsets(Collections.singletonList(tp)).get(tp)).put("read", read));
+        }
+      }
+      producer.abortTransaction();
+    }
+  }
+
   // ---- consumer ----------------------------------------------------------------------
 
   /** "members" consumers (one thread each) subscribe in one group and poll until they
@@ -205,6 +296,8 @@ public final class KafkaJavaPeer {
     p.put("group.protocol", o.getOrDefault("protocol", "classic"));
     p.put("request.timeout.ms", "10000");
     p.put("default.api.timeout.ms", "15000");
+    if (o.containsKey("assignor")) p.put("partition.assignment.strategy", o.get("assignor"));
+    if (o.containsKey("instance")) p.put("group.instance.id", o.get("instance") + "-" + Thread.currentThread().getId());
     return p;
   }
 
@@ -327,6 +420,50 @@ public final class KafkaJavaPeer {
         out.put("nodes", c.nodes().get().size()).put("controller", c.controller().get().id()).put("cluster_id", c.clusterId().get());
         break;
       }
+      case "describe_features": {
+        Json features = new Json();
+        for (Map.Entry<String, FinalizedVersionRange> e : admin.describeFeatures().featureMetadata().get().finalizedFeatures().entrySet()) {
+          features.put(e.getKey(), e.getValue().maxVersionLevel());
+        }
+        out.put("finalized", features);
+        break;
+      }
+      case "list_partition_offsets": {
+        TopicPartition tp = new TopicPartition(o.get("topic"), 0);
+        Json offsets = new Json();
+        for (String spec : new String[] {"earliest", "latest", "max_timestamp"}) {
+          OffsetSpec os = spec.equals("earliest") ? OffsetSpec.earliest() : spec.equals("latest") ? OffsetSpec.latest() : OffsetSpec.maxTimestamp();
+          offsets.put(spec, admin.listOffsets(Collections.singletonMap(tp, os)).partitionResult(tp).get().offset());
+        }
+        out.put("offsets", offsets);
+        break;
+      }
+      case "delete_records": {
+        TopicPartition tp = new TopicPartition(o.get("topic"), 0);
+        long low = admin.deleteRecords(Collections.singletonMap(tp, RecordsToDelete.beforeOffset(Long.parseLong(o.get("before")))))
+            .lowWatermarks().get(tp).get().lowWatermark();
+        out.put("low_watermark", low);
+        break;
+      }
+      case "alter_group_offsets": {
+        TopicPartition tp = new TopicPartition(o.get("topic"), 0);
+        admin.alterConsumerGroupOffsets(o.get("group"), Collections.singletonMap(tp, new OffsetAndMetadata(Long.parseLong(o.get("offset"))))).all().get();
+        out.put("altered", true);
+        break;
+      }
+      case "delete_groups":
+        admin.deleteConsumerGroups(names(o, "ids")).all().get();
+        out.put("deleted", names(o, "ids"));
+        break;
+      case "describe_log_dirs": {
+        Map<Integer, Map<String, LogDirDescription>> dirs = admin.describeLogDirs(Arrays.asList(0, 1, 2)).allDescriptions().get();
+        out.put("brokers", dirs.size());
+        break;
+      }
+      case "elect_leaders":
+        admin.electLeaders(ElectionType.PREFERRED, Collections.singleton(new TopicPartition(o.get("topic"), 0))).all().get();
+        out.put("elected", true);
+        break;
       case "delete_topics":
         admin.deleteTopics(names(o, "names")).all().get();
         out.put("deleted", names(o, "names"));
