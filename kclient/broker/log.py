@@ -14,15 +14,11 @@ replica of the embedded cluster shares the one log, so the ISR is always complet
   snapshot is taken at the new segment's base offset, which is also the recovery point:
   everything before it is on disk.
 
-Recovery on open (Kafka's ``LogLoader``), reading each segment in bounded chunks (at
-most one batch, or ``_READ_CHUNK_BYTES``, in memory at a time): batch headers are indexed
-(offsets continue, sizes fit the file, magic 2); every batch of the active (newest)
-segment is CRC-checked, and after an unclean shutdown also every batch from the newest
-snapshot on; the log is truncated at the first torn or corrupt one, and what was dropped
-(offsets, batches, bytes) is logged. Kafka trusts a cleanly closed log; a bit flipped at
-rest in the active segment is dropped here rather than served to consumers forever.
-Then the producer state is loaded from the newest snapshot not past the log end, and the
-batches after it are replayed from their headers.
+Recovery on open: ``log_loader`` indexes the segments and cuts the log at the first torn
+or corrupt batch (CRC-checking the active segment always, and everything from the
+recovery point after an unclean shutdown); then the producer state is loaded from the
+newest snapshot not past the log end, and the batches after it are replayed from their
+headers.
 
 Data written before an answer survives a crash of the process (kill -9: the page cache
 is the kernel's); a crash of the machine can lose what was not yet flushed.
@@ -42,49 +38,19 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from kclient import errors
 from kclient.broker.control_batch import build_marker, marker_type
-from kclient.broker.log_segment import Buffer, Segment
-from kclient.broker.producer_state import (
-    BatchMetadata,
-    ProducerStateManager,
-    next_sequence,
-    snapshot_offsets,
-)
+from kclient.broker.log_loader import SUFFIX, load_segments
+from kclient.broker.log_segment import BatchEntry, Buffer, Segment
+from kclient.broker.producer_state import BatchMetadata, ProducerStateManager, next_sequence
 from kclient.broker.txn_index import AbortedTxn, TransactionIndex
 from kclient.record import RecordBatch, assign_offsets, iter_batches, set_partition_leader_epoch
 from kclient.record.check import search_batch
-from kclient.record.layout import (
-    CONTROL_MASK,
-    HEADER,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC,
-    MIN_BATCH_LENGTH,
-    TRANSACTIONAL_MASK,
-)
+from kclient.record.layout import CONTROL_MASK, HEADER, HEADER_SIZE, TRANSACTIONAL_MASK
 
 log = logging.getLogger(__name__)
-
-_SUFFIX = ".log"
-#: Bytes read at a time while recovering (a larger batch is read on its own).
-_READ_CHUNK_BYTES = 1 << 20
-
-
-@dataclass(slots=True)
-class BatchEntry:
-    """Where one stored batch is, and what ListOffsets/Fetch need to know about it."""
-
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    size: int
-    data: memoryview | None  # in memory
-    segment: Segment | None  # on disk
-    position: int
 
 
 class Log:
@@ -216,7 +182,7 @@ class Log:
         ):
             if self._segments:
                 self._roll(self.directory)
-            path = self.directory / f"{self.log_end_offset:020d}{_SUFFIX}"
+            path = self.directory / f"{self.log_end_offset:020d}{SUFFIX}"
             self._segments.append(Segment(path, self.log_end_offset))
         return self._segments[-1]
 
@@ -347,122 +313,15 @@ class Log:
     # ---- disk ------------------------------------------------------------------------
 
     def _recover(self, clean_shutdown: bool) -> None:
-        """Index every segment (CRC-checking the unflushed tail after an unclean
-        shutdown), truncate at the first torn or corrupt batch, rebuild producer state."""
+        """Load the segments (``log_loader``), then rebuild the producer state."""
         directory = self.directory
         assert directory is not None
-        snapshots = snapshot_offsets(directory)
-        paths = [
-            (int(path.stem), path)
-            for path in sorted(directory.glob(f"*{_SUFFIX}"))
-            if path.stem.isdigit()
-        ]
-        # batches ending at or past check_from are CRC-checked: the active segment's
-        # always (bit rot at rest), after an unclean shutdown all from the recovery point
-        check_from = paths[-1][0] if paths else 0
-        if not clean_shutdown:
-            check_from = min(check_from, snapshots[-1] if snapshots else 0)
-        truncated = False
-        for base, path in paths:
-            if truncated or base != self.log_end_offset:
-                if not truncated:
-                    log.warning(
-                        "%s: segment %s does not follow offset %d; dropping it and "
-                        "everything after",
-                        self,
-                        path.name,
-                        self.log_end_offset,
-                    )
-                truncated = True
-                path.unlink()
-                continue
-            segment = Segment(path, base)
-            valid = self._recover_segment(segment, check_from)
-            if valid < segment.size:
-                self._log_dropped(segment, valid, paths)
-                segment.truncate(valid)
-                truncated = True
-            if segment.size == 0 and self._segments:
-                segment.close()
-                path.unlink()
-                continue
-            self._segments.append(segment)
+        loaded = load_segments(f"{self.topic}-{self.partition}", directory, clean_shutdown)
+        for entry in loaded.entries:
+            self._add(entry)
+        self._segments = loaded.segments
+        self.log_end_offset = loaded.log_end_offset
         self._rebuild_producer_state(directory)
-
-    def _log_dropped(self, segment: Segment, valid: int, paths: list[tuple[int, Path]]) -> None:
-        """Say what truncating ``segment`` at ``valid`` bytes drops: the offsets (as far as
-        the headers after the cut can still be read), the batches and the bytes, with the
-        later segments that go with it."""
-        batches, last = 0, -1
-        position = valid
-        while segment.size - position >= HEADER_SIZE:
-            header = HEADER.unpack(segment.read(position, HEADER_SIZE))
-            batch_size = LOG_OVERHEAD + header[1]
-            if header[1] < MIN_BATCH_LENGTH or header[0] < self.log_end_offset:
-                break
-            batches += 1
-            last = max(last, header[0] + header[6])
-            position += batch_size
-        later = [p for base, p in paths if base > segment.base_offset]
-        dropped_bytes = segment.size - valid + sum(p.stat().st_size for p in later)
-        offsets = (
-            f"offsets {self.log_end_offset}..{last}"
-            if last >= self.log_end_offset
-            else f"offsets from {self.log_end_offset} on"
-        )
-        log.warning(
-            "%s: dropping %s (%d bytes: %d readable batch headers in %s from byte %d%s); "
-            "the log ends at offset %d and new records are written from there",
-            self,
-            offsets,
-            dropped_bytes,
-            batches,
-            segment.path.name,
-            valid,
-            f", and {len(later)} later segments" if later else "",
-            self.log_end_offset,
-        )
-
-    def _recover_segment(self, segment: Segment, check_from: int) -> int:
-        """Index a segment's batches; returns the size of its valid prefix. Batches that
-        end at or past offset ``check_from`` (-1: none) are CRC-checked too."""
-        size = segment.size
-        position = 0
-        chunk = b""
-        chunk_start = 0
-        while size - position >= HEADER_SIZE:
-            if not chunk_start <= position <= chunk_start + len(chunk) - HEADER_SIZE:
-                chunk = segment.read(position, min(_READ_CHUNK_BYTES, size - position))
-                chunk_start = position
-            header = HEADER.unpack_from(chunk, position - chunk_start)
-            base_offset, batch_length, magic = header[0], header[1], header[3]
-            last = base_offset + header[6]
-            batch_size = LOG_OVERHEAD + batch_length
-            problem = None
-            if batch_length < MIN_BATCH_LENGTH or magic != MAGIC:
-                problem = f"batchLength {batch_length}, magic {magic}"
-            elif position + batch_size > size:
-                problem = f"a batch of {batch_size} bytes cut short by the end of the file"
-            elif base_offset != self.log_end_offset:
-                problem = f"offset {base_offset}, expected {self.log_end_offset}"
-            elif 0 <= check_from <= last:
-                at = position - chunk_start
-                data: Buffer = (
-                    memoryview(chunk)[at : at + batch_size]
-                    if at + batch_size <= len(chunk)
-                    else segment.read(position, batch_size)
-                )
-                try:
-                    RecordBatch(data, position).validate()
-                except errors.CorruptRecordError as exc:
-                    problem = str(exc)
-            if problem is not None:
-                log.warning("%s: %s at %s:%d", self, problem, segment.path.name, position)
-                break
-            self._add(BatchEntry(base_offset, last, header[8], batch_size, None, segment, position))
-            position += batch_size
-            self.log_end_offset = last + 1
-        return position
 
     def _rebuild_producer_state(self, directory: Path) -> None:
         """The newest snapshot not past the log end, then the batches after it (markers

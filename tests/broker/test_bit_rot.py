@@ -57,7 +57,7 @@ def test_a_batch_damaged_at_rest_is_dropped_with_everything_after_it(
         data[position + size - 8 :] = b"\xee" * 8
     segment.write_bytes(bytes(data))
 
-    with caplog.at_level(logging.WARNING, logger="kclient.broker.log"):
+    with caplog.at_level(logging.WARNING, logger="kclient.broker"):
         h = make_harness(log_dir=str(tmp_path))
     assert fetch_all(h) == [(i, b"value-%d" % i) for i in range(kept)]
     assert h.controller.partition("t", 0).log.high_watermark == kept
@@ -78,7 +78,7 @@ def test_an_undamaged_log_reopens_without_dropping_anything(
     tmp_path: Path, make_harness: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     write_ten_batches(tmp_path, make_harness)
-    with caplog.at_level(logging.WARNING, logger="kclient.broker.log"):
+    with caplog.at_level(logging.WARNING, logger="kclient.broker"):
         h = make_harness(log_dir=str(tmp_path))
     assert [o for o, _ in fetch_all(h)] == list(range(10))
     assert not caplog.records
