@@ -55,6 +55,7 @@ public final class KafkaJavaPeer {
       case "ctp": ctp(o, out); break;
       case "lso": lso(o, out); break;
       case "txn_timeout": txnTimeout(o, out); break;
+      case "kafka_decode": kafkaDecode(o, out); break;
       case "consume": consume(o, out); break;
       default: try (Admin admin = Admin.create(adminProps())) { admin(step, admin, o, out); }
     }
@@ -240,6 +241,23 @@ public final class KafkaJavaPeer {
       }
       producer.abortTransaction();
     }
+  }
+
+  /** Read a response body ("hex", after the response header) of "api" at "version" with
+   * Kafka's own generated message class, and write it back: "same" says whether Kafka's
+   * serializer gives back the very same bytes; "text" is the message as Kafka sees it. */
+  private static void kafkaDecode(Map<String, String> o, Json out) {
+    short version = Short.parseShort(o.get("version"));
+    byte[] body = java.util.HexFormat.of().parseHex(o.get("hex"));
+    org.apache.kafka.common.protocol.ApiMessage message =
+        org.apache.kafka.common.message.ApiMessageType.fromApiKey(Short.parseShort(o.get("api"))).newResponse();
+    org.apache.kafka.common.protocol.ByteBufferAccessor in =
+        new org.apache.kafka.common.protocol.ByteBufferAccessor(java.nio.ByteBuffer.wrap(body));
+    message.read(in, version);
+    byte[] again = org.apache.kafka.common.utils.Utils.toArray(
+        org.apache.kafka.common.protocol.MessageUtil.toByteBufferAccessor(message, version).buffer());
+    out.put("left", in.remaining()).put("same", Arrays.equals(body, again))
+        .put("kafka_hex", java.util.HexFormat.of().formatHex(again)).put("text", message.toString());
   }
 
   // ---- consumer ----------------------------------------------------------------------
