@@ -28,6 +28,7 @@ STEPS = [
     "produce topic=open count=10",
     "lso topic=open transactional_id=open",
     "describe_features",
+    "txn_timeout topic=slow transactional_id=slow timeout_ms=1000 sleep_ms=2500",
 ]
 
 
@@ -38,11 +39,11 @@ def values_of(consumed: dict[str, list[str]]) -> list[str]:
 @pytest.mark.parametrize("transaction_version", [2, 1])
 def test_java_transactions_commit_abort_fence_and_copy(transaction_version: int) -> None:
     with EmbeddedCluster(brokers=3, transaction_version=transaction_version) as cluster:
-        for topic in ("in", "out", "fenced", "copied", "open"):
+        for topic in ("in", "out", "fenced", "copied", "open", "slow"):
             cluster.create_topic(topic, 1, replication_factor=3)
         (
             txn, committed, uncommitted, group_offsets, fence, after_fence, txns, described,
-            producers, ctp, copied, produced, lso, features,
+            producers, ctp, copied, produced, lso, features, timed_out,
         ) = run_steps(cluster.bootstrap_servers, STEPS, timeout_s=90)  # fmt: skip
         committed_offsets = cluster.committed_offsets("copier")
 
@@ -72,3 +73,8 @@ def test_java_transactions_commit_abort_fence_and_copy(transaction_version: int)
     assert "error" not in produced, produced
     assert lso["read_committed"] == {"end": 10, "read": 10}, lso
     assert lso["read_uncommitted"] == {"end": 15, "read": 15}, lso
+
+    # a transaction the coordinator aborted past transaction.timeout.ms: as Kafka (which
+    # fences the epoch before the abort), the commit and every later call are fenced
+    assert timed_out["commit"].startswith("ProducerFencedException"), timed_out
+    assert timed_out["recovered"].startswith("ProducerFencedException"), timed_out
