@@ -1,7 +1,8 @@
 """The Java clients (Apache Kafka's ``kafka-clients``) as a test peer: producer, consumer, Admin.
 
 Not part of the producer: integration tests judge the embedded broker by the strictest
-Kafka clients there are. ``KafkaJavaPeer.java`` (beside this module, in ``java/``) runs a
+Kafka clients there are. ``KafkaJavaPeer.java`` (beside this module, in ``java/``, with
+``PeerAdmin.java`` and ``Json.java``) runs a
 list of steps against one bootstrap address in one JVM and prints one JSON line per step;
 :func:`run_steps` compiles it once (``javac`` against the jars :mod:`kclient.testing.maven`
 fetches, into that cache), runs it as a subprocess with a timeout and returns the parsed
@@ -39,7 +40,7 @@ __all__ = ["ARTIFACTS", "JavaPeerError", "compile_peer", "run_steps"]
 
 #: The Java clients and a logger binding (their warnings go to stderr).
 ARTIFACTS = ("org.apache.kafka:kafka-clients:4.4.0", "org.slf4j:slf4j-simple:1.7.36")
-_SOURCE = Path(__file__).with_name("java") / "KafkaJavaPeer.java"
+_SOURCES = Path(__file__).with_name("java")
 _MAIN = "KafkaJavaPeer"
 
 
@@ -52,8 +53,9 @@ def compile_peer() -> str:
     on first use, into the jars' cache folder, keyed by the source's hash."""
     require_java()
     libs = classpath(list(ARTIFACTS))
-    source = _SOURCE.read_bytes()
-    classes = libs.parent / f"peer-{hashlib.sha256(source).hexdigest()[:12]}"
+    sources = sorted(_SOURCES.glob("*.java"))
+    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in sources))
+    classes = libs.parent / f"peer-{digest.hexdigest()[:12]}"
     jars = f"{libs}/*"
     if not (classes / f"{_MAIN}.class").exists():
         javac = shutil.which("javac")
@@ -66,14 +68,14 @@ def compile_peer() -> str:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         done = subprocess.run(
-            [javac, "-nowarn", "-cp", jars, "-d", str(staging), str(_SOURCE)],
+            [javac, "-nowarn", "-cp", jars, "-d", str(staging), *map(str, sources)],
             capture_output=True,
             text=True,
             timeout=180,
             check=False,
         )
         if done.returncode != 0:
-            raise JavaPeerError(f"javac failed on {_SOURCE}:\n{done.stderr[-3000:]}")
+            raise JavaPeerError(f"javac failed on {_SOURCES}:\n{done.stderr[-3000:]}")
         shutil.rmtree(classes, ignore_errors=True)
         staging.rename(classes)
     return f"{classes}:{jars}"
