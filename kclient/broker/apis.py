@@ -345,6 +345,9 @@ class Apis:
                 if result.error_code:
                     failed += 1
                     if result.error_code == errors.NotLeaderOrFollowerError.code:
+                        # as Kafka: no message (only record validation errors carry one);
+                        # the leader hint (KIP-951) says where to go instead
+                        out["error_message"] = None
                         out["current_leader"] = {
                             "leader_id": result.leader_id,
                             "leader_epoch": result.leader_epoch,

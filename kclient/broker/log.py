@@ -14,12 +14,11 @@ replica of the embedded cluster shares the one log, so the ISR is always complet
   snapshot is taken at the new segment's base offset, which is also the recovery point:
   everything before it is on disk.
 
-Recovery on open (Kafka's ``LogLoader``), reading each segment in bounded chunks (at
-most one batch, or ``_READ_CHUNK_BYTES``, in memory at a time): batch headers are indexed
-(offsets continue, sizes fit the file, magic 2); after an unclean shutdown, every batch
-from the newest snapshot on is also CRC-checked, and the log is truncated at the first
-torn or corrupt one. Then the producer state is loaded from the newest snapshot not past
-the log end, and the batches after it are replayed from their headers.
+Recovery on open: ``log_loader`` indexes the segments and cuts the log at the first torn
+or corrupt batch (CRC-checking the active segment always, and everything from the
+recovery point after an unclean shutdown); then the producer state is loaded from the
+newest snapshot not past the log end, and the batches after it are replayed from their
+headers.
 
 Data written before an answer survives a crash of the process (kill -9: the page cache
 is the kernel's); a crash of the machine can lose what was not yet flushed.
@@ -39,49 +38,19 @@ from __future__ import annotations
 import bisect
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from kclient import errors
 from kclient.broker.control_batch import build_marker, marker_type
-from kclient.broker.log_segment import Buffer, Segment
-from kclient.broker.producer_state import (
-    BatchMetadata,
-    ProducerStateManager,
-    next_sequence,
-    snapshot_offsets,
-)
+from kclient.broker.log_loader import SUFFIX, load_segments
+from kclient.broker.log_segment import BatchEntry, Buffer, Segment
+from kclient.broker.producer_state import BatchMetadata, ProducerStateManager, next_sequence
 from kclient.broker.txn_index import AbortedTxn, TransactionIndex
 from kclient.record import RecordBatch, assign_offsets, iter_batches, set_partition_leader_epoch
 from kclient.record.check import search_batch
-from kclient.record.layout import (
-    CONTROL_MASK,
-    HEADER,
-    HEADER_SIZE,
-    LOG_OVERHEAD,
-    MAGIC,
-    MIN_BATCH_LENGTH,
-    TRANSACTIONAL_MASK,
-)
+from kclient.record.layout import CONTROL_MASK, HEADER, HEADER_SIZE, TRANSACTIONAL_MASK
 
 log = logging.getLogger(__name__)
-
-_SUFFIX = ".log"
-#: Bytes read at a time while recovering (a larger batch is read on its own).
-_READ_CHUNK_BYTES = 1 << 20
-
-
-@dataclass(slots=True)
-class BatchEntry:
-    """Where one stored batch is, and what ListOffsets/Fetch need to know about it."""
-
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    size: int
-    data: memoryview | None  # in memory
-    segment: Segment | None  # on disk
-    position: int
 
 
 class Log:
@@ -213,7 +182,7 @@ class Log:
         ):
             if self._segments:
                 self._roll(self.directory)
-            path = self.directory / f"{self.log_end_offset:020d}{_SUFFIX}"
+            path = self.directory / f"{self.log_end_offset:020d}{SUFFIX}"
             self._segments.append(Segment(path, self.log_end_offset))
         return self._segments[-1]
 
@@ -344,90 +313,15 @@ class Log:
     # ---- disk ------------------------------------------------------------------------
 
     def _recover(self, clean_shutdown: bool) -> None:
-        """Index every segment (CRC-checking the unflushed tail after an unclean
-        shutdown), truncate at the first torn or corrupt batch, rebuild producer state."""
+        """Load the segments (``log_loader``), then rebuild the producer state."""
         directory = self.directory
         assert directory is not None
-        snapshots = snapshot_offsets(directory)
-        # -1: check nothing (clean shutdown); else from the last recovery point on
-        check_from = -1 if clean_shutdown else (snapshots[-1] if snapshots else 0)
-        truncated = False
-        for path in sorted(directory.glob(f"*{_SUFFIX}")):
-            try:
-                base = int(path.stem)
-            except ValueError:
-                continue
-            if truncated or base != self.log_end_offset:
-                if not truncated:
-                    log.warning(
-                        "%s: segment %s does not follow offset %d; dropping it and "
-                        "everything after",
-                        self,
-                        path.name,
-                        self.log_end_offset,
-                    )
-                truncated = True
-                path.unlink()
-                continue
-            segment = Segment(path, base)
-            valid = self._recover_segment(segment, check_from)
-            if valid < segment.size:
-                log.warning(
-                    "%s: truncating %s from %d to %d bytes (torn or corrupt tail)",
-                    self,
-                    path.name,
-                    segment.size,
-                    valid,
-                )
-                segment.truncate(valid)
-                truncated = True
-            if segment.size == 0 and self._segments:
-                segment.close()
-                path.unlink()
-                continue
-            self._segments.append(segment)
+        loaded = load_segments(f"{self.topic}-{self.partition}", directory, clean_shutdown)
+        for entry in loaded.entries:
+            self._add(entry)
+        self._segments = loaded.segments
+        self.log_end_offset = loaded.log_end_offset
         self._rebuild_producer_state(directory)
-
-    def _recover_segment(self, segment: Segment, check_from: int) -> int:
-        """Index a segment's batches; returns the size of its valid prefix. Batches that
-        end at or past offset ``check_from`` (-1: none) are CRC-checked too."""
-        size = segment.size
-        position = 0
-        chunk = b""
-        chunk_start = 0
-        while size - position >= HEADER_SIZE:
-            if not chunk_start <= position <= chunk_start + len(chunk) - HEADER_SIZE:
-                chunk = segment.read(position, min(_READ_CHUNK_BYTES, size - position))
-                chunk_start = position
-            header = HEADER.unpack_from(chunk, position - chunk_start)
-            base_offset, batch_length, magic = header[0], header[1], header[3]
-            last = base_offset + header[6]
-            batch_size = LOG_OVERHEAD + batch_length
-            problem = None
-            if batch_length < MIN_BATCH_LENGTH or magic != MAGIC:
-                problem = f"batchLength {batch_length}, magic {magic}"
-            elif position + batch_size > size:
-                problem = f"a batch of {batch_size} bytes cut short by the end of the file"
-            elif base_offset != self.log_end_offset:
-                problem = f"offset {base_offset}, expected {self.log_end_offset}"
-            elif 0 <= check_from <= last:
-                at = position - chunk_start
-                data: Buffer = (
-                    memoryview(chunk)[at : at + batch_size]
-                    if at + batch_size <= len(chunk)
-                    else segment.read(position, batch_size)
-                )
-                try:
-                    RecordBatch(data, position).validate()
-                except errors.CorruptRecordError as exc:
-                    problem = str(exc)
-            if problem is not None:
-                log.warning("%s: %s at %s:%d", self, problem, segment.path.name, position)
-                break
-            self._add(BatchEntry(base_offset, last, header[8], batch_size, None, segment, position))
-            position += batch_size
-            self.log_end_offset = last + 1
-        return position
 
     def _rebuild_producer_state(self, directory: Path) -> None:
         """The newest snapshot not past the log end, then the batches after it (markers

@@ -1,4 +1,5 @@
-"""Segment: one append-only segment file of a partition log (Kafka's ``LogSegment``).
+"""Segment: one append-only segment file of a partition log (Kafka's ``LogSegment``),
+and BatchEntry, the in-memory index entry of one stored batch.
 
 ``<log_dir>/<topic>-<partition>/<base offset, 20 digits>.log`` holds record batches back
 to back, exactly as they were written. Without the indexes Kafka keeps beside it: the
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 Buffer = bytes | bytearray | memoryview
@@ -53,3 +55,16 @@ class Segment:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+@dataclass(slots=True)
+class BatchEntry:
+    """Where one stored batch is, and what ListOffsets/Fetch need to know about it."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    size: int
+    data: memoryview | None  # in memory
+    segment: Segment | None  # on disk
+    position: int

@@ -168,7 +168,6 @@ class KafkaServer:
         )
         handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
         handlers.start()
-        socket_server.start()
         self.request_channel = channel
         self.group_coordinator = coordinator
         self._socket_server = socket_server
@@ -185,6 +184,11 @@ class KafkaServer:
             expiration_interval_ms=cfg.transaction_remove_expired_transaction_cleanup_interval_ms,
         )
         self._schedule_producer_expiration()
+        # requests are served only now, with the leaderships this broker retakes already
+        # its own (Kafka enables request processing once the broker has caught up): before,
+        # a restarted broker answered NOT_LEADER_OR_FOLLOWER with a leader hint that its
+        # own election made stale a moment later, sending clients back and forth
+        socket_server.start()
         log.info(
             "broker %d listening on %s://%s", self.node_id, cfg.security_protocol, self.address
         )
