@@ -357,7 +357,8 @@ class ApacheKafka:
         self, name: str, partitions: int = 1, replication_factor: int | None = None
     ) -> None:
         """Create ``name`` (replication factor: min(3, brokers) unless given) and wait until
-        every running node knows a leader for each partition."""
+        every running node knows a leader for each partition and each leader answers
+        ListOffsets for it."""
         rf = replication_factor if replication_factor is not None else min(3, self.brokers)
         reader = ClusterReader(self.bootstrap_servers)
         try:
@@ -377,7 +378,13 @@ class ApacheKafka:
                     reader.close()
                 if len(leaders) != partitions or min(leaders.values()) < 0:
                     return False
-            return True
+            reader = ClusterReader(self.broker_address(running[0]))
+            try:  # each leader's log exists (a Produce before would be refused)
+                return len(reader.end_offsets(name)) == partitions
+            except errors.KafkaError:
+                return False
+            finally:
+                reader.close()
 
         wait_until(known, 30.0, f"topic {name!r}", [self.nodes[i] for i in running])
 
