@@ -130,16 +130,20 @@ def assert_read_back(
     listener: str = "PLAINTEXT",
     mechanism: str | None = None,
     group: str | None = None,
+    confluent_listener: str | None = None,
+    confluent_mechanism: str | None = None,
 ) -> JavaReadBack:
     """Read every topic of ``expected`` (topic → (partitions, records sent, in order)) in
     ``read_committed`` with the Java consumer (one JVM for all) and with confluent-kafka,
-    and assert both see exactly the records sent, per partition in the order sent."""
+    and assert both see exactly the records sent, per partition in the order sent. The
+    Java consumer connects to ``listener``; confluent-kafka to ``confluent_listener`` (the
+    same unless given)."""
     java = kafka.java_read(list(expected), group=group, listener=listener, mechanism=mechanism)
     confluent = confluent_read(
         kafka,
         {topic: (partitions, len(sent)) for topic, (partitions, sent) in expected.items()},
-        listener=listener,
-        mechanism=mechanism,
+        listener=confluent_listener or listener,
+        mechanism=confluent_mechanism if confluent_listener else mechanism,
     )
     for topic, (_, sent) in expected.items():
         want = _expected(sent)

@@ -65,7 +65,7 @@ SASL_MECHANISMS: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_USER = "alice"
 SASL_PASSWORD = "alice-secret"
 #: log4j 2's slf4j binding: Kafka 4 ships log4j 2 but no binding, so it would log nothing.
-_CLOSE_TIMEOUT_S = 3.0
+_CLOSE_TIMEOUT_S = 2.0
 """How long ``close`` lets the nodes shut down before SIGKILL: their data goes anyway."""
 _LOG4J2_SLF4J = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.5"
 
