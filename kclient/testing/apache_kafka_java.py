@@ -22,7 +22,7 @@ from pathlib import Path
 from kclient.testing.apache_kafka_node import JVM_OPTIONS, ApacheKafkaError
 from kclient.testing.maven import _cache_root, require_java
 
-__all__ = ["JavaReadBack", "JavaRecord", "compile_reader", "java_read"]
+__all__ = ["JavaReadBack", "JavaRecord", "compile_reader", "java_read", "parse_output"]
 
 _CLASS = "KclientReadBack"
 _SOURCE = r"""
@@ -215,8 +215,13 @@ def java_read(
             f"the Java reader of {list(topics)} exited with {done.returncode}:\n"
             f"{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         )
+    return parse_output(done.stdout)
+
+
+def parse_output(text: str) -> JavaReadBack:
+    """What the Java reader printed, parsed."""
     result = JavaReadBack()
-    for line in done.stdout.splitlines():
+    for line in text.splitlines():
         kind, *fields = line.split("\t")
         if kind == "R":
             topic, partition, offset, timestamp, ts_type, key, value, headers = fields
