@@ -25,6 +25,7 @@ import shutil
 import socket
 import sys
 import tempfile
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +41,7 @@ from kclient.testing.apache_kafka_node import (
     ApacheKafkaError,
     KafkaNode,
     NodePorts,
+    class_archive,
     cluster_id,
     free_ports,
     wait_until,
@@ -131,6 +133,8 @@ class ApacheKafka:
         self.listeners = tuple(dict.fromkeys(("PLAINTEXT", *listeners)))
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
         self.features = dict(features or {})
+        self.jvm_options: tuple[str, ...] = ()
+        """Extra JVM flags of the brokers (not of the storage format)."""
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.folder: Path | None = None
@@ -209,6 +213,7 @@ class ApacheKafka:
                 folder=folder,
                 ports=node_ports,
                 properties=self._server_properties(node_id, node_ports, voters, folder),
+                jvm_options=self.jvm_options,
             )
 
     def _server_properties(
@@ -463,11 +468,30 @@ class ApacheKafka:
 
 
 def fetch(versions: Sequence[str] = VERSIONS) -> list[Path]:
-    """Download the jars of ``versions`` (and check ``java``); the folders."""
+    """Download the jars of ``versions`` (and check ``java``), compile the Java reader
+    and make each version's class-data-sharing archive; the folders of jars."""
     require_java()
     folders = [kafka_jars(version) for version in versions]
     compile_reader(folders[0])
+    for version, libs in zip(versions, folders, strict=True):
+        archive = class_archive(libs)
+        if not archive.exists():
+            _make_class_archive(version, archive)
     return folders
+
+
+def _make_class_archive(version: str, archive: Path) -> None:
+    """Run a broker once with ``-XX:ArchiveClassesAtExit`` (the JVM writes the classes it
+    loaded when it exits), then move the archive into place."""
+    staging = archive.with_name(f"{archive.name}.{uuid.uuid4().hex[:8]}")
+    flag = f"-XX:ArchiveClassesAtExit={staging}"
+    kafka = ApacheKafka(version, stop_timeout_s=60.0)
+    kafka.jvm_options = (flag,)
+    with kafka:
+        kafka.create_topic("warm-up", 1)
+        kafka.stop_broker(1)  # a clean exit writes the archive
+    if staging.exists():
+        staging.replace(archive)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

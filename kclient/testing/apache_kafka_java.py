@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kclient.testing.apache_kafka_node import JVM_OPTIONS, ApacheKafkaError
+from kclient.testing.apache_kafka_node import JVM_OPTIONS, ApacheKafkaError, class_data_sharing
 from kclient.testing.maven import _cache_root, require_java
 
 __all__ = ["JavaReadBack", "JavaRecord", "compile_reader", "java_read", "parse_output"]
@@ -195,9 +195,9 @@ def java_read(
         command = [
             java,
             *JVM_OPTIONS,
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            *class_data_sharing(libs),  # the archive's class path first, the reader after
             "-cp",
-            f"{classes}:{libs}/*",
+            f"{libs}/*:{classes}",
             _CLASS,
             str(props),
             str(int(timeout_s * 1000)),
