@@ -7,6 +7,8 @@ confluent-kafka."""
 
 from __future__ import annotations
 
+import time
+
 import confluent_kafka
 import pytest
 
@@ -144,3 +146,34 @@ def test_a_second_producer_fences_the_first(apache_kafka: ApacheKafka) -> None:
         zombie.close(timeout=5)
         successor.close(timeout=5)
     assert_read_back(kafka, {topic: (3, [Sent(1, None, b"successor")])})
+
+
+def test_a_transaction_timed_out_by_the_broker_is_aborted(apache_kafka: ApacheKafka) -> None:
+    """Past ``transaction.timeout.ms`` the coordinator aborts the open transaction: its
+    flushed records never reach read_committed and the late commit fails."""
+    kafka = apache_kafka
+    topic = unique("timeout")
+    kafka.create_topic(topic, 1)
+    settings = {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "transactional.id": unique("slow"),
+        "transaction.timeout.ms": 1000,
+    }
+    with KafkaProducer(settings) as producer:
+        producer.init_transactions(timeout=30)
+        producer.begin_transaction()
+        producer.send(topic, b"too-slow", partition=0)
+        producer.flush(timeout=30)
+        time.sleep(2.5)  # the broker aborts it (checked every 0.5 s)
+        # the broker's answer to the late EndTxn: with transaction version 2 the aborted
+        # transaction's state (INVALID_TXN_STATE), with version 1 the epoch (fenced)
+        late = (
+            errors.InvalidTxnStateError
+            if kafka.version.startswith("4.")
+            else errors.ProducerFencedError
+        )
+        with pytest.raises(late):
+            producer.commit_transaction(timeout=30)
+    uncommitted = confluent_read(kafka, {topic: (1, 1)}, isolation_level="read_uncommitted")
+    assert [row[1] for row in uncommitted[topic][0]] == [b"too-slow"]
+    assert_read_back(kafka, {topic: (1, [])})

@@ -242,6 +242,8 @@ class ApacheKafka:
             "transaction.state.log.min.isr": "2" if replicas >= 3 else "1",
             "transaction.state.log.num.partitions": "1",
             "group.initial.rebalance.delay.ms": "0",
+            # a transaction past its transaction.timeout.ms is aborted within 0.5 s
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
             # a killed node loses its leaderships after 3 s, not 9
             "broker.session.timeout.ms": "3000",
             "broker.heartbeat.interval.ms": "500",
