@@ -25,7 +25,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -35,13 +34,12 @@ from kclient import errors
 from kclient.cli.admin import ClusterReader
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
-from kclient.testing.apache_kafka_java import JavaReadBack, compile_reader, java_read
+from kclient.testing.apache_kafka_java import JavaReadBack, java_read
 from kclient.testing.apache_kafka_node import (
     LOOPBACK,
     ApacheKafkaError,
     KafkaNode,
     NodePorts,
-    class_archive,
     cluster_id,
     free_ports,
     wait_until,
@@ -469,49 +467,7 @@ class ApacheKafka:
         return "\n".join(node.log_tail(lines) for node in self.nodes.values())
 
 
-def fetch(versions: Sequence[str] = VERSIONS) -> list[Path]:
-    """Download the jars of ``versions`` (and check ``java``), compile the Java reader
-    and make each version's class-data-sharing archive; the folders of jars."""
-    require_java()
-    folders = [kafka_jars(version) for version in versions]
-    compile_reader(folders[0])
-    for version, libs in zip(versions, folders, strict=True):
-        archive = class_archive(libs)
-        if not archive.exists():
-            _make_class_archive(version, archive)
-    return folders
-
-
-def _make_class_archive(version: str, archive: Path) -> None:
-    """Run a broker once with ``-XX:ArchiveClassesAtExit`` (the JVM writes the classes it
-    loaded when it exits), then move the archive into place."""
-    staging = archive.with_name(f"{archive.name}.{uuid.uuid4().hex[:8]}")
-    flag = f"-XX:ArchiveClassesAtExit={staging}"
-    kafka = ApacheKafka(version, stop_timeout_s=60.0)
-    kafka.jvm_options = (flag,)
-    with kafka:
-        kafka.create_topic("warm-up", 1)
-        kafka.stop_broker(1)  # a clean exit writes the archive
-    if staging.exists():
-        staging.replace(archive)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m kclient.testing.apache_kafka fetch [VERSION...]``."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] != "fetch":
-        print("usage: python -m kclient.testing.apache_kafka fetch [VERSION...]", file=sys.stderr)
-        return 2
-    versions = args[1:] or list(VERSIONS)
-    try:
-        folders = fetch(versions)
-    except JavaToolMissing as exc:
-        print(f"kclient.testing.apache_kafka: {exc}", file=sys.stderr)
-        return 1
-    for version, folder in zip(versions, folders, strict=True):
-        print(f"Apache Kafka {version}: {folder}")
-    return 0
-
-
 if __name__ == "__main__":
+    from kclient.testing.apache_kafka_tools import main
+
     sys.exit(main())
