@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -435,6 +436,26 @@ class ApacheKafka:
             group=group,
             timeout_s=timeout_s,
         )
+
+    def upgrade_feature(self, name: str, level: int, timeout_s: float = 60.0) -> None:
+        """Finalize feature ``name`` at ``level`` (Kafka's ``FeatureCommand upgrade``), e.g.
+        ``transaction.version`` 2 on a cluster formatted with 1."""
+        node = next(n for n in self.nodes.values() if n.running)
+        command = node.java_command(
+            "org.apache.kafka.tools.FeatureCommand",
+            "--bootstrap-server",
+            self.bootstrap_servers,
+            "upgrade",
+            "--feature",
+            f"{name}={level}",
+        )
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+        if done.returncode != 0:
+            raise ApacheKafkaError(
+                f"upgrading {name} to {level} failed:\n{done.stdout}{done.stderr}"
+            )
 
     # --- faults
 
