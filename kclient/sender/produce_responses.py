@@ -39,6 +39,8 @@ log = logging.getLogger("kclient.sender.sender")
 
 _MESSAGE_TOO_LARGE = errors.MessageTooLargeError.code
 _DUPLICATE_SEQUENCE = errors.DuplicateSequenceNumberError.code
+_WRITTEN: Mapping[str, Any] = {}
+"""The partition answer of an acks=0 request: none (offset and log-append time -1)."""
 _OUT_OF_ORDER_SEQUENCE = errors.OutOfOrderSequenceNumberError.code
 _UNKNOWN_PRODUCER_ID = errors.UnknownProducerIdError.code
 
@@ -80,9 +82,9 @@ class ProduceResponses:
             return
         self.metrics.record_latency(response.request_latency_ms, now_ms)
         body = response.body
-        if body is None:  # acks=0: done once written
+        if body is None:  # acks=0: done once written (and its partition unmuted)
             for batch in batches.values():
-                self._complete_success(batch, -1, -1, now_ms)
+                self._complete_batch(batch, 0, _WRITTEN, now_ms)
             return
         for topic in body.get("responses") or ():
             name = topic.get("name")

@@ -9,6 +9,10 @@ that produces to (or consumes from) Kafka. Any Kafka client can connect to them.
   (``stop_broker`` / ``start_broker`` for failover tests).
 * ``kafka_broker_session``: one broker shared by the whole session (create a topic
   per test to keep tests apart).
+* ``apache_kafka`` / ``apache_kafka_cluster``: Apache Kafka itself (1 node per version in
+  4.4 and 3.9, or 3 nodes of 4.4), session-scoped, started from Maven Central's jars
+  when Java 17+ and Maven are installed; see :mod:`kclient.testing.apache_kafka_fixtures`
+  (``python -m kclient.testing.apache_kafka fetch`` downloads the jars ahead of time).
 
 Settings for the per-test fixtures come from the ``embedded_kafka`` marker, with the
 names of :class:`~kclient.broker.BrokerConfig` (``brokers`` sizes a cluster)::
@@ -31,6 +35,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from kclient.testing.apache_kafka_fixtures import *  # noqa: F403 -- Apache Kafka's fixtures
 
 if TYPE_CHECKING:
     from kclient.broker import EmbeddedBroker, EmbeddedCluster

@@ -64,6 +64,20 @@ def test_acks_zero_completes_when_written() -> None:
     assert h.client.sent[0].expect_response is False
 
 
+def test_acks_zero_with_one_request_in_flight_sends_the_next_batch() -> None:
+    # max.in.flight=1 mutes the partition while its batch is out; with acks=0 the write
+    # completes the batch and must unmute it too (seen against Apache Kafka: the second
+    # batch of the partition was never sent and flush() hung)
+    h = make(acks=0, max_in_flight=1)
+    (first,) = h.send("t", 0)
+    h.run(2)
+    assert first.result(0).offset == -1
+    (second,) = h.send("t", 0)
+    h.run(2)
+    assert second.result(0).offset == -1
+    assert len(h.client.sent) == 2
+
+
 def test_retriable_error_retries_after_backoff_and_refreshes_metadata() -> None:
     h = make(retry_backoff_ms=100, retry_backoff_max_ms=100)
     (future,) = h.send("t", 0)
