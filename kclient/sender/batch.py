@@ -17,7 +17,13 @@ from typing import Any, Protocol
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.record import set_producer_state
-from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+from kclient.sender.future import (
+    FutureRecordMetadata,
+    ProduceResult,
+    RecordMetadata,
+    record_error,
+    record_metadata,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +32,14 @@ Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 """``callback(metadata, exception)``: exactly one of the two is None. Runs on the Sender thread."""
 
 NO_SEQUENCE = -1
+
+THUNK = 5
+"""``ProducerBatch.thunks`` holds, per record with a callback, five items in a row: the
+record's offset delta, timestamp (ms), key size, value size and its callback. Numbers and
+one shared list, not a tuple and the record's future per record: kept alive until the batch
+completes, those would be objects the cyclic garbage collector walks again and again."""
+
+_new_tuple = tuple.__new__
 
 
 class BatchBuilder(Protocol):
@@ -126,7 +140,8 @@ class ProducerBatch:
         self.builder = builder
         self._append = builder.append
         self.result = ProduceResult(tp)
-        self.thunks: list[tuple[FutureRecordMetadata, Callback]] | None = None
+        self.thunks: list[Any] | None = None
+        """The send callbacks: ``THUNK`` items per record (see there), in record order."""
         self.created_ms = created_ms
         self.retry_at_ms = 0
         self.drained_ms = -1
@@ -169,9 +184,19 @@ class ProducerBatch:
         return future
 
     def add_callback(self, future: FutureRecordMetadata, callback: Callback) -> None:
+        """Run ``callback`` for the record of ``future`` (appended to this batch) when the
+        batch completes. Keeps the record's numbers, not the future (see ``THUNK``)."""
+        thunk = (
+            future._offset_delta,
+            future._timestamp_ms,
+            future._key_size,
+            future._value_size,
+            callback,
+        )
         if self.thunks is None:
-            self.thunks = []
-        self.thunks.append((future, callback))
+            self.thunks = list(thunk)
+        else:
+            self.thunks += thunk
 
     @property
     def record_count(self) -> int:
@@ -285,21 +310,52 @@ class ProducerBatch:
         for watcher in watchers:
             watcher._notify()
 
-    def _run_callbacks(
-        self,
-        thunks: list[tuple[FutureRecordMetadata, Callback]],
-        wakeups: list[threading.Lock] | None,
-    ) -> None:
+    def _run_callbacks(self, thunks: list[Any], wakeups: list[threading.Lock] | None) -> None:
         """The send callbacks of a done batch, in order, then its waiters' wakeup (also
         called by the C completion, ``kclient/sender/_complete.c``)."""
-        for future, callback in thunks:
-            metadata = future.metadata()
-            exc = None if metadata is not None else future.exception(0)
-            try:
-                callback(metadata, exc)
-            except Exception:
-                log.exception("exception in a send callback for %s (ignored)", self.tp)
-        self.result.finish(wakeups)
+        result = self.result
+        if result.error is None and result.record_errors is None:
+            # delivered: each record's metadata (as record_metadata makes it, inline)
+            topic, partition = self.tp.topic, self.tp.partition
+            base, append_ms = result.base_offset, result.log_append_time_ms
+            timestamp_type = 1 if append_ms >= 0 else 0
+            each = iter(thunks)
+            for delta, timestamp_ms, key_size, value_size, callback in zip(
+                each, each, each, each, each, strict=True
+            ):
+                metadata = _new_tuple(
+                    RecordMetadata,
+                    (
+                        topic,
+                        partition,
+                        base + delta if base >= 0 else -1,
+                        append_ms if timestamp_type else timestamp_ms,
+                        key_size,
+                        value_size,
+                        timestamp_type,
+                    ),
+                )
+                try:
+                    callback(metadata, None)
+                except Exception:
+                    log.exception("exception in a send callback for %s (ignored)", self.tp)
+        else:
+            each = iter(thunks)
+            for delta, timestamp_ms, key_size, value_size, callback in zip(
+                each, each, each, each, each, strict=True
+            ):
+                exc = record_error(result, delta)
+                try:
+                    if exc is None:
+                        callback(
+                            record_metadata(result, delta, timestamp_ms, key_size, value_size),
+                            None,
+                        )
+                    else:
+                        callback(None, exc)
+                except Exception:
+                    log.exception("exception in a send callback for %s (ignored)", self.tp)
+        result.finish(wakeups)
 
     def split(
         self,
@@ -316,7 +372,8 @@ class ProducerBatch:
             raise IllegalStateError(
                 f"split of {self.tp}: {len(records)} records decoded, {self.record_count} sent"
             )
-        callbacks = {f._offset_delta: (f, cb) for f, cb in self.thunks or ()}
+        thunks = self.thunks or []
+        callbacks = {thunks[i]: thunks[i + 1 : i + THUNK] for i in range(0, len(thunks), THUNK)}
         batches: list[ProducerBatch] = []
         split_map: list[tuple[ProduceResult, int]] = []
         current: ProducerBatch | None = None
@@ -331,9 +388,12 @@ class ProducerBatch:
                 batches.append(current)
                 delta = current._append(timestamp_ms, key, value, headers)
             split_map.append((current.result, delta))
-            thunk = callbacks.get(index)
-            if thunk is not None:
-                current.add_callback(*thunk)
+            moved = callbacks.get(index)
+            if moved is not None:  # the callback, at the record's place in its new batch
+                if current.thunks is None:
+                    current.thunks = [delta, *moved]
+                else:
+                    current.thunks += (delta, *moved)
         self.final_state = FinalState.ABORTED
         for watcher in self.result.supersede(split_map):
             watcher._watch()
