@@ -11,6 +11,12 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
 ``"true"``). Defaults are those of the current Java producer. Differences from Java:
 
 * ``client.id`` defaults to ``producer-<n>`` as in Java (n counts producers in the process).
+* ``batch.size`` defaults to 131072 (128 KiB), not Java's 16384. A Python producer's I/O
+  thread needs the GIL for every answer while the caller's thread holds it in ``send()``,
+  and waits up to Python's switch interval (5 ms) for it: with 16 KiB batches and 5
+  requests in flight that bounds one partition near 20 MB/s (0.4-0.7x confluent-kafka at
+  each one's defaults in ``benchmarks/producer_perf.py --defaults``). Each open batch
+  reserves ``batch.size`` of ``buffer.memory`` (32 MiB): 256 partitions' batches at once.
 * Like Java, ``enable.idempotence`` is on by default, and if the user explicitly sets
   ``acks`` to something other than ``all``, ``retries`` to 0 or
   ``max.in.flight.requests.per.connection`` above 5 *without* setting
