@@ -114,6 +114,12 @@ def _parse_callable_or_name(name: str, value: object) -> object:
     raise _type_error(name, "a callable or a serializer name", value)
 
 
+def _parse_stats_callback(name: str, value: object) -> object:
+    if value is None or callable(value):
+        return value
+    raise _type_error(name, "a callable taking the statistics as a JSON string", value)
+
+
 def _parse_partitioner(name: str, value: object) -> object:
     if value is None or callable(value):
         return value
@@ -286,6 +292,13 @@ SETTINGS: tuple[Setting, ...] = (
          "an error naming this setting. Above any answer a producer expects (Metadata for a "
          "300,000-partition topic is 8-13 MB); buffers grow as bytes arrive, never by the "
          "announced size", java="(no limit; librdkafka's name and default)"),
+    _int("statistics.interval.ms", 0, 0, 86_400_000,
+         "how often `stats_cb` gets the producer's statistics as JSON, on a thread of their "
+         "own (0: never)", java="(librdkafka's)"),
+    Setting("stats_cb", _parse_stats_callback, None, java="(librdkafka's)",
+            doc="`stats_cb(json_text)`: `metrics()` with librdkafka's `name`, `client_id`, "
+            "`type`, `ts`, `time`, `age`, `msg_size`, `msg_size_max`; needs "
+            "`statistics.interval.ms`"),
     _int("metadata.max.age.ms", 300_000, 0, INT64_MAX, "metadata refresh interval"),
     _int("metadata.max.idle.ms", 300_000, 5_000, INT64_MAX,
          "forget topics not produced to for this long"),
