@@ -129,10 +129,21 @@ def test_callbacks_and_futures_say_which_time_the_timestamp_is() -> None:
     ]
     created.complete(10, -1)
     appended.complete(20, log_append_time_ms=7777)
-    assert [(md.timestamp, md.timestamp_type) for md in got] == [(5, 0), (7777, 1)]
+    assert [(md.offset, md.timestamp, md.timestamp_type) for md in got] == [
+        (10, 5, 0),
+        (20, 7777, 1),
+    ]
     assert [f.result() for f in futures] == got  # type: ignore[union-attr]
     assert got[1].topic_partition == TopicPartition("orders", 3)
     assert got[1].log_start_offset is None
+
+
+def test_callbacks_get_offset_minus_one_with_acks_0() -> None:
+    batch = _batch()
+    got: list[Any] = []
+    _append(batch, 2, callback=lambda md, exc: got.append(md.offset))
+    batch.complete(-1, -1)  # acks=0: the broker gives no offsets
+    assert got == [-1, -1]
 
 
 def test_result_with_timeout_raises_when_still_pending() -> None:
