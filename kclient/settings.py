@@ -120,9 +120,30 @@ def _parse_stats_callback(name: str, value: object) -> object:
     raise _type_error(name, "a callable taking the statistics as a JSON string", value)
 
 
+#: librdkafka's partitioner names (confluent-kafka's ``partitioner`` setting).
+LIBRDKAFKA_PARTITIONERS = (
+    "random",
+    "consistent",
+    "consistent_random",
+    "murmur2",
+    "murmur2_random",
+    "fnv1a",
+    "fnv1a_random",
+)
+
+
 def _parse_partitioner(name: str, value: object) -> object:
     if value is None or callable(value):
         return value
+    if value == "murmur2_random":  # librdkafka's Java-compatible one: kclient's built-in
+        return None
+    if value in LIBRDKAFKA_PARTITIONERS:
+        raise ConfigError(
+            f"{name!r}: {value!r} is librdkafka's partitioner; kclient's built-in one is "
+            "librdkafka's 'murmur2_random' (Java's murmur2 for keyed records; keyless ones "
+            "stick to a partition for a batch): leave 'partitioner' out, or give a callable "
+            "(topic, key_bytes, num_partitions) -> partition"
+        )
     raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
 
 

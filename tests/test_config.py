@@ -68,7 +68,7 @@ def test_wrong_type_names_the_setting() -> None:
     with pytest.raises(ConfigError, match="'enable.idempotence' must be true or false"):
         ProducerConfig(BOOT, enable_idempotence=1)
     with pytest.raises(ConfigError, match="'partitioner' must be a callable"):
-        ProducerConfig(BOOT, partitioner="murmur2")
+        ProducerConfig(BOOT, partitioner="by-key")
 
 
 def test_out_of_range_names_the_setting_and_bound() -> None:

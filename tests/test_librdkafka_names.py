@@ -66,6 +66,12 @@ def test_librdkafka_names_kclient_has_no_setting_for_say_what_to_set(
     assert names in str(caught.value)
 
 
+def test_librdkafkas_java_compatible_partitioner_is_the_built_in_one() -> None:
+    assert ProducerConfig({**BOOT, "partitioner": "murmur2_random"}).partitioner is None
+    with pytest.raises(ConfigError, match="'fnv1a' is librdkafka's partitioner.*murmur2_random"):
+        ProducerConfig({**BOOT, "partitioner": "fnv1a"})
+
+
 def test_a_mistyped_name_gets_the_closest_of_kclients_and_librdkafkas() -> None:
     with pytest.raises(ConfigError, match=r"did you mean 'queue.buffering.max.ms' \(librdkafka"):
         ProducerConfig({**BOOT, "queue.buffering.max.msec": 5})
