@@ -298,11 +298,12 @@ def run_confluent(
     def produce_all() -> None:
         produce, poll = producer.produce, producer.poll
         for v in values:
-            try:
-                produce(topic, v, **extra)
-            except BufferError:  # queue.buffering.max.messages: serve deliveries, go on
-                poll(0.005)
-                produce(topic, v, **extra)
+            while True:
+                try:
+                    produce(topic, v, **extra)
+                    break
+                except BufferError:  # queue.buffering.max.messages: serve deliveries, retry
+                    poll(0.005)
             poll(0)
 
     _timed(produce_all, lambda: producer.flush(300), lambda: None)
