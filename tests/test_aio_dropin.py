@@ -24,6 +24,7 @@ from kclient.aio import (
     errors,
 )
 from kclient.aio.completions import NATIVE
+from kclient.network.bootstrap_refusals import BootstrapRefusedError
 from kclient.testing.client import ClientRequest
 from tests.test_aio_loop import LoopMockClient, ScriptedErrorsClient, producer, run
 
@@ -94,6 +95,8 @@ def test_aiokafkas_except_clauses_catch_what_kclient_raises() -> None:
         run(producer(LoopMockClient(), linger_ms=-1).start())
     with pytest.raises(errors.NotLeaderForPartitionError):
         raise kclient.errors.NotLeaderOrFollowerError("t-0")
+    with pytest.raises(errors.NoBrokersAvailable):  # every bootstrap address refused
+        raise BootstrapRefusedError("127.0.0.1:1: connection refused")
 
 
 def _exported(module: Any) -> dict[str, type[BaseException]]:

@@ -17,13 +17,15 @@ the class of that code whatever aiokafka calls it: ``NotLeaderForPartitionError`
 of them, ``BrokerResponseError`` above every broker code, and each broker error class
 carries aiokafka's ``errno`` and ``message`` (the code and its Kafka name) besides
 kclient's ``code`` and ``name``. Where aiokafka has a class kclient never raises (its
-consumer's and its own client's: ``NoBrokersAvailable``, ``NodeNotReadyError``,
+consumer's and its own client's: ``NodeNotReadyError``, ``StaleMetadata``,
 ``ConsumerStoppedError`` ...) the name is a class of its own here, under ``KafkaError`` as in
 aiokafka, so that an ``except`` naming it is valid and catches nothing by mistake.
 
 Differences: kclient's ``KafkaError`` derives from ``Exception``, aiokafka's from
 ``RuntimeError``; kclient raises ``IllegalStateError`` where aiokafka raises
-``ProducerClosed`` (a send after ``stop()``), so ``ProducerClosed`` is that class here.
+``ProducerClosed`` (a send after ``stop()``), so ``ProducerClosed`` is that class here;
+``NoBrokersAvailable`` is the error of every bootstrap address refusing
+(``BootstrapRefusedError``).
 kafka-python's ``kafka.errors`` uses the same names. Not a Kafka component: the names only.
 """
 
@@ -39,6 +41,7 @@ from kclient.errors import (
     RecordTooLargeError,
     UnsupportedCodecError,
 )
+from kclient.network.bootstrap_refusals import BootstrapRefusedError
 
 # ---- aiokafka's client-side errors, as the kclient class that stands for each ------------
 
@@ -48,6 +51,9 @@ KafkaProtocolError = _errors.ProtocolDecodeError
 AuthenticationFailedError = _errors.SaslAuthenticationError
 ProducerFenced = _errors.ProducerFencedError
 ProducerClosed = _errors.IllegalStateError
+NoBrokersAvailable = BootstrapRefusedError
+"""What ``start()`` and the first ``send`` raise when every bootstrap address refuses (a
+``KafkaConnectionError`` and a ``KafkaTimeoutError`` too); kafka-python's name for it."""
 
 
 # ---- aiokafka's errors kclient never raises: classes of their own -------------------------
@@ -55,13 +61,6 @@ ProducerClosed = _errors.IllegalStateError
 
 class IllegalArgumentError(KafkaError, ValueError):
     """aiokafka's name; kclient raises ``ValueError``/``TypeError`` for a bad argument."""
-
-
-class NoBrokersAvailable(KafkaError):
-    """aiokafka's name; kclient raises ``KafkaConnectionError`` naming the addresses."""
-
-    retriable = True
-    invalid_metadata = True
 
 
 class NodeNotReadyError(KafkaError):
