@@ -7,7 +7,10 @@ One tansu broker (in-memory storage, 127.0.0.1) serves every client in one run. 
 client runs in its own Python process, so CPU seconds are that client's alone
 (``getrusage``: user + system, all threads). For each codec (none, then lz4):
 ``--messages`` records of ``--size`` bytes to a fresh one-partition topic, acks=1,
-linger 5 ms, 1 MiB batches, idempotence off, one ``send``/``produce`` call per record
+linger 5 ms, 1 MiB batches, idempotence off (``--defaults``: each client at its own
+defaults instead, only ``bootstrap.servers`` set), one ``send``/``produce`` call per record
+(``--callback``: with a delivery callback each, counted), in ``--rounds`` rounds where the
+clients take turns
 (``kclient send_batch``: ``send_batch`` calls of 10,000 records; ``aiokafka send_batch``:
 its ``create_batch``/``send_batch`` path, 1 MiB batches);
 the clock runs from the first send to the end of flush. Every record is then read back
@@ -35,7 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -68,34 +71,90 @@ def cpu_s() -> float:
 # ---- throughput, one function per client (run in a worker process) ------------------
 
 
-def kclient_producer(bootstrap: str, topic: str, codec: str) -> Any:
+class Options(NamedTuple):
+    """How a throughput run sets its client up.
+
+    ``defaults``: only ``bootstrap.servers`` (and the codec) is set, every other setting is
+    the client's own default (kclient: Java's; confluent-kafka: librdkafka's); otherwise
+    acks=1, linger 5 ms, 1 MiB batches, idempotence off for every client. ``callback``:
+    every record gets a delivery callback (each client's own form) that counts the
+    successes; the run fails unless it counted every record."""
+
+    defaults: bool = False
+    callback: bool = False
+
+
+class Delivered:
+    """The per-record delivery callback of ``--callback`` runs: counts what succeeded.
+    One instance per run, the same work for every client (a call, a test, an add)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def kclient(self, metadata: object, error: object) -> None:
+        if error is None:
+            self.count += 1
+
+    def confluent(self, error: object, message: object) -> None:
+        if error is None:
+            self.count += 1
+
+    def future(self, future: Any) -> None:
+        if future.exception() is None:
+            self.count += 1
+
+    def value(self, _metadata: object) -> None:
+        self.count += 1
+
+    def check(self, n: int) -> None:
+        if self.count != n:
+            raise RuntimeError(f"{self.count} of {n} delivery callbacks reported success")
+
+
+def kclient_producer(bootstrap: str, topic: str, codec: str, *, opts: Options) -> Any:
     """The throughput runs' kclient producer, with the topic's metadata already in hand."""
     from kclient import KafkaProducer
 
+    tuned: dict[str, object] = {
+        "acks": 1,
+        "linger_ms": 5,
+        "batch_size": 1 << 20,
+        "enable_idempotence": False,
+    }
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
-        acks=1,
-        linger_ms=5,
-        batch_size=1 << 20,
-        enable_idempotence=False,
         compression_type=codec,
+        **({} if opts.defaults else tuned),
     )
     producer.partitions_for(topic)  # metadata before the clock starts, as for the others
     return producer
 
 
-def run_kclient(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def run_kclient(
+    bootstrap: str, topic: str, n: int, size: int, codec: str, *, opts: Options
+) -> None:
     values = [payload(i, size) for i in range(n)]
-    producer = kclient_producer(
-        bootstrap, topic, codec
-    )  # metadata before the clock starts, as for the others
-    _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+    producer = kclient_producer(bootstrap, topic, codec, opts=opts)
+    if not opts.callback:
+        _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+        return
+    delivered = Delivered()
+
+    def send_all() -> None:
+        send, callback = producer.send, delivered.kclient
+        for v in values:
+            send(topic, v, callback=callback)
+
+    _timed(send_all, producer.flush, producer.close)
+    delivered.check(n)
 
 
-def run_kclient_batch(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def run_kclient_batch(
+    bootstrap: str, topic: str, n: int, size: int, codec: str, *, opts: Options
+) -> None:
     """kclient's ``send_batch``: the same records in calls of 10,000."""
     values = [payload(i, size) for i in range(n)]
-    producer = kclient_producer(bootstrap, topic, codec)
+    producer = kclient_producer(bootstrap, topic, codec, opts=opts)
 
     def send_all() -> None:
         for start in range(0, n, 10_000):
@@ -109,64 +168,95 @@ def _send_each(send: Callable[..., object], topic: str, values: list[bytes]) -> 
         send(topic, v)
 
 
-def run_kafka_python(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def run_kafka_python(
+    bootstrap: str, topic: str, n: int, size: int, codec: str, *, opts: Options
+) -> None:
     from kafka import KafkaProducer
 
     values = [payload(i, size) for i in range(n)]
+    tuned: dict[str, object] = {
+        "acks": 1,
+        "linger_ms": 5,
+        "batch_size": 1 << 20,
+        "max_request_size": 2 << 20,
+    }
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
-        acks=1,
-        linger_ms=5,
-        batch_size=1 << 20,
-        max_request_size=2 << 20,
         compression_type=None if codec == "none" else codec,
+        **({} if opts.defaults else tuned),
     )
     producer.partitions_for(topic)
-    _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+    if not opts.callback:
+        _timed(lambda: _send_each(producer.send, topic, values), producer.flush, producer.close)
+        return
+    delivered = Delivered()
+
+    def send_all() -> None:
+        send, callback = producer.send, delivered.value
+        for v in values:
+            send(topic, v).add_callback(callback)
+
+    _timed(send_all, producer.flush, producer.close)
+    delivered.check(n)
 
 
-async def aiokafka_producer(bootstrap: str, topic: str, codec: str) -> Any:
+async def aiokafka_producer(bootstrap: str, topic: str, codec: str, *, opts: Options) -> Any:
     """The throughput runs' aiokafka producer, started, with the topic's metadata."""
     from aiokafka import AIOKafkaProducer
 
+    tuned: dict[str, object] = {
+        "acks": 1,
+        "linger_ms": 5,
+        "max_batch_size": 1 << 20,
+        "max_request_size": 2 << 20,
+        "enable_idempotence": False,
+    }
     producer = AIOKafkaProducer(
         bootstrap_servers=bootstrap,
-        acks=1,
-        linger_ms=5,
-        max_batch_size=1 << 20,
-        max_request_size=2 << 20,
-        enable_idempotence=False,
         compression_type=None if codec == "none" else codec,
+        **({} if opts.defaults else tuned),
     )
     await producer.start()
     await producer.partitions_for(topic)
     return producer
 
 
-def run_aiokafka(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def run_aiokafka(
+    bootstrap: str, topic: str, n: int, size: int, codec: str, *, opts: Options
+) -> None:
 
     values = [payload(i, size) for i in range(n)]
+    delivered = Delivered()
 
     async def main() -> None:
-        producer = await aiokafka_producer(bootstrap, topic, codec)
+        producer = await aiokafka_producer(bootstrap, topic, codec, opts=opts)
         start_s, start_cpu = time.perf_counter(), cpu_s()
-        for v in values:
-            await producer.send(topic, v)
+        if opts.callback:
+            for v in values:
+                (await producer.send(topic, v)).add_done_callback(delivered.future)
+        else:
+            for v in values:
+                await producer.send(topic, v)
         await producer.flush()
+        await asyncio.sleep(0)  # the done callbacks of the last batch
         _report(start_s, start_cpu)
         await producer.stop()
 
     asyncio.run(main())
+    if opts.callback:
+        delivered.check(n)
 
 
-def run_aiokafka_batch(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def run_aiokafka_batch(
+    bootstrap: str, topic: str, n: int, size: int, codec: str, *, opts: Options
+) -> None:
     """aiokafka's ``create_batch``/``send_batch`` path: records appended to a BatchBuilder
     until it is full, each full batch sent to partition 0."""
 
     values = [payload(i, size) for i in range(n)]
 
     async def main() -> None:
-        producer = await aiokafka_producer(bootstrap, topic, codec)
+        producer = await aiokafka_producer(bootstrap, topic, codec, opts=opts)
         start_s, start_cpu = time.perf_counter(), cpu_s()
         futures = []
         batch = producer.create_batch()
@@ -183,34 +273,42 @@ def run_aiokafka_batch(bootstrap: str, topic: str, n: int, size: int, codec: str
     asyncio.run(main())
 
 
-def run_confluent(bootstrap: str, topic: str, n: int, size: int, codec: str) -> None:
+def run_confluent(
+    bootstrap: str, topic: str, n: int, size: int, codec: str, *, opts: Options
+) -> None:
     import confluent_kafka
 
     values = [payload(i, size) for i in range(n)]
-    producer = confluent_kafka.Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": 1,
-            "linger.ms": 5,
-            "batch.size": 1 << 20,
-            "enable.idempotence": False,
-            "compression.type": codec,
-            "queue.buffering.max.messages": 1_000_000,
-        }
-    )
+    settings: dict[str, object] = {"bootstrap.servers": bootstrap, "compression.type": codec}
+    if not opts.defaults:
+        settings.update(
+            {
+                "acks": 1,
+                "linger.ms": 5,
+                "batch.size": 1 << 20,
+                "enable.idempotence": False,
+                "queue.buffering.max.messages": 1_000_000,
+            }
+        )
+    producer = confluent_kafka.Producer(settings)
     producer.list_topics(topic, timeout=30)
+    delivered = Delivered()
+    extra = {"on_delivery": delivered.confluent} if opts.callback else {}
 
     def produce_all() -> None:
         produce, poll = producer.produce, producer.poll
         for v in values:
-            try:
-                produce(topic, v)
-            except BufferError:
-                poll(0.005)
-                produce(topic, v)
+            while True:
+                try:
+                    produce(topic, v, **extra)
+                    break
+                except BufferError:  # queue.buffering.max.messages: serve deliveries, retry
+                    poll(0.005)
             poll(0)
 
     _timed(produce_all, lambda: producer.flush(300), lambda: None)
+    if opts.callback:
+        delivered.check(n)
 
 
 def _timed(
@@ -513,7 +611,10 @@ def verify(bootstrap: str, topic: str, n: int) -> str:
 
 def worker(args: argparse.Namespace) -> None:
     if args.mode == "throughput":
-        THROUGHPUT[args.client](args.bootstrap, args.topic, args.messages, args.size, args.codec)
+        opts = Options(defaults=args.defaults, callback=args.callback)
+        THROUGHPUT[args.client](
+            args.bootstrap, args.topic, args.messages, args.size, args.codec, opts=opts
+        )
     else:
         lat = LATENCY[args.client](args.bootstrap, args.topic, args.latency_sends, args.size)
         print(json.dumps({"latencies": lat}), flush=True)
@@ -534,6 +635,8 @@ def run_worker(
         "--size", str(args.size),
         "--latency-sends", str(args.latency_sends),
         "--codec", codec,
+        *(["--defaults"] if args.defaults else []),
+        *(["--callback"] if args.callback else []),
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -573,6 +676,42 @@ def _broker(kind: str) -> Iterator[Any]:
         yield _Embedded(broker.bootstrap_servers)
 
 
+def print_throughput(
+    args: argparse.Namespace,
+    rates: dict[tuple[str, str], list[float]],
+    rows: dict[tuple[str, str], list[tuple[float, float, str]]],
+) -> None:
+    """The throughput table: the median over rounds, each round's rate, and the median
+    over rounds of the rate / confluent-kafka's of the same round and codec."""
+    setup = (
+        "each client at its own defaults (only bootstrap.servers set)"
+        if args.defaults
+        else "acks=1, linger 5 ms, 1 MiB batches, idempotence off"
+    )
+    callback = ", a delivery callback per record" if args.callback else ""
+    print(f"\n{args.messages:,} records x {args.size} B, one partition, {setup}{callback};")
+    print(f"one send per record; {args.rounds} round(s), clients take turns; every record read")
+    print("back. 'x confluent': median over rounds of msgs/s / confluent-kafka's that round.\n")
+    print("| client | codec | msgs/s (median) | per round | x confluent | CPU s | delivered |")
+    print("|---|---|---:|---|---:|---:|---|")
+    for (client, codec), mine in rates.items():
+        theirs = rates.get(("confluent-kafka", codec))
+        ratio = ""
+        if theirs:
+            ratio = f"{statistics.median(a / b for a, b in zip(mine, theirs, strict=True)):.2f}"
+        runs = rows[(client, codec)]
+        cells = [
+            client,
+            codec,
+            f"{statistics.median(mine):,.0f}",
+            ", ".join(f"{r / 1000:,.0f}k" for r in mine),
+            ratio,
+            f"{statistics.median(cpu for _, cpu, _ in runs):.2f}",
+            "all" if all(c == "all" for _, _, c in runs) else "; ".join(c for _, _, c in runs),
+        ]
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -595,6 +734,22 @@ def main() -> None:
     only.add_argument("--latency-only", action="store_true", help="skip the throughput part")
     only.add_argument("--throughput-only", action="store_true", help="skip the latency part")
     parser.add_argument("--codecs", nargs="+", default=CODECS, choices=CODECS)
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="every client at its own defaults (only bootstrap.servers and the codec set)",
+    )
+    parser.add_argument(
+        "--callback",
+        action="store_true",
+        help="a delivery callback on every record (each client's own form), counted",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="throughput rounds; the clients take turns in each (ratios are per round)",
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
     parser.add_argument("--mode", help=argparse.SUPPRESS)
@@ -606,37 +761,34 @@ def main() -> None:
         worker(args)
         return
 
-    rows = []
+    rates: dict[tuple[str, str], list[float]] = {}
+    rows: dict[tuple[str, str], list[tuple[float, float, str]]] = {}
     latency_rows = []
     with _broker(args.broker) as tansu:
-        for codec in [] if args.latency_only else args.codecs:
-            for client in args.clients:
-                topic = f"perf-{client}-{codec}-{uuid.uuid4().hex[:8]}"
-                tansu.create_topic(topic, 1)
-                result = run_worker(
-                    client,
-                    "throughput",
-                    topic,
-                    args,
-                    bootstrap=tansu.bootstrap_servers,
-                    codec=codec,
-                )
-                checked = verify(tansu.bootstrap_servers, topic, args.messages)
-                rate = args.messages / result["seconds"]
-                rows.append(
-                    (
+        for round_number in range(0 if args.latency_only else args.rounds):
+            for codec in args.codecs:
+                for client in args.clients:
+                    topic = f"perf-{client}-{codec}-{uuid.uuid4().hex[:8]}".replace(" ", "-")
+                    tansu.create_topic(topic, 1)
+                    result = run_worker(
                         client,
-                        codec,
-                        result["seconds"],
-                        rate,
-                        rate * args.size / 1e6,
-                        result["cpu"],
-                        checked,
+                        "throughput",
+                        topic,
+                        args,
+                        bootstrap=tansu.bootstrap_servers,
+                        codec=codec,
                     )
-                )
-                print(
-                    f"# {client} {codec}: {rate:,.0f} msgs/s, verified: {checked}", file=sys.stderr
-                )
+                    checked = verify(tansu.bootstrap_servers, topic, args.messages)
+                    rate = args.messages / result["seconds"]
+                    rates.setdefault((client, codec), []).append(rate)
+                    rows.setdefault((client, codec), []).append(
+                        (result["seconds"], result["cpu"], checked)
+                    )
+                    print(
+                        f"# round {round_number + 1}: {client} {codec}: {rate:,.0f} msgs/s, "
+                        f"verified: {checked}",
+                        file=sys.stderr,
+                    )
         latency_clients = [] if args.throughput_only else [c for c in args.clients if c in LATENCY]
         if latency_clients and not args.no_floors:
             latency_clients += FLOORS
@@ -669,22 +821,7 @@ def main() -> None:
 
     print(f"\nbroker: {args.broker}")
     if rows:
-        print(f"\n{args.messages:,} records x {args.size} B, one partition, acks=1, linger 5 ms,")
-        print("1 MiB batches, idempotence off, one send per record; tansu on 127.0.0.1;")
-        print("every record read back.\n")
-        print("| client | codec | seconds | msgs/s | MB/s | CPU s | delivered |")
-        print("|---|---|---:|---:|---:|---:|---|")
-        for client, codec, seconds, rate, mbs, cpu, checked in rows:
-            cells = [
-                client,
-                codec,
-                f"{seconds:.2f}",
-                f"{rate:,.0f}",
-                f"{mbs:.1f}",
-                f"{cpu:.2f}",
-                checked,
-            ]
-            print("| " + " | ".join(cells) + " |")
+        print_throughput(args, rates, rows)
     if not latency_rows:
         return
     print(

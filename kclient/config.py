@@ -11,6 +11,12 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
 ``"true"``). Defaults are those of the current Java producer. Differences from Java:
 
 * ``client.id`` defaults to ``producer-<n>`` as in Java (n counts producers in the process).
+* ``batch.size`` defaults to 131072 (128 KiB), not Java's 16384. A Python producer's I/O
+  thread needs the GIL for every answer while the caller's thread holds it in ``send()``,
+  and waits up to Python's switch interval (5 ms) for it: with 16 KiB batches and 5
+  requests in flight that bounds one partition near 20 MB/s (0.4-0.7x confluent-kafka at
+  each one's defaults in ``benchmarks/producer_perf.py --defaults``). Each open batch
+  reserves ``batch.size`` of ``buffer.memory`` (32 MiB): 256 partitions' batches at once.
 * Like Java, ``enable.idempotence`` is on by default, and if the user explicitly sets
   ``acks`` to something other than ``all``, ``retries`` to 0 or
   ``max.in.flight.requests.per.connection`` above 5 *without* setting
@@ -49,6 +55,15 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
   librdkafka's names work too: ``ssl.ca.location`` (= ``ssl.truststore.location``),
   ``ssl.certificate.location`` + ``ssl.key.location`` (certificate and key in two files),
   ``sasl.mechanisms`` (= ``sasl.mechanism``), ``sasl.username`` / ``sasl.password``.
+* confluent-kafka's producer settings are taken under librdkafka's names too
+  (``kclient.librdkafka``): ``queue.buffering.max.ms`` (= ``linger.ms``),
+  ``queue.buffering.max.kbytes`` (KiB → ``buffer.memory`` bytes), ``message.timeout.ms``
+  (= ``delivery.timeout.ms``, 0 = the largest), ``compression.codec``,
+  ``socket.timeout.ms`` (= ``request.timeout.ms``), ``message.max.bytes`` (=
+  ``max.request.size``) and more; a count where kclient bounds bytes
+  (``queue.buffering.max.messages``, ``batch.num.messages``) or a callback that is an
+  argument of ``send`` here (``on_delivery``) is a ``ConfigError`` naming what to set
+  instead, and an unknown name gets a "did you mean" over both sets of names.
   ``ssl.*`` settings with ``security.protocol=PLAINTEXT`` are a ``ConfigError``.
 """
 
@@ -61,6 +76,7 @@ import ssl
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, NoReturn
 
+from kclient import librdkafka
 from kclient.errors import ConfigError
 from kclient.sasl import SaslCredentials
 from kclient.settings import (
@@ -79,11 +95,20 @@ _client_ids = itertools.count(1)
 
 
 def _suggest(key: str) -> str:
+    """'; did you mean ...?' with the closest name kclient takes (its own or librdkafka's)."""
     names = [s.name for s in SETTINGS] + [s.attr for s in SETTINGS]
+    names += sorted(librdkafka.LIBRDKAFKA_NAMES)
     close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
     if not close:
         close = difflib.get_close_matches(key.replace("_", "."), names, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    if not close:
+        return ""
+    mapped = librdkafka.MAPPED.get(close[0])
+    if mapped is not None:
+        return f"; did you mean {close[0]!r} (librdkafka's name for {mapped.setting!r})?"
+    if close[0] in librdkafka.REFUSED:
+        return f"; did you mean {close[0]!r}? ({librdkafka.REFUSED[close[0]]})"
+    return f"; did you mean {close[0]!r}?"
 
 
 class ProducerConfig:
@@ -119,6 +144,8 @@ class ProducerConfig:
     send_buffer_bytes: int
     receive_buffer_bytes: int
     receive_message_max_bytes: int
+    statistics_interval_ms: int
+    stats_cb: Callable[[str], object] | None
     metadata_max_age_ms: int
     metadata_max_idle_ms: int
     compression_type: str
@@ -166,7 +193,11 @@ class ProducerConfig:
                     reason = UNSUPPORTED.get(key.replace("_", "."))
                     if reason is not None:
                         raise ConfigError(f"{key!r}: {reason}")
-                    raise ConfigError(f"unknown producer setting {key!r}{_suggest(key)}")
+                    translated = librdkafka.translate(key, value)  # or its ConfigError
+                    if translated is None:
+                        raise ConfigError(f"unknown producer setting {key!r}{_suggest(key)}")
+                    name, value = translated
+                    setting = BY_NAME[name]
                 if setting.name in given:
                     raise ConfigError(
                         f"{setting.name!r} is given twice (under two of its names: Kafka's, "
@@ -215,6 +246,11 @@ class ProducerConfig:
                 values["delivery.timeout.ms"],
             )
         _validate_tls(values, explicit)
+        if (values["statistics.interval.ms"] > 0) != (values["stats_cb"] is not None):
+            raise ConfigError(
+                "'statistics.interval.ms' and 'stats_cb' go together: set both (how often, "
+                "and the callable that gets the statistics as JSON) or neither"
+            )
         if values["batch.size"] > values["buffer.memory"]:
             raise ConfigError(
                 f"'batch.size' ({values['batch.size']} bytes) is larger than 'buffer.memory' "

@@ -145,6 +145,9 @@ class BrokerResponseError(KafkaError):
 
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
+    #: aiokafka's and kafka-python's names for ``code`` and ``name`` (``kclient.aio.errors``)
+    errno: int = -1
+    message: str = "UNKNOWN_SERVER_ERROR"
 
     def __init__(self, message: str = "") -> None:
         text = f"[Error {self.code}] {self.name}"
@@ -172,6 +175,8 @@ def _define(
         {
             "code": code,
             "name": name,
+            "errno": code,
+            "message": name,
             "retriable": retriable,
             "invalid_metadata": invalid_metadata,
             "__module__": __name__,
@@ -314,7 +319,13 @@ def for_code(code: int) -> type[BrokerResponseError]:
         cls = type(
             f"UnknownKafkaErrorCode{code & 0xFFFF}",
             (BrokerResponseError,),
-            {"code": code, "name": f"UNKNOWN_ERROR_CODE_{code}", "__module__": __name__},
+            {
+                "code": code,
+                "name": f"UNKNOWN_ERROR_CODE_{code}",
+                "errno": code,
+                "message": f"UNKNOWN_ERROR_CODE_{code}",
+                "__module__": __name__,
+            },
         )
     return cls
 

@@ -54,6 +54,7 @@ from kclient.sender.metrics import SenderMetrics
 from kclient.sender.partitioner import keyed_partition
 from kclient.sender.sender import Sender
 from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
+from kclient.stats import start_statistics
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
             daemon=True,
         )
         self._start_io()
+        self._statistics = start_statistics(self, cfg)  # stats_cb, librdkafka's
         _live_producers.add(self)
         log.info("%sstarted (bootstrap.servers=%s)", self._prefix, ",".join(cfg.bootstrap_servers))
 
@@ -401,6 +403,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
             if self._unusable == _FORKED:
                 return  # the I/O thread and sockets belong to the parent process
             self._mark_closed()
+            if self._statistics is not None:
+                self._statistics.stop()
             if threading.current_thread() is self._thread:
                 log.warning(
                     "%sclose() called from a send callback: closing without waiting", self._prefix

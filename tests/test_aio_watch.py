@@ -145,9 +145,9 @@ def test_records_with_errors_of_their_own_get_them(how: str) -> None:
         return [outcome(f) for f in futures]
 
     got = run(main())
-    assert got[0] == ("t", 3, 40, 1000, -1, 0)
+    assert got[0] == ("t", 3, 40, 1000, -1, 0, 0)
     assert "record 1 refused" in str(got[1])
-    assert got[2] == ("t", 3, 42, 1002, -1, 2)
+    assert got[2] == ("t", 3, 42, 1002, -1, 2, 0)
 
 
 @pytest.mark.parametrize("how", IMPLEMENTATIONS)
@@ -177,7 +177,7 @@ def test_a_record_queued_after_its_batch_completed_still_settles(how: str) -> No
         await asyncio.sleep(0)
         return outcome(future)
 
-    assert run(main()) == ("t", 3, 9, 1000, -1, 0)
+    assert run(main()) == ("t", 3, 9, 1000, -1, 0, 0)
 
 
 @pytest.mark.parametrize("how", IMPLEMENTATIONS)

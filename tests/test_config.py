@@ -12,7 +12,7 @@ def test_java_defaults() -> None:
     config = ProducerConfig(BOOT)
     assert config.acks == -1
     assert config.enable_idempotence is True
-    assert config.batch_size == 16384
+    assert config.batch_size == 131_072  # not Java's 16384: see ProducerConfig
     assert config.linger_ms == 5
     assert config.buffer_memory == 32 * 1024 * 1024
     assert config.max_block_ms == 60_000
@@ -68,7 +68,7 @@ def test_wrong_type_names_the_setting() -> None:
     with pytest.raises(ConfigError, match="'enable.idempotence' must be true or false"):
         ProducerConfig(BOOT, enable_idempotence=1)
     with pytest.raises(ConfigError, match="'partitioner' must be a callable"):
-        ProducerConfig(BOOT, partitioner="murmur2")
+        ProducerConfig(BOOT, partitioner="by-key")
 
 
 def test_out_of_range_names_the_setting_and_bound() -> None:

@@ -215,7 +215,7 @@ metadata(PyObject *topic, PyObject *partition, long long base_offset, long long 
     if (delta == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    PyObject *md = kaio_RecordMetadataType->tp_alloc(kaio_RecordMetadataType, 6);
+    PyObject *md = kaio_RecordMetadataType->tp_alloc(kaio_RecordMetadataType, 7);
     if (md == NULL) {
         return NULL;
     }
@@ -233,6 +233,8 @@ metadata(PyObject *topic, PyObject *partition, long long base_offset, long long 
     PyTuple_SET_ITEM(md, 3, timestamp);
     PyTuple_SET_ITEM(md, 4, Py_NewRef(row[3]));
     PyTuple_SET_ITEM(md, 5, Py_NewRef(row[4]));
+    /* timestamp_type: 1 (LogAppendTime) when the broker set the time, else 0 */
+    PyTuple_SET_ITEM(md, 6, PyLong_FromLong(append_ms >= 0 ? 1 : 0));
     return md;
 }
 

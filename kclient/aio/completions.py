@@ -247,6 +247,7 @@ class BatchCompletions:
                     log_append_time_ms if log_append_time_ms >= 0 else timestamp_ms,
                     key_size,
                     value_size,
+                    1 if log_append_time_ms >= 0 else 0,  # timestamp_type: LogAppendTime
                 ),
             )
             try:

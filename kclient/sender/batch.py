@@ -11,13 +11,19 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from collections.abc import Callable, MutableSequence, Sequence
+from collections.abc import Callable, Iterator, MutableSequence, Sequence
 from typing import Any, Protocol
 
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.record import set_producer_state
-from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+from kclient.sender.future import (
+    FutureRecordMetadata,
+    ProduceResult,
+    RecordMetadata,
+    record_error,
+    record_metadata,
+)
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +32,14 @@ Callback = Callable[[RecordMetadata | None, BaseException | None], object]
 """``callback(metadata, exception)``: exactly one of the two is None. Runs on the Sender thread."""
 
 NO_SEQUENCE = -1
+
+THUNK = 5
+"""``ProducerBatch.thunks`` holds, per record with a callback, five items in a row: the
+record's offset delta, timestamp (ms), key size, value size and its callback. Numbers and
+one shared list, not a tuple and the record's future per record: kept alive until the batch
+completes, those would be objects the cyclic garbage collector walks again and again."""
+
+_new_tuple = tuple.__new__
 
 
 class BatchBuilder(Protocol):
@@ -126,7 +140,8 @@ class ProducerBatch:
         self.builder = builder
         self._append = builder.append
         self.result = ProduceResult(tp)
-        self.thunks: list[tuple[FutureRecordMetadata, Callback]] | None = None
+        self.thunks: list[Any] | None = None
+        """The send callbacks: ``THUNK`` items per record (see there), in record order."""
         self.created_ms = created_ms
         self.retry_at_ms = 0
         self.drained_ms = -1
@@ -169,9 +184,19 @@ class ProducerBatch:
         return future
 
     def add_callback(self, future: FutureRecordMetadata, callback: Callback) -> None:
-        if self.thunks is None:
-            self.thunks = []
-        self.thunks.append((future, callback))
+        """Run ``callback`` for the record of ``future`` (appended to this batch) when the
+        batch completes. Keeps the record's numbers, not the future (see ``THUNK``)."""
+        thunk = (
+            future._offset_delta,
+            future._timestamp_ms,
+            future._key_size,
+            future._value_size,
+            callback,
+        )
+        if self.thunks is None:  # None until the first: the batch templates share None
+            self.thunks = list(thunk)
+        else:
+            self.thunks += thunk
 
     @property
     def record_count(self) -> int:
@@ -285,21 +310,73 @@ class ProducerBatch:
         for watcher in watchers:
             watcher._notify()
 
-    def _run_callbacks(
-        self,
-        thunks: list[tuple[FutureRecordMetadata, Callback]],
-        wakeups: list[threading.Lock] | None,
-    ) -> None:
+    def _run_callbacks(self, thunks: list[Any], wakeups: list[threading.Lock] | None) -> None:
         """The send callbacks of a done batch, in order, then its waiters' wakeup (also
         called by the C completion, ``kclient/sender/_complete.c``)."""
-        for future, callback in thunks:
-            metadata = future.metadata()
-            exc = None if metadata is not None else future.exception(0)
-            try:
-                callback(metadata, exc)
-            except Exception:
-                log.exception("exception in a send callback for %s (ignored)", self.tp)
-        self.result.finish(wakeups)
+        result = self.result
+        each = iter(thunks)
+        rows: Iterator[tuple[Any, ...]] = zip(each, each, each, each, each, strict=True)
+        if result.error is None and result.record_errors is None:
+            # delivered: each record's metadata (as record_metadata makes it, inline)
+            topic, partition = self.tp.topic, self.tp.partition
+            base, append_ms = result.base_offset, result.log_append_time_ms
+            if base < 0:  # acks=0: no offsets; each record's base + delta is then -1
+                none = -1 - base
+                rows = ((none, ts, k, v, cb) for _, ts, k, v, cb in rows)
+            if append_ms < 0:
+                for delta, timestamp_ms, key_size, value_size, callback in rows:
+                    try:
+                        callback(
+                            _new_tuple(
+                                RecordMetadata,
+                                (
+                                    topic,
+                                    partition,
+                                    base + delta,
+                                    timestamp_ms,
+                                    key_size,
+                                    value_size,
+                                    0,
+                                ),
+                            ),
+                            None,
+                        )
+                    except Exception:  # noqa: PERF203 (zero-cost in 3.11; one per callback)
+                        log.exception("exception in a send callback for %s (ignored)", self.tp)
+            else:
+                for delta, _, key_size, value_size, callback in rows:
+                    try:
+                        callback(
+                            _new_tuple(
+                                RecordMetadata,
+                                (
+                                    topic,
+                                    partition,
+                                    base + delta,
+                                    append_ms,
+                                    key_size,
+                                    value_size,
+                                    1,
+                                ),
+                            ),
+                            None,
+                        )
+                    except Exception:  # noqa: PERF203 (zero-cost in 3.11; one per callback)
+                        log.exception("exception in a send callback for %s (ignored)", self.tp)
+        else:
+            for delta, timestamp_ms, key_size, value_size, callback in rows:
+                exc = record_error(result, delta)
+                try:
+                    if exc is None:
+                        callback(
+                            record_metadata(result, delta, timestamp_ms, key_size, value_size),
+                            None,
+                        )
+                    else:
+                        callback(None, exc)
+                except Exception:
+                    log.exception("exception in a send callback for %s (ignored)", self.tp)
+        result.finish(wakeups)
 
     def split(
         self,
@@ -316,7 +393,8 @@ class ProducerBatch:
             raise IllegalStateError(
                 f"split of {self.tp}: {len(records)} records decoded, {self.record_count} sent"
             )
-        callbacks = {f._offset_delta: (f, cb) for f, cb in self.thunks or ()}
+        thunks = self.thunks or []
+        callbacks = {thunks[i]: thunks[i + 1 : i + THUNK] for i in range(0, len(thunks), THUNK)}
         batches: list[ProducerBatch] = []
         split_map: list[tuple[ProduceResult, int]] = []
         current: ProducerBatch | None = None
@@ -331,9 +409,12 @@ class ProducerBatch:
                 batches.append(current)
                 delta = current._append(timestamp_ms, key, value, headers)
             split_map.append((current.result, delta))
-            thunk = callbacks.get(index)
-            if thunk is not None:
-                current.add_callback(*thunk)
+            moved = callbacks.get(index)
+            if moved is not None:  # the callback, at the record's place in its new batch
+                if current.thunks is None:
+                    current.thunks = [delta, *moved]
+                else:
+                    current.thunks += (delta, *moved)
         self.final_state = FinalState.ABORTED
         for watcher in self.result.supersede(split_map):
             watcher._watch()

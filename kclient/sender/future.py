@@ -47,13 +47,22 @@ _PENDING = "PENDING"
 _FINISHED = "FINISHED"
 
 
+CREATE_TIME = 0
+"""``RecordMetadata.timestamp_type``: the timestamp is the record's (the producer's)."""
+LOG_APPEND_TIME = 1
+"""``RecordMetadata.timestamp_type``: the timestamp is the broker's log-append time."""
+
+
 class RecordMetadata(NamedTuple):
-    """Where a record landed: Java's ``RecordMetadata``.
+    """Where a record landed: Java's ``RecordMetadata``, with aiokafka's fields too.
 
     ``offset`` is -1 with ``acks=0``. ``timestamp`` is the broker's log-append time when
     the topic uses LogAppendTime, otherwise the record's create time (milliseconds).
     ``serialized_key_size`` / ``serialized_value_size`` are the bytes of the key and value
     after serialization, -1 when null (Java's ``serializedKeySize``/``serializedValueSize``).
+    ``timestamp_type`` says which of the two the timestamp is: ``CREATE_TIME`` (0) or
+    ``LOG_APPEND_TIME`` (1), as aiokafka's ``RecordMetadata.timestamp_type``;
+    ``topic_partition`` and ``log_start_offset`` are aiokafka's names too (properties).
     """
 
     topic: str
@@ -62,6 +71,19 @@ class RecordMetadata(NamedTuple):
     timestamp: int
     serialized_key_size: int = -1
     serialized_value_size: int = -1
+    timestamp_type: int = CREATE_TIME
+
+    @property
+    def topic_partition(self) -> TopicPartition:
+        """The record's ``TopicPartition(topic, partition)`` (aiokafka's field)."""
+        return TopicPartition(self.topic, self.partition)
+
+    @property
+    def log_start_offset(self) -> None:
+        """aiokafka's field: always None here (as aiokafka reports for brokers before
+        Produce v5). kclient does not keep the partition's log start offset of the Produce
+        response; it is no record's property and changes with retention."""
+        return None
 
 
 class Watcher(Protocol):
@@ -209,9 +231,18 @@ def record_metadata(
 ) -> RecordMetadata:
     """The ``RecordMetadata`` of the record at ``offset_delta`` of a delivered batch."""
     offset = result.base_offset + offset_delta if result.base_offset >= 0 else -1
-    timestamp = result.log_append_time_ms if result.log_append_time_ms >= 0 else timestamp_ms
     tp = result.tp
-    return RecordMetadata(tp.topic, tp.partition, offset, timestamp, key_size, value_size)
+    if result.log_append_time_ms >= 0:
+        return RecordMetadata(
+            tp.topic,
+            tp.partition,
+            offset,
+            result.log_append_time_ms,
+            key_size,
+            value_size,
+            LOG_APPEND_TIME,
+        )
+    return RecordMetadata(tp.topic, tp.partition, offset, timestamp_ms, key_size, value_size)
 
 
 class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]

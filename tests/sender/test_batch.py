@@ -1,7 +1,9 @@
 import asyncio
 import concurrent.futures
+import gc
 import logging
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,6 +103,47 @@ def test_callbacks_get_metadata_and_their_exceptions_are_logged(
     assert got == [(RecordMetadata("orders", 3, 11, 2, -1, 1), None)]
     assert "exception in a send callback" in caplog.text
     assert "user bug" in caplog.text
+
+
+def test_a_callback_does_not_keep_its_record_future_alive() -> None:
+    """A record sent with a callback and whose future the caller dropped leaves no future
+    (nor any other object the cyclic garbage collector walks) behind until the batch is
+    done: per-record callbacks on 1 MB batches were a third of the producer's CPU in GC."""
+    batch = _batch()
+    got: list[object] = []
+    future = batch.try_append(5, b"k", b"value", (), lambda md, exc: got.append(md))
+    assert future is not None
+    gone = weakref.ref(future)
+    del future
+    assert gone() is None
+    assert not any(gc.is_tracked(item) for item in batch.thunks or () if not callable(item))
+    batch.complete(10, -1)
+    assert got == [RecordMetadata("orders", 3, 10, 5, 1, 5)]
+
+
+def test_callbacks_and_futures_say_which_time_the_timestamp_is() -> None:
+    created, appended = _batch(), _batch()
+    got: list[Any] = []
+    futures = [
+        b.try_append(5, None, b"v", (), lambda md, exc: got.append(md)) for b in (created, appended)
+    ]
+    created.complete(10, -1)
+    appended.complete(20, log_append_time_ms=7777)
+    assert [(md.offset, md.timestamp, md.timestamp_type) for md in got] == [
+        (10, 5, 0),
+        (20, 7777, 1),
+    ]
+    assert [f.result() for f in futures] == got  # type: ignore[union-attr]
+    assert got[1].topic_partition == TopicPartition("orders", 3)
+    assert got[1].log_start_offset is None
+
+
+def test_callbacks_get_offset_minus_one_with_acks_0() -> None:
+    batch = _batch()
+    got: list[Any] = []
+    _append(batch, 2, callback=lambda md, exc: got.append(md.offset))
+    batch.complete(-1, -1)  # acks=0: the broker gives no offsets
+    assert got == [-1, -1]
 
 
 def test_result_with_timeout_raises_when_still_pending() -> None:
