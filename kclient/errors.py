@@ -102,6 +102,15 @@ class KafkaTimeoutError(KafkaError, TimeoutError):
     retriable = True
 
 
+class BootstrapRefusedError(KafkaConnectionError, KafkaTimeoutError):
+    """Every bootstrap address refused connections for ``bootstrap.refused.timeout.ms``
+    and none ever accepted one: names each address and why. A ``KafkaConnectionError``
+    (what ``kclient.aio``'s ``start()`` raises) and a ``KafkaTimeoutError`` (what
+    ``send`` raises when metadata does not come)."""
+
+    retriable = False
+
+
 class SaslAuthenticationError(KafkaError):
     """SASL authentication failed: wrong credentials, a mechanism the broker does not
     enable, or a broker that cannot prove it knows the password. Not retried: sends fail

@@ -34,14 +34,29 @@ class SettingsTable(SphinxDirective):
     """The table of every producer setting: name, default, Java's default, meaning."""
 
     has_content = False
+    source = "kclient/settings.py"
 
-    def run(self) -> list[nodes.Node]:
+    def markdown(self) -> str:
         from kclient.settings import settings_markdown
 
+        return settings_markdown()
+
+    def run(self) -> list[nodes.Node]:
         container = nodes.container()
-        lines = settings_markdown().splitlines()
-        self.state.nested_parse(StringList(lines, source="kclient/settings.py"), 0, container)
+        lines = self.markdown().splitlines()
+        self.state.nested_parse(StringList(lines, source=self.source), 0, container)
         return list(container.children)
+
+
+class LibrdkafkaTable(SettingsTable):
+    """librdkafka's producer setting names: the kclient setting each maps to, or why not."""
+
+    source = "kclient/librdkafka.py"
+
+    def markdown(self) -> str:
+        from kclient.librdkafka import markdown
+
+        return markdown()
 
 
 def _internal_name(short: str) -> bool:
@@ -77,5 +92,6 @@ def resolve_to_public_name(
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("kclient-settings", SettingsTable)
+    app.add_directive("kclient-librdkafka-names", LibrdkafkaTable)
     app.connect("missing-reference", resolve_to_public_name)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

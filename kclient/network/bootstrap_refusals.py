@@ -20,19 +20,12 @@ from __future__ import annotations
 
 import threading
 
-from kclient.errors import KafkaConnectionError, KafkaTimeoutError
+from kclient.errors import BootstrapRefusedError
+
+__all__ = ["REFUSALS", "BootstrapRefusals", "BootstrapRefusedError", "is_refusal"]
 
 #: The short reasons (``connection_states.short_reason``) that count as a refusal.
 REFUSALS = ("connection refused", "no such host")
-
-
-class BootstrapRefusedError(KafkaConnectionError, KafkaTimeoutError):
-    """Every bootstrap address refused connections for ``bootstrap.refused.timeout.ms``
-    and none ever accepted one: names each address and why. A ``KafkaConnectionError``
-    (what ``kclient.aio``'s ``start()`` raises) and a ``KafkaTimeoutError`` (what
-    ``send`` raises when metadata does not come)."""
-
-    retriable = False
 
 
 def is_refusal(reason: str) -> bool:
