@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kclient.errors import KafkaError
+from kclient.testing._die_with_parent import die_with_parent
 
 __all__ = [
     "JVM_OPTIONS",
@@ -208,7 +209,10 @@ class KafkaNode:
         command[1:1] = self.jvm_options
         with self.output_file.open("ab") as out:
             self.process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                die_with_parent(command),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
             )
 
     @property

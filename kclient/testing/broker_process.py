@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kclient.errors import KafkaError
+from kclient.testing._die_with_parent import die_with_parent
 
 _MARKER = "bootstrap.servers="
 _PROTOCOL = re.compile(r"security\.protocol=(\S+)")
@@ -63,7 +64,9 @@ def broker_process(*args: str, start_timeout_s: float = 30.0) -> Iterator[Broker
     # stderr goes to a file, not a pipe nobody drains (the broker logs warnings there)
     with tempfile.TemporaryFile("w+") as stderr:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0", *args],
+            die_with_parent(
+                [sys.executable, "-m", "kclient.broker", "--listen", "127.0.0.1:0", *args]
+            ),
             stdout=subprocess.PIPE,
             stderr=stderr,
             text=True,

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from kclient.testing._die_with_parent import die_with_parent
 from kclient.testing.maven import JavaToolMissing, classpath, require_java
 
 __all__ = ["ARTIFACTS", "JavaPeerError", "compile_peer", "run_steps"]
@@ -106,7 +107,9 @@ def run_steps(
         bootstrap_servers,
         *steps,
     ]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        die_with_parent(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
