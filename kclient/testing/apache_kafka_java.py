@@ -12,7 +12,6 @@ topics: a test that checks several topics reads them in one call.
 from __future__ import annotations
 
 import base64
-import hashlib
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kclient.testing.apache_kafka_node import JVM_OPTIONS, ApacheKafkaError, class_data_sharing
-from kclient.testing.maven import _cache_root, require_java
+from kclient.testing.maven import compile_java, require_java
 
 __all__ = ["JavaReadBack", "JavaRecord", "compile_reader", "java_read", "parse_output"]
 
@@ -149,29 +148,7 @@ def _unb64(text: str) -> bytes | None:
 
 def compile_reader(libs: Path) -> Path:
     """The folder holding the compiled reader (compiled against ``libs`` on first use)."""
-    key = hashlib.sha256(_SOURCE.encode()).hexdigest()[:12]
-    folder = _cache_root() / f"readback-{key}"
-    if (folder / f"{_CLASS}.class").exists():
-        return folder
-    java = Path(require_java())
-    javac = java.resolve().parent / "javac"
-    with tempfile.TemporaryDirectory(prefix="kclient-javac-") as work:
-        source = Path(work) / f"{_CLASS}.java"
-        source.write_text(_SOURCE)
-        staging = Path(work) / "classes"
-        done = subprocess.run(
-            [str(javac), "--release", "17", "-cp", f"{libs}/*", "-d", str(staging), str(source)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise ApacheKafkaError(f"javac could not compile the Java reader:\n{done.stderr}")
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        if not folder.exists():
-            staging.rename(folder)
-    return folder
+    return compile_java({f"{_CLASS}.java": _SOURCE}, libs)
 
 
 def java_read(

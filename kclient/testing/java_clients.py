@@ -25,9 +25,7 @@ calls ``create_topics``, ``list_topics``, ``describe_topics``, ``describe_config
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -35,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kclient.testing._die_with_parent import die_with_parent
-from kclient.testing.maven import JavaToolMissing, classpath, require_java
+from kclient.testing.maven import classpath, compile_java, require_java
 
 __all__ = ["ARTIFACTS", "JavaPeerError", "compile_peer", "run_steps"]
 
@@ -55,30 +53,8 @@ def compile_peer() -> str:
     require_java()
     libs = classpath(list(ARTIFACTS))
     sources = sorted(_SOURCES.glob("*.java"))
-    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in sources))
-    classes = libs.parent / f"peer-{digest.hexdigest()[:12]}"
+    classes = compile_java({f.name: f.read_text() for f in sources}, libs)
     jars = f"{libs}/*"
-    if not (classes / f"{_MAIN}.class").exists():
-        javac = shutil.which("javac")
-        if javac is None:
-            raise JavaToolMissing(
-                "the Java client peer needs a JDK ('javac' is not on PATH): install e.g. "
-                "'apt-get install openjdk-17-jdk-headless'"
-            )
-        staging = classes.with_name(classes.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        done = subprocess.run(
-            [javac, "-nowarn", "-cp", jars, "-d", str(staging), *map(str, sources)],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise JavaPeerError(f"javac failed on {_SOURCES}:\n{done.stderr[-3000:]}")
-        shutil.rmtree(classes, ignore_errors=True)
-        staging.rename(classes)
     return f"{classes}:{jars}"
 
 

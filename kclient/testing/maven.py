@@ -18,11 +18,19 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-__all__ = ["JavaToolMissing", "classpath", "java_major_version", "require_java"]
+__all__ = [
+    "JavaCompileError",
+    "JavaToolMissing",
+    "classpath",
+    "compile_java",
+    "java_major_version",
+    "require_java",
+]
 
 MINIMUM_JAVA = 17
 _COORDINATE = re.compile(r"^([\w.\-]+):([\w.\-]+):([\w.\-]+)(?::([\w.\-]+))?$")
@@ -30,6 +38,10 @@ _COORDINATE = re.compile(r"^([\w.\-]+):([\w.\-]+):([\w.\-]+)(?::([\w.\-]+))?$")
 
 class JavaToolMissing(RuntimeError):
     """``java`` or ``mvn`` is missing or too old for the Java test peers."""
+
+
+class JavaCompileError(RuntimeError):
+    """``javac`` refused a Java test peer's sources (its messages attached)."""
 
 
 def _cache_root() -> Path:
@@ -150,3 +162,45 @@ def classpath(artifacts: Sequence[str], *, timeout_s: float = 900.0) -> Path:
     staging.rename(libs)
     marker.write_text("\n".join(artifacts) + "\n")
     return libs
+
+
+def compile_java(sources: Mapping[str, str], libs: Path, *, timeout_s: float = 300.0) -> Path:
+    """The folder of classes compiled from ``sources`` (file name -> Java text) against the
+    jars in ``libs`` (a :func:`classpath` folder), beside it in the cache and keyed by the
+    sources' hash: compiled on first use, reused after. Run them with
+    ``java -cp '<folder>:<libs>/*' Main``."""
+    digest = hashlib.sha256()
+    for name in sorted(sources):
+        digest.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
+    classes = libs.parent / f"classes-{digest.hexdigest()[:16]}"
+    if (classes / "complete").exists():
+        return classes
+    require_java()
+    javac = shutil.which("javac")
+    if javac is None:
+        raise JavaToolMissing(
+            "the Java test peers need a JDK ('javac' is not on PATH): install e.g. "
+            "'apt-get install openjdk-17-jdk-headless'"
+        )
+    with tempfile.TemporaryDirectory(prefix="kclient-javac-") as work:
+        files = []
+        for name, text in sorted(sources.items()):
+            path = Path(work) / name
+            path.write_text(text)
+            files.append(str(path))
+        staging = Path(work) / "classes"
+        done = subprocess.run(
+            [javac, "-nowarn", "--release", "17", "-cp", f"{libs}/*", "-d", str(staging), *files],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise JavaCompileError(
+                f"javac could not compile {', '.join(sorted(sources))}:\n{done.stderr[-3000:]}"
+            )
+        (staging / "complete").write_text("\n".join(sorted(sources)) + "\n")
+        shutil.rmtree(classes, ignore_errors=True)
+        shutil.copytree(staging, classes)
+    return classes
