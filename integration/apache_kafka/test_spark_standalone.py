@@ -12,6 +12,7 @@ separate machines the same venv (or a wheel installed into each one's Python) is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -25,14 +26,13 @@ from pathlib import Path
 import pytest
 
 from integration.apache_kafka.test_spark_exactly_once import NEWEST, java_values, once_each
-from integration.spark.test_exactly_once import COMMITTED, values
-from kclient.cli.admin import ClusterReader
+from integration.spark.test_exactly_once import COMMITTED, UNCOMMITTED, values
 from kclient.testing.apache_kafka import ApacheKafka
 from kclient.testing.spark_standalone import SparkStandalone
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).with_name("spark_eos_job.py")
-ROWS = 8000
+ROWS = 40_000  # task 0 stalls at row 8000
 TASKS = 4
 PARTITIONS = 3
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -67,27 +67,31 @@ def submit(cluster: SparkStandalone, args: list[str], log: Path) -> subprocess.P
         )
 
 
-def records_on_the_broker(bootstrap: str, topic: str) -> int:
-    reader = ClusterReader(bootstrap)
-    try:
-        return sum(reader.end_offsets(topic).values())  # read_uncommitted: open ones count
-    finally:
-        reader.close()
+def parent(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def kill_an_executor_once_rows_arrive(
-    cluster: SparkStandalone, driver: subprocess.Popen[bytes], bootstrap: str, topic: str
+def kill_the_stalled_executor(
+    cluster: SparkStandalone, driver: subprocess.Popen[bytes], marker: Path
 ) -> int:
-    """SIGKILL worker 1's executor JVM as soon as the tasks' rows reach the broker."""
+    """SIGKILL the executor JVM whose Python worker stalled in task 0 (its ancestor), once
+    the task's first rows had time to reach the broker."""
     deadline = time.monotonic() + RUN_TIMEOUT_S
-    while time.monotonic() < deadline:
-        assert driver.poll() is None, "the job ended before an executor could be killed"
-        executors = cluster.executor_pids(1)
-        if executors and records_on_the_broker(bootstrap, topic) > 0:
-            os.kill(executors[0], signal.SIGKILL)
-            return executors[0]
+    while not marker.exists():
+        assert driver.poll() is None, "the job ended before task 0 stalled"
+        assert time.monotonic() < deadline, "task 0 did not stall"
         time.sleep(0.05)
-    raise TimeoutError("no rows reached the broker")
+    time.sleep(1.0)  # the sink's producer sends what it has (linger.ms is 5 ms)
+    executors = {pid for worker in (1, 2) for pid in cluster.executor_pids(worker)}
+    worker = pid = int(marker.read_text())
+    while pid not in executors:
+        assert pid > 1, f"Python worker {worker} runs in no executor of {executors}"
+        pid = parent(pid)
+    os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):  # the stalled worker, were it left over
+        os.kill(worker, signal.SIGKILL)
+    return pid
 
 
 @NEWEST
@@ -101,9 +105,11 @@ def test_an_executor_killed_mid_write_on_a_standalone_cluster_commits_each_row_o
     bootstrap = apache_kafka.bootstrap_servers
     log = tmp_path / "driver.log"
     with SparkStandalone(workers=2, cores=1, memory="1g") as cluster:
-        driver = submit(cluster, [bootstrap, topic, f"cluster-{topic}", str(ROWS), str(TASKS)], log)
+        marker = tmp_path / "stalled"
+        args = [bootstrap, topic, f"cluster-{topic}", str(ROWS), str(TASKS), str(marker)]
+        driver = submit(cluster, args, log)
         try:
-            killed = kill_an_executor_once_rows_arrive(cluster, driver, bootstrap, topic)
+            killed = kill_the_stalled_executor(cluster, driver, marker)
             driver.wait(RUN_TIMEOUT_S)
         finally:
             if driver.poll() is None:
@@ -114,4 +120,7 @@ def test_an_executor_killed_mid_write_on_a_standalone_cluster_commits_each_row_o
     assert f"written {ROWS} {TASKS}" in output
     assert re.search(r"Lost executor \d+", output), f"executor {killed} was not lost mid-job"
     assert Counter(values(bootstrap, topic, ROWS, COMMITTED)) == once_each(ROWS)
+    # the killed attempt's rows reached the broker, in a transaction it never ended: the
+    # retry's InitProducerId aborted it, so only read_uncommitted sees them
+    assert len(values(bootstrap, topic, ROWS + 1, UNCOMMITTED)) > ROWS
     assert java_values(apache_kafka, topic) == once_each(ROWS)
