@@ -1,7 +1,7 @@
 """Spark's own Kafka sink against kclient's ``write_dataframe``, into Apache Kafka 4.4.
 
     .venv/bin/python benchmarks/spark_kafka_sink.py [--rows 1000000] [--rounds 3]
-        [--partitions 6] [--quick] [--spark-kafka-version 4.2.0]
+        [--partitions 6] [--quick] [--spark-kafka-version 4.2.0] [--fetch]
 
 The sink a Spark user has without kclient: ``df.write.format("kafka")`` from
 ``org.apache.spark:spark-sql-kafka-0-10_2.13`` (the Java producer inside Spark's JVM, at
@@ -181,7 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--spark-kafka-version", help="spark-sql-kafka-0-10's version (default: see above)"
     )
+    parser.add_argument(
+        "--fetch", action="store_true", help="only fetch the connector's jars (CI's set-up)"
+    )
     args = parser.parse_args(argv)
+    if args.fetch:
+        version, jars = spark_kafka_jars(args.spark_kafka_version)
+        print(f"spark-sql-kafka-0-10 {version}: {len(jars)} jars for pyspark {pyspark.__version__}")
+        return 0
     if args.quick:
         args.rows, args.rounds = 100_000, 1
     stop_on_sigterm()
