@@ -22,8 +22,8 @@ The producers:
 - **kclient.aio send()**: ``await producer.send(topic, value)`` per record, then
   ``await flush()``;
 - **confluent-kafka produce()**: ``produce(topic, value)`` and ``poll(0)`` per record (on
-  ``BufferError``, ``poll`` and again), then ``flush()``; **+ callback**: with
-  ``on_delivery=``.
+  ``BufferError``, ``poll(0.005)`` until it takes the record), then ``flush()``;
+  **+ callback**: with ``on_delivery=``.
 
 Defaults: the Java producer and kclient acks=all with idempotence, 16 KiB batches;
 confluent-kafka (librdkafka) acks=all without idempotence, batches up to 1 MB or 10,000
@@ -260,11 +260,12 @@ def run_confluent(
         produce, poll = producer.produce, producer.poll
         extra = {"on_delivery": delivered} if callback else {}
         for value in values:
-            try:
-                produce(topic, value, **extra)
-            except BufferError:
-                poll(0.005)
-                produce(topic, value, **extra)
+            while True:
+                try:
+                    produce(topic, value, **extra)
+                    break
+                except BufferError:  # its queue is full: serve callbacks until there is room
+                    poll(0.005)
             poll(0)
 
     _timed(produce_all, lambda: producer.flush(300), lambda: None)
