@@ -37,6 +37,7 @@ from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
 from kclient.testing.apache_kafka_java import JavaReadBack, java_read
 from kclient.testing.apache_kafka_node import (
+    JVM_OPTIONS,
     LOOPBACK,
     ApacheKafkaError,
     KafkaNode,
@@ -132,8 +133,9 @@ class ApacheKafka:
         self.listeners = tuple(dict.fromkeys(("PLAINTEXT", *listeners)))
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
         self.features = dict(features or {})
-        self.jvm_options: tuple[str, ...] = ()
-        """Extra JVM flags of the brokers (not of the storage format)."""
+        self.jvm_options: tuple[str, ...] = JVM_OPTIONS
+        """The brokers' JVM flags (not the storage format's): the harness's quick-start
+        ones by default; replace them to run a broker as ``kafka-server-start.sh`` does."""
         self.start_timeout_s = start_timeout_s
         self.stop_timeout_s = stop_timeout_s
         self.folder: Path | None = None

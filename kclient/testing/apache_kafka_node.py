@@ -144,7 +144,7 @@ class KafkaNode:
         folder: Path,
         ports: NodePorts,
         properties: Mapping[str, str],
-        jvm_options: Sequence[str] = (),
+        jvm_options: Sequence[str] = JVM_OPTIONS,
     ) -> None:
         self.java = java
         self.libs = libs
@@ -161,10 +161,13 @@ class KafkaNode:
         self.log_file = folder / "broker.log"
         self.output_file = folder / "stdout.log"
 
-    def java_command(self, main_class: str, *args: str) -> list[str]:
+    def java_command(
+        self, main_class: str, *args: str, jvm_options: Sequence[str] = JVM_OPTIONS
+    ) -> list[str]:
+        """``java`` running ``main_class`` with ``jvm_options`` (the harness's by default)."""
         return [
             self.java,
-            *JVM_OPTIONS,
+            *jvm_options,
             *class_data_sharing(self.libs),
             self._log_property,
             "-cp",
@@ -205,8 +208,9 @@ class KafkaNode:
         """Start the node's JVM (returns at once; see :meth:`check_alive`)."""
         if self.running:
             return
-        command = self.java_command("kafka.Kafka", str(self.config_file))
-        command[1:1] = self.jvm_options
+        command = self.java_command(
+            "kafka.Kafka", str(self.config_file), jvm_options=self.jvm_options
+        )
         with self.output_file.open("ab") as out:
             self.process = subprocess.Popen(
                 die_with_parent(command),

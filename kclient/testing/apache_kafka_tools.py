@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kclient.testing.apache_kafka import VERSIONS, ApacheKafka, kafka_jars
 from kclient.testing.apache_kafka_java import compile_reader
-from kclient.testing.apache_kafka_node import class_archive
+from kclient.testing.apache_kafka_node import JVM_OPTIONS, class_archive
 from kclient.testing.maven import JavaToolMissing, require_java
 
 __all__ = ["fetch", "main"]
@@ -40,7 +40,7 @@ def _make_class_archive(version: str, archive: Path) -> None:
     staging = archive.with_name(f"{archive.name}.{uuid.uuid4().hex[:8]}")
     flag = f"-XX:ArchiveClassesAtExit={staging}"
     kafka = ApacheKafka(version, stop_timeout_s=60.0)
-    kafka.jvm_options = (flag,)
+    kafka.jvm_options = (*JVM_OPTIONS, flag)
     with kafka:
         kafka.create_topic("warm-up", 1)
         kafka.stop_broker(1)  # a clean exit writes the archive
