@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kclient import errors
@@ -22,6 +23,19 @@ from kclient.record import Record, iter_batches
 _CAPS = {ApiKey.FETCH: 12, ApiKey.METADATA: 12}
 _SIZE = struct.Struct(">i")
 _MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
+def exit_code(run: Callable[[], int]) -> int:
+    """A command-line tool's exit status: ``run()``'s, or 2 for a ``ConfigError`` (what to
+    change) and 1 for any other Kafka error, each printed as one line on stderr."""
+    try:
+        return run()
+    except errors.ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except errors.KafkaError as exc:
+        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
 
 
 def parse_address(address: str) -> tuple[str, int]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from kclient import errors
-from kclient.cli.admin import ClusterReader
+from kclient.cli.admin import ClusterReader, exit_code
 from kclient.cli.properties import parse_pairs
 from kclient.protocol import ApiKey
 from kclient.record import Record, iter_batches
@@ -268,14 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if value is not None and value <= 0:
             print(f"error: {flag} must be above 0", file=sys.stderr)
             return 2
-    try:
-        return run(args, sys.stdout.buffer, sys.stderr)
-    except errors.ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except errors.KafkaError as exc:
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+    return exit_code(lambda: run(args, sys.stdout.buffer, sys.stderr))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from kclient import errors
-from kclient.cli.admin import ClusterReader
+from kclient.cli.admin import ClusterReader, exit_code
 from kclient.cli.properties import parse_pairs
 from kclient.protocol import ApiKey
 
@@ -207,14 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "timeout_ms", 1) <= 0:
         print("error: --timeout-ms must be above 0", file=sys.stderr)
         return 2
-    try:
-        return run(args, sys.stdout, sys.stderr)
-    except errors.ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except errors.KafkaError as exc:
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+    return exit_code(lambda: run(args, sys.stdout, sys.stderr))
 
 
 if __name__ == "__main__":
