@@ -23,6 +23,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+import confluent_kafka
 import pytest
 
 from integration.apache_kafka.test_spark_exactly_once import NEWEST, java_values, once_each
@@ -72,8 +73,39 @@ def parent(pid: int) -> int:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
+def records_on_broker(bootstrap: str, topic: str) -> int:
+    """The topic's high watermarks added up: records written, in transactions or not."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return sum(
+            consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), 10)[1]
+            for p in range(PARTITIONS)
+        )
+    finally:
+        consumer.close()
+
+
+def wait_until_writes_settle(bootstrap: str, topic: str) -> None:
+    """Until the broker's record count has not grown for 1.5 s (at least 1 s, at most 20 s):
+    the stalled task's producer has sent the rows it was handed, however slow the machine."""
+    start = time.monotonic()
+    last, since = -1, start
+    while time.monotonic() - start < 20.0:
+        count = records_on_broker(bootstrap, topic)
+        now = time.monotonic()
+        if count != last:
+            last, since = count, now
+        elif now - since >= 1.5 and now - start >= 1.0:
+            return
+        time.sleep(0.25)
+
+
 def kill_the_stalled_executor(
-    cluster: SparkStandalone, driver: subprocess.Popen[bytes], marker: Path
+    cluster: SparkStandalone,
+    driver: subprocess.Popen[bytes],
+    marker: Path,
+    bootstrap: str,
+    topic: str,
 ) -> int:
     """SIGKILL the executor JVM whose Python worker stalled in task 0 (its ancestor), once
     the task's first rows had time to reach the broker."""
@@ -82,7 +114,7 @@ def kill_the_stalled_executor(
         assert driver.poll() is None, "the job ended before task 0 stalled"
         assert time.monotonic() < deadline, "task 0 did not stall"
         time.sleep(0.05)
-    time.sleep(1.0)  # the sink's producer sends what it has (linger.ms is 5 ms)
+    wait_until_writes_settle(bootstrap, topic)  # the sink's producer sends what it has
     executors = {pid for worker in (1, 2) for pid in cluster.executor_pids(worker)}
     worker = pid = int(marker.read_text())
     while pid not in executors:
@@ -109,7 +141,7 @@ def test_an_executor_killed_mid_write_on_a_standalone_cluster_commits_each_row_o
         args = [bootstrap, topic, f"cluster-{topic}", str(ROWS), str(TASKS), str(marker)]
         driver = submit(cluster, args, log)
         try:
-            killed = kill_the_stalled_executor(cluster, driver, marker)
+            killed = kill_the_stalled_executor(cluster, driver, marker, bootstrap, topic)
             driver.wait(RUN_TIMEOUT_S)
         finally:
             if driver.poll() is None:
