@@ -154,6 +154,9 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
         f"{faults.leader_changes(TXN_STATE_TOPIC)} (coordinator); Metadata requests "
         f"during the faults: {during}\n" + "\n".join(faults.log)
     )
+    for t in txn.txns:
+        if t.errors:
+            print(f"transaction {t.number} ({t.wanted}, {t.outcome}): {t.errors}")
     stuck = [t.name for t in threads if t.is_alive()]
     return ChaosRun(seed, writers, txn, faults, read, stuck)
 
