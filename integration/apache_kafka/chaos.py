@@ -175,8 +175,9 @@ def check_writers(
     writers: Sequence[Writer], read: JavaReadBack, delivery_timeout_s: float
 ) -> list[str]:
     """What is wrong, per the module docstring's promises: a writer crashed; a record's
-    future is still pending; a failed one failed late or untyped; an acknowledged record
-    missing, at another offset, or read twice; a writer's records out of order."""
+    future is still pending, or completed later than ``delivery.timeout.ms`` after its
+    send; a failed one failed untyped; an acknowledged record missing, at another offset,
+    or read twice; a writer's records out of order."""
     problems: list[str] = []
     seen: Counter[bytes | None] = Counter(r.value for r in read.records)
     problems += [f"read {n} times: {v!r}" for v, n in seen.items() if n > 1][:10]
@@ -199,16 +200,23 @@ def check_writers(
             where = f"{w.name} partition {o.partition} #{o.sequence}"
             if o.done_s is None:
                 problems.append(f"{where}: future still pending")
+            elif o.done_s - o.sent_s > delivery_timeout_s + 1.0:
+                problems.append(f"{where}: completed after {o.done_s - o.sent_s:.1f} s")
             elif o.error is not None:
-                late = o.done_s - o.sent_s > delivery_timeout_s + 1.0
-                if late or not isinstance(o.error, errors.KafkaError):
-                    problems.append(
-                        f"{where}: failed after {o.done_s - o.sent_s:.1f} s: {o.error!r}"
-                    )
+                if not isinstance(o.error, errors.KafkaError):
+                    problems.append(f"{where}: failed with {o.error!r}")
             elif at.get((o.partition, o.sequence)) != o.offset:
                 found = at.get((o.partition, o.sequence))
                 problems.append(f"{where}: acknowledged at offset {o.offset}, read at {found}")
     return problems
+
+
+def slowest_s(writers: Sequence[Writer]) -> float:
+    """The longest a record took from ``send`` to its acknowledgement or failure."""
+    return max(
+        (o.done_s - o.sent_s for w in writers for o in w.outcomes if o.done_s is not None),
+        default=0.0,
+    )
 
 
 def failures(writers: Sequence[Writer]) -> list[str]:

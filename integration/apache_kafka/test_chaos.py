@@ -40,6 +40,7 @@ from integration.apache_kafka.chaos import (
     check_writers,
     failures,
     metadata_requests,
+    slowest_s,
     wait_acked,
 )
 from integration.apache_kafka.faults import TXN_STATE_TOPIC, Faults, wait_for
@@ -147,7 +148,8 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
     print(
         f"\nchaos seed {seed}: faults {order} in {seconds:.0f} s; "
         f"{sum(w.acked() for w in writers)} records acknowledged, "
-        f"{len(failures(writers))} failed; {len(txn.txns)} transactions "
+        f"{len(failures(writers))} failed, the slowest in {slowest_s(writers):.1f} s; "
+        f"{len(txn.txns)} transactions "
         f"({committed()} committed), {txn.producers} transactional producer(s); leader "
         f"changes seen: {faults.leader_changes(topic)} ({topic}), "
         f"{faults.leader_changes(txn_topic)} ({txn_topic}), "
@@ -212,12 +214,14 @@ def test_the_writer_checks_name_lost_duplicated_reordered_pending_and_late_recor
         Outcome(0, 3, 0.0),  # never completed
         Outcome(0, 4, 0.0, 40.0, error=errors.KafkaTimeoutError("late")),
         Outcome(0, 5, 0.0, 1.0, error=ValueError("untyped")),
+        Outcome(0, 6, 0.0, 40.0, offset=3),  # acknowledged, but late
     ]
     other = check_writers([writer], _read("t", values), 30.0)
     assert [p.split(":")[0] for p in other] == [
         "w partition 0 #3",
         "w partition 0 #4",
         "w partition 0 #5",
+        "w partition 0 #6",
     ]
 
 
