@@ -15,6 +15,7 @@ so a test can report how many leader changes the producers went through.
 
 from __future__ import annotations
 
+import itertools
 import random
 import subprocess
 import time
@@ -93,6 +94,8 @@ class Faults:
     log: list[str] = field(default_factory=list)
     snapshots: list[dict[tuple[str, int], int]] = field(default_factory=list)
     """Leader of every watched partition, taken between the steps of each fault."""
+    steps: list[tuple[str, int]] = field(default_factory=list)
+    """Each fault ``run`` made, with the index of its first snapshot."""
     started_s: float = field(default_factory=time.monotonic)
     paused: int | None = None
     """The node stopped by SIGSTOP right now: nothing is asked of it."""
@@ -127,12 +130,17 @@ class Faults:
     def snapshot(self) -> None:
         self.snapshots.append(self.leaders())
 
-    def leader_changes(self, topic: str | None = None) -> int:
+    def leader_changes(self, topic: str | None = None, step: int | None = None) -> int:
         """How many times a watched partition's leader (of ``topic``, or of any) differed
-        between two snapshots."""
+        between two snapshots (of the ``step``-th fault of ``run``, or of the whole run)."""
+        snapshots = self.snapshots
+        if step is not None:
+            start = self.steps[step][1]
+            end = self.steps[step + 1][1] if step + 1 < len(self.steps) else len(snapshots)
+            snapshots = snapshots[start:end]
         return sum(
             1
-            for before, after in zip(self.snapshots, self.snapshots[1:], strict=False)
+            for before, after in itertools.pairwise(snapshots)
             for where, leader in after.items()
             if before.get(where) != leader and topic in (None, where[0])
         )
@@ -253,8 +261,14 @@ class Faults:
         wait_for(preferred, _SETTLE_TIMEOUT_S, "every leader on its preferred replica")
         self.snapshot()
 
-    def run(self, names: Sequence[str], pause_between_s: tuple[float, float]) -> None:
-        """The faults ``names`` in that order, a seeded pause before each."""
+    def run(
+        self,
+        names: Sequence[str],
+        pause_between_s: tuple[float, float],
+        on_step: Callable[[str], object] = lambda name: None,
+    ) -> None:
+        """The faults ``names`` in that order, a seeded pause before each;
+        ``on_step(name)`` as each begins, ``on_step("end")`` after the last."""
         steps = {
             "kill": self.kill_leader,
             "kill-coordinator": self.kill_coordinator,
@@ -264,4 +278,7 @@ class Faults:
         }
         for name in names:
             time.sleep(self.rng.uniform(*pause_between_s))
+            on_step(name)
+            self.steps.append((name, len(self.snapshots)))
             steps[name]()
+        on_step("end")

@@ -100,6 +100,10 @@ def _fault_order(rng: random.Random) -> list[str]:
     return [first, "elect", "kill-coordinator", last]
 
 
+def _requests(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {name: n - before.get(name, 0) for name, n in sorted(after.items())}
+
+
 @pytest.fixture(scope="module")
 def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
     kafka = apache_kafka_cluster
@@ -125,15 +129,16 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
 
     stop = threading.Event()
     started = time.monotonic()
+    marks: list[dict[str, int]] = []
+    """Metadata requests sent so far, per producer, as each fault began and at the end."""
     with metadata_requests() as sent:
         threads = [w.start(stop, JOIN_S - 15, aio=w.name == "aio") for w in writers]
         threads.append(txn.start(stop))
         try:
             wait_acked(writers, 20, 60)
             wait_for(lambda: committed() >= 3, 60, "3 transactions committed")
-            before = dict(sent)
             faults.snapshot()
-            faults.run(order, pause_between_s=(0.5, 1.5))
+            faults.run(order, (0.5, 1.5), on_step=lambda _: marks.append(dict(sent)))
             # every producer gets through after the last fault
             wait_acked(writers, 20, 60)
             done = committed()
@@ -142,7 +147,6 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
             stop.set()
             for thread in threads:
                 thread.join(JOIN_S)
-        during = {name: n - before.get(name, 0) for name, n in sorted(sent.items())}
     seconds = time.monotonic() - started
     read = kafka.java_read([topic, txn_topic], timeout_s=60)
     print(
@@ -154,8 +158,16 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
         f"changes seen: {faults.leader_changes(topic)} ({topic}), "
         f"{faults.leader_changes(txn_topic)} ({txn_topic}), "
         f"{faults.leader_changes(TXN_STATE_TOPIC)} (coordinator); Metadata requests "
-        f"during the faults: {during}\n" + "\n".join(faults.log)
+        f"during the faults: {_requests(marks[0], marks[-1])}\n" + "\n".join(faults.log)
     )
+    for i, (name, _) in enumerate(faults.steps):  # what each fault cost, for KIP-951
+        changes = "/".join(
+            str(faults.leader_changes(t, i)) for t in (topic, txn_topic, TXN_STATE_TOPIC)
+        )
+        print(
+            f"{name:>16}: leader changes {changes} (topic/txn topic/coordinator), "
+            f"Metadata requests {_requests(marks[i], marks[i + 1])}"
+        )
     for t in txn.txns:
         if t.errors:
             print(f"transaction {t.number} ({t.wanted}, {t.outcome}): {t.errors}")
