@@ -58,8 +58,8 @@ DELIVERY_TIMEOUT_MS = 30000
 ROUNDS_PER_S = 25.0
 """Each idempotent writer sends this many records a second to each partition."""
 JOIN_S = DELIVERY_TIMEOUT_MS / 1000 + 20
-"""How long a writer may take to finish once told to stop (its flush is bounded by
-``delivery.timeout.ms``)."""
+"""How long a writer may take to finish once told to stop: its flush, or its commit or
+abort, is bounded by ``delivery.timeout.ms``, its close by 10 s."""
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,8 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
         "transactional.id": unique("chaos"),
         "transaction.timeout.ms": 60000,
     }
-    txn = TxnWriter(txn_settings, txn_topic, PARTITIONS, random.Random(rng.randrange(1 << 30)), 60)
+    txn_rng = random.Random(rng.randrange(1 << 30))
+    txn = TxnWriter(txn_settings, txn_topic, PARTITIONS, txn_rng, DELIVERY_TIMEOUT_MS / 1000)
     faults = Faults(kafka, [topic, txn_topic, TXN_STATE_TOPIC], rng)
     order = _fault_order(rng)
 
