@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from kclient.broker.sasl_oauth import TokenValidator, UnsecuredValidator
 from kclient.broker.sasl_server import (
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
     DEFAULT_MAX_RECEIVE_SIZE,
@@ -36,8 +37,10 @@ DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 #: ``security.protocol`` values the embedded broker's listener speaks.
-#: ``sasl.enabled.mechanisms`` by default: every mechanism the broker serves.
-DEFAULT_SASL_MECHANISMS = MECHANISMS
+#: ``sasl.enabled.mechanisms`` by default: the password mechanisms (OAUTHBEARER on request).
+DEFAULT_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: Mechanisms that authenticate the users of ``sasl.users``.
+_PASSWORD_MECHANISMS = frozenset(DEFAULT_SASL_MECHANISMS)
 #: ``ssl.client.auth`` values.
 SSL_CLIENT_AUTH = ("none", "requested", "required")
 
@@ -120,6 +123,17 @@ class BrokerConfig:
     #: that guessing passwords is slow; other connections are served meanwhile. Must be
     #: below ``connections.max.idle.ms``, as in Kafka. 0 answers at once.
     connection_failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
+    #: OAUTHBEARER (``kclient.broker.sasl_oauth``): without a JWKS URL, Kafka's unsecured
+    #: validator (unsigned JWTs; ``sasl_oauthbearer_required_scope``, Kafka's JAAS option
+    #: ``unsecuredValidatorRequiredScope``). ``sasl.oauthbearer.jwks.endpoint.url``:
+    #: signed JWTs (RS256/ES256) checked against its keys, refreshed every
+    #: ``sasl.oauthbearer.jwks.endpoint.refresh.ms``, with ``sasl.oauthbearer.expected.*``.
+    sasl_oauthbearer_jwks_endpoint_url: str | None = None
+    sasl_oauthbearer_expected_audience: tuple[str, ...] = ()
+    sasl_oauthbearer_expected_issuer: str | None = None
+    sasl_oauthbearer_required_scope: tuple[str, ...] = ()
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = 3_600_000
+    sasl_oauthbearer_clock_skew_seconds: int = 30
     #: ``group.initial.rebalance.delay.ms``: when the first member joins an Empty group,
     #: the coordinator waits this long for more members (again after each newcomer, up
     #: to the rebalance timeout) before it forms the generation. Kafka's default is 3000;
@@ -343,10 +357,53 @@ class BrokerConfig:
                         f"'{name}' is set but 'security.protocol' is {protocol}: "
                         f"set security.protocol={tls_protocol} (or leave the ssl.* settings out)"
                     )
-        if self.sasl and not self.sasl_users:
+        password_mechanisms = _PASSWORD_MECHANISMS.intersection(self.sasl_enabled_mechanisms)
+        if self.sasl and not self.sasl_users and password_mechanisms:
             raise ConfigError(
                 f"'security.protocol' {protocol} needs at least one user in 'sasl.users' "
-                "(kclient-broker --sasl-users-file FILE): nobody could authenticate"
+                "(kclient-broker --sasl-users-file FILE): nobody could authenticate with "
+                f"{', '.join(sorted(password_mechanisms))}"
+            )
+        self._check_oauthbearer()
+
+    def _check_oauthbearer(self) -> None:
+        for name in ("sasl_oauthbearer_expected_audience", "sasl_oauthbearer_required_scope"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                value = tuple(v.strip() for v in value.split(",") if v.strip())
+            object.__setattr__(self, name, tuple(value))
+        oauth_set = [
+            name
+            for name, is_set in (
+                ("sasl.oauthbearer.jwks.endpoint.url", self.sasl_oauthbearer_jwks_endpoint_url),
+                ("sasl.oauthbearer.expected.audience", self.sasl_oauthbearer_expected_audience),
+                ("sasl.oauthbearer.expected.issuer", self.sasl_oauthbearer_expected_issuer),
+                ("unsecuredValidatorRequiredScope", self.sasl_oauthbearer_required_scope),
+            )
+            if is_set
+        ]
+        if oauth_set and "OAUTHBEARER" not in (self.sasl_enabled_mechanisms if self.sasl else ()):
+            raise ConfigError(
+                f"{', '.join(repr(n) for n in oauth_set)} set, but OAUTHBEARER is not enabled: "
+                "set security.protocol=SASL_PLAINTEXT (or SASL_SSL) and "
+                "sasl.enabled.mechanisms=OAUTHBEARER"
+            )
+        url = self.sasl_oauthbearer_jwks_endpoint_url
+        if url is None:
+            for name in ("expected_audience", "expected_issuer"):
+                if getattr(self, f"sasl_oauthbearer_{name}"):
+                    raise ConfigError(
+                        f"'sasl.oauthbearer.{name.replace('_', '.')}' checks signed tokens: "
+                        "it needs 'sasl.oauthbearer.jwks.endpoint.url'"
+                    )
+        elif not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"'sasl.oauthbearer.jwks.endpoint.url' must be an http(s) URL, got {url!r}"
+            )
+        elif self.sasl_oauthbearer_required_scope:
+            raise ConfigError(
+                "the required scope is checked by the unsecured validator only; leave it out "
+                "with 'sasl.oauthbearer.jwks.endpoint.url'"
             )
 
     def _check_sasl_settings(self) -> None:
@@ -453,6 +510,25 @@ class BrokerConfig:
             max_receive_size=self.sasl_server_max_receive_size,
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
+            oauth_validator=self._oauth_validator(),
+        )
+
+    def _oauth_validator(self) -> TokenValidator | None:
+        """OAUTHBEARER's validator; with a JWKS URL its keys are read now (or ConfigError)."""
+        if "OAUTHBEARER" not in self.sasl_enabled_mechanisms:
+            return None
+        skew_ms = self.sasl_oauthbearer_clock_skew_seconds * 1000
+        url = self.sasl_oauthbearer_jwks_endpoint_url
+        if url is None:
+            return UnsecuredValidator(self.sasl_oauthbearer_required_scope)
+        from kclient.broker.sasl_oauth_jwks import JwksKeys, JwksValidator
+
+        keys = JwksKeys(url, refresh_ms=self.sasl_oauthbearer_jwks_endpoint_refresh_ms)
+        return JwksValidator(
+            keys,
+            expected_audience=self.sasl_oauthbearer_expected_audience,
+            expected_issuer=self.sasl_oauthbearer_expected_issuer,
+            clock_skew_ms=skew_ms,
         )
 
     def quota_defaults(self) -> dict[str, float]:
