@@ -108,7 +108,7 @@ class AIOKafkaProducer:
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
-        sasl = producer.config.sasl
+        sasl = getattr(producer, "network_sasl", producer.config.sasl)
         if isinstance(sasl, OAuthBearerCredentials):  # the first token, awaited here
             try:
                 await sasl.source.start()

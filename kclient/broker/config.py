@@ -134,6 +134,11 @@ class BrokerConfig:
     sasl_oauthbearer_required_scope: tuple[str, ...] = ()
     sasl_oauthbearer_jwks_endpoint_refresh_ms: int = 3_600_000
     sasl_oauthbearer_clock_skew_seconds: int = 30
+    #: Python API only (Kafka's ``sasl.server.callback.handler.class``): a validator of
+    #: one's own (``validate(token, now_ms) -> ValidatedToken``, ``kclient.broker.sasl_oauth``).
+    sasl_server_callback_handler: TokenValidator | None = field(
+        default=None, repr=False, compare=False, hash=False
+    )
     #: ``group.initial.rebalance.delay.ms``: when the first member joins an Empty group,
     #: the coordinator waits this long for more members (again after each newcomer, up
     #: to the rebalance timeout) before it forms the generation. Kafka's default is 3000;
@@ -519,6 +524,13 @@ class BrokerConfig:
             return None
         skew_ms = self.sasl_oauthbearer_clock_skew_seconds * 1000
         url = self.sasl_oauthbearer_jwks_endpoint_url
+        if self.sasl_server_callback_handler is not None:
+            if url is not None:
+                raise ConfigError(
+                    "set 'sasl.server.callback.handler' or "
+                    "'sasl.oauthbearer.jwks.endpoint.url', not both"
+                )
+            return self.sasl_server_callback_handler
         if url is None:
             return UnsecuredValidator(self.sasl_oauthbearer_required_scope)
         from kclient.broker.sasl_oauth_jwks import JwksKeys, JwksValidator

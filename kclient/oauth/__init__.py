@@ -110,7 +110,14 @@ class _ProviderFetch:
 
     def blocking(self, now_ms: int) -> OAuthBearerToken:
         """For the thread-based producer: run the coroutine on this (loop-less) thread."""
-        return asyncio.run(self(now_ms))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self(now_ms))
+        raise OAuthTokenError(
+            f"{self.SETTING}: no token yet, and this thread runs an event loop (use "
+            "kclient.aio's AIOKafkaProducer, whose start() awaits the first token)"
+        )
 
 
 def _unsecured_fetch(options: Mapping[str, str], setting: str) -> Callable[[int], OAuthBearerToken]:
