@@ -262,9 +262,16 @@ def test_confluent_kafka_oidc_against_the_embedded_broker(
 def refused(cluster: EmbeddedCluster, settings: dict[str, Any], max_block_ms: int = 5000) -> str:
     """The error a send gets, which must come within max.block.ms (plus a margin)."""
     started = time.monotonic()
-    with KafkaProducer(
-        {"bootstrap.servers": cluster.bootstrap_servers, "max.block.ms": max_block_ms, **settings}
-    ) as producer, pytest.raises((SaslAuthenticationError, KafkaTimeoutError)) as failed:
+    with (
+        KafkaProducer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "max.block.ms": max_block_ms,
+                **settings,
+            }
+        ) as producer,
+        pytest.raises((SaslAuthenticationError, KafkaTimeoutError)) as failed,
+    ):
         producer.send(topic(cluster), b"never").result(30)
     assert time.monotonic() - started < max_block_ms / 1000 + 5
     assert isinstance(failed.value, SaslAuthenticationError), failed.value
