@@ -10,6 +10,7 @@ import asyncio
 import base64
 import itertools
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -36,7 +37,9 @@ def topic(kafka: ApacheKafka) -> str:
 
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[ApacheKafka]:
-    with ApacheKafka(VERSIONS[0], listeners=("OAUTHBEARER",)) as running:
+    # sessions end with their token (or after a minute): clients must re-authenticate
+    properties = {"connections.max.reauth.ms": 60_000}
+    with ApacheKafka(VERSIONS[0], listeners=("OAUTHBEARER",), properties=properties) as running:
         yield running
 
 
@@ -70,6 +73,42 @@ def test_kclient_with_unsecured_jwts(kafka: ApacheKafka) -> None:
             producer.send(name, f"k{i}".encode(), key=str(i).encode())
         producer.flush(60)
     assert read_back(kafka, name, 20) == sorted(f"k{i}".encode() for i in range(20))
+
+
+def test_kclient_reauthenticates_with_refreshed_tokens(
+    kafka: ApacheKafka, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Tokens of 6 s against Kafka's KIP-368 sessions: kclient refreshes each token at
+    80-85 % and re-authenticates its connection before Kafka would close it; sends go on
+    for 14 s (two refreshes) and every one succeeds."""
+    issued: list[float] = []
+
+    def oauth_cb(config: str) -> tuple[str, float]:
+        now_ms = int(time.time() * 1000)
+        issued.append(now_ms / 1000)
+        return unsecured_jwt("alice", now_ms, lifetime_s=6).value, now_ms / 1000 + 6
+
+    name = topic(kafka)
+    config = {
+        "bootstrap.servers": kafka.bootstrap("OAUTHBEARER"),
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "OAUTHBEARER",
+        "oauth_cb": oauth_cb,
+    }
+    caplog.set_level(logging.DEBUG, logger="kclient.network")
+    with KafkaProducer(config) as producer:
+        futures = []
+        deadline = time.monotonic() + 14
+        while time.monotonic() < deadline:
+            futures.append(producer.send(name, b"r", partition=0))
+            time.sleep(0.05)
+        producer.flush(60)
+        assert [f.exception(0) for f in futures] == [None] * len(futures)
+    assert len(issued) >= 3
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("kclient.network")]
+    assert sum("re-authenticating to node" in m for m in messages) >= 2
+    assert not [m for m in messages if "disconnected" in m]  # the same connections throughout
+    assert len(read_back(kafka, name, len(futures))) == len(futures)
 
 
 def test_kclient_asyncio_with_a_token_provider(kafka: ApacheKafka) -> None:

@@ -374,3 +374,36 @@ def test_a_megabyte_token_is_refused_by_the_client_and_a_raw_one_by_the_broker(
 
 def assert_still_serving(cluster: EmbeddedCluster) -> None:
     produce(cluster, UNSECURED, 1)
+
+
+def test_a_session_past_its_tokens_expiry_is_closed_at_its_next_request(
+    unsecured: EmbeddedCluster,
+) -> None:
+    """A client that does not re-authenticate (KIP-368): the session lasts as long as its
+    token; then anything but ApiVersions and SaslHandshake closes the connection."""
+    killed = sum(m.expired_connections_killed for m in unsecured.metrics())
+    host, port = unsecured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    correlation = itertools.count(1)
+
+    def call(sock: socket.socket, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        sock.sendall(b"".join(encode_request(api_key, version, next(correlation), "raw", body)))
+        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+        return decode_response(api_key, version, sock.recv(size, socket.MSG_WAITALL))[1]
+
+    with socket.create_connection((host, int(port)), timeout=10) as raw:
+        assert call(raw, ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "OAUTHBEARER"})["error_code"] == 0
+        token = unsecured_jwt("eve", int(time.time() * 1000), lifetime_s=2).value
+        message = f"n,,\x01auth=Bearer {token}\x01\x01".encode()
+        done = call(raw, ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": message})
+        assert done["error_code"] == 0
+        assert 1000 < done["session_lifetime_ms"] <= 2000  # the token's remaining life
+        assert call(raw, ApiKey.METADATA, 12, {"topics": []})["brokers"]
+        time.sleep(done["session_lifetime_ms"] / 1000 + 0.2)
+        raw.sendall(b"".join(encode_request(ApiKey.METADATA, 12, 99, "raw", {"topics": []})))
+        try:
+            closed = raw.recv(4) == b""
+        except ConnectionError:
+            closed = True
+        assert closed
+    assert sum(m.expired_connections_killed for m in unsecured.metrics()) == killed + 1
+    assert_still_serving(unsecured)

@@ -279,3 +279,26 @@ def test_broker_config_enables_oauthbearer_without_users_and_checks_its_flags() 
         BrokerConfig(
             security_protocol="SASL_PLAINTEXT", sasl_enabled_mechanisms="OAUTHBEARER,PLAIN"
         )
+
+
+def test_the_cli_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    from kclient.broker.__main__ import build_parser, main
+
+    oauth = ["--security-protocol", "SASL_PLAINTEXT", "--sasl-enabled-mechanisms", "OAUTHBEARER"]
+    args = build_parser().parse_args(
+        [
+            *oauth,
+            "--sasl-oauthbearer-jwks-endpoint-url",
+            "http://idp/jwks",
+            "--sasl-oauthbearer-expected-audience",
+            "a,b",
+            "--sasl-oauthbearer-expected-issuer",
+            "i",
+        ]
+    )
+    assert args.sasl_oauthbearer_jwks_endpoint_url == "http://idp/jwks"
+    assert args.sasl_oauthbearer_expected_audience == "a,b"
+    assert main([*oauth, "--sasl-oauthbearer-expected-audience", "kafka"]) == 2
+    assert "needs 'sasl.oauthbearer.jwks.endpoint.url'" in capsys.readouterr().err
+    assert main(["--sasl-oauthbearer-required-scope", "produce"]) == 2
+    assert "OAUTHBEARER is not enabled" in capsys.readouterr().err
