@@ -11,6 +11,7 @@ import asyncio
 import base64
 import itertools
 import json
+import logging
 import socket
 import struct
 import time
@@ -336,8 +337,9 @@ def test_a_token_endpoint_that_is_down_fails_naming_the_setting_within_the_backo
     ],
 )
 def test_a_misbehaving_token_endpoint_is_a_clear_error(
-    signed: EmbeddedCluster, mode: str, says: str
+    signed: EmbeddedCluster, mode: str, says: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="kclient")
     with LocalIdp() as bad:
         bad.mode = mode
         settings = oidc_settings(
@@ -348,6 +350,9 @@ def test_a_misbehaving_token_endpoint_is_a_clear_error(
         text = refused(signed, settings)
         assert time.monotonic() - started < 15
     assert says in text and CLIENT_SECRET not in text
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "OIDC token endpoint" in logged  # the failure is logged ...
+    assert CLIENT_SECRET not in logged  # ... the secret never
 
 
 def test_a_megabyte_token_is_refused_by_the_client_and_a_raw_one_by_the_broker(
