@@ -110,7 +110,7 @@ def test_javas_jaas_forms_are_accepted() -> None:
             {"oauth_cb": print, "sasl.jaas.config": "a.b.PlainLoginModule required;"},
             "does not go with 'sasl.mechanism' OAUTHBEARER",
         ),
-        ({"sasl_oauth_token_provider": object()}, "'async def token(self)"),
+        ({"sasl_oauth_token_provider": object()}, "must have a 'token(self) -> str' method"),
     ],
 )
 def test_bad_settings_are_config_errors_naming_them(settings: dict[str, Any], says: str) -> None:
@@ -265,3 +265,13 @@ def test_aiokafkas_token_provider_keyword_is_taken() -> None:
     message = asyncio.run(first_token())
     assert message.endswith(b"\x01traceId=9\x01\x01") and provider.calls == 1
     assert config.sasl.username == "aio"
+
+
+def test_kafka_pythons_plain_token_provider_works_in_the_sync_producer() -> None:
+    class KafkaPythonProvider:
+        def token(self) -> str:
+            return unsecured_jwt("kp", 1_800_000_000_000, lifetime_s=10**9).value
+
+    sasl = creds(sasl_oauth_token_provider=KafkaPythonProvider())
+    assert sasl.new_exchange().initial_response().startswith(b"n,,\x01auth=Bearer ")
+    assert sasl.username == "kp"

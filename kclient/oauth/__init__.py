@@ -6,10 +6,11 @@
 
 * ``oauth_cb`` (confluent-kafka's): ``oauth_cb(sasl.oauthbearer.config) -> (token,
   expiry_seconds_since_epoch[, principal[, extensions]])``;
-* ``sasl_oauth_token_provider`` (aiokafka's): an object with ``async token() -> str`` and,
-  optionally, ``extensions() -> dict``. Its token's expiry is the JWT's ``exp``; a token that
-  is no JWT is taken to last ``PROVIDER_TOKEN_LIFETIME_MS`` (10 minutes), unless ``token()``
-  returns ``(token, expiry_seconds_since_epoch)`` (kclient's addition);
+* ``sasl_oauth_token_provider`` (aiokafka's, kafka-python's): an object with ``async
+  token() -> str`` (or a plain ``token()``) and, optionally, ``extensions() -> dict``. Its
+  token's expiry is the JWT's ``exp``; a token that is no JWT is taken to last
+  ``PROVIDER_TOKEN_LIFETIME_MS`` (10 minutes), unless ``token()`` returns ``(token,
+  expiry_seconds_since_epoch)`` (kclient's addition);
 * OIDC (``sasl.oauthbearer.method=oidc``, or Java's ``sasl.oauthbearer.token.endpoint.url``
   with ``OAuthBearerLoginModule``'s ``clientId`` / ``clientSecret``): the client-credentials
   grant, ``kclient.oauth.oidc``;
@@ -86,7 +87,9 @@ class _ProviderFetch:
 
     async def __call__(self, now_ms: int) -> OAuthBearerToken:
         try:
-            value = await self._provider.token()  # type: ignore[attr-defined]
+            value = self._provider.token()  # type: ignore[attr-defined]
+            if inspect.isawaitable(value):  # aiokafka's; kafka-python's token() is plain
+                value = await value
             extensions = getattr(self._provider, "extensions", None)
             extra = extensions() if callable(extensions) else {}
         except Exception as exc:
@@ -209,10 +212,10 @@ def credentials_from_settings(
         source = TokenSource("'oauth_cb'", callback_fetch(oauth_cb, config_text))
         return OAuthBearerCredentials(source, "what 'oauth_cb' returns")
     if provider is not None:
-        if not inspect.iscoroutinefunction(getattr(provider, "token", None)):
+        if not callable(getattr(provider, "token", None)):
             raise ConfigError(
-                "'sasl_oauth_token_provider' must have an 'async def token(self) -> str' "
-                "(aiokafka's AbstractTokenProvider)"
+                "'sasl_oauth_token_provider' must have a 'token(self) -> str' method, "
+                "'async def' (aiokafka's AbstractTokenProvider) or not (kafka-python's)"
             )
         fetcher = _ProviderFetch(provider)
         source = TokenSource(_ProviderFetch.SETTING, fetcher.blocking, fetcher)
