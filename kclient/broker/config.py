@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from kclient.broker.sasl_oauth import TokenValidator, UnsecuredValidator
+from kclient.broker.sasl_oauth import (
+    TokenValidator,
+    check_oauthbearer_settings,
+    oauth_validator,
+)
 from kclient.broker.sasl_server import (
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
     DEFAULT_MAX_RECEIVE_SIZE,
@@ -372,44 +376,8 @@ class BrokerConfig:
         self._check_oauthbearer()
 
     def _check_oauthbearer(self) -> None:
-        for name in ("sasl_oauthbearer_expected_audience", "sasl_oauthbearer_required_scope"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                value = tuple(v.strip() for v in value.split(",") if v.strip())
-            object.__setattr__(self, name, tuple(value))
-        oauth_set = [
-            name
-            for name, is_set in (
-                ("sasl.oauthbearer.jwks.endpoint.url", self.sasl_oauthbearer_jwks_endpoint_url),
-                ("sasl.oauthbearer.expected.audience", self.sasl_oauthbearer_expected_audience),
-                ("sasl.oauthbearer.expected.issuer", self.sasl_oauthbearer_expected_issuer),
-                ("unsecuredValidatorRequiredScope", self.sasl_oauthbearer_required_scope),
-            )
-            if is_set
-        ]
-        if oauth_set and "OAUTHBEARER" not in (self.sasl_enabled_mechanisms if self.sasl else ()):
-            raise ConfigError(
-                f"{', '.join(repr(n) for n in oauth_set)} set, but OAUTHBEARER is not enabled: "
-                "set security.protocol=SASL_PLAINTEXT (or SASL_SSL) and "
-                "sasl.enabled.mechanisms=OAUTHBEARER"
-            )
-        url = self.sasl_oauthbearer_jwks_endpoint_url
-        if url is None:
-            for name in ("expected_audience", "expected_issuer"):
-                if getattr(self, f"sasl_oauthbearer_{name}"):
-                    raise ConfigError(
-                        f"'sasl.oauthbearer.{name.replace('_', '.')}' checks signed tokens: "
-                        "it needs 'sasl.oauthbearer.jwks.endpoint.url'"
-                    )
-        elif not url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"'sasl.oauthbearer.jwks.endpoint.url' must be an http(s) URL, got {url!r}"
-            )
-        elif self.sasl_oauthbearer_required_scope:
-            raise ConfigError(
-                "the required scope is checked by the unsecured validator only; leave it out "
-                "with 'sasl.oauthbearer.jwks.endpoint.url'"
-            )
+        for name, value in check_oauthbearer_settings(self).items():
+            object.__setattr__(self, name, value)
 
     def _check_sasl_settings(self) -> None:
         """Normalize and check ``sasl.enabled.mechanisms`` and ``sasl.users``; refuse them
@@ -515,32 +483,7 @@ class BrokerConfig:
             max_receive_size=self.sasl_server_max_receive_size,
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
-            oauth_validator=self._oauth_validator(),
-        )
-
-    def _oauth_validator(self) -> TokenValidator | None:
-        """OAUTHBEARER's validator; with a JWKS URL its keys are read now (or ConfigError)."""
-        if "OAUTHBEARER" not in self.sasl_enabled_mechanisms:
-            return None
-        skew_ms = self.sasl_oauthbearer_clock_skew_seconds * 1000
-        url = self.sasl_oauthbearer_jwks_endpoint_url
-        if self.sasl_server_callback_handler is not None:
-            if url is not None:
-                raise ConfigError(
-                    "set 'sasl.server.callback.handler' or "
-                    "'sasl.oauthbearer.jwks.endpoint.url', not both"
-                )
-            return self.sasl_server_callback_handler
-        if url is None:
-            return UnsecuredValidator(self.sasl_oauthbearer_required_scope)
-        from kclient.broker.sasl_oauth_jwks import JwksKeys, JwksValidator
-
-        keys = JwksKeys(url, refresh_ms=self.sasl_oauthbearer_jwks_endpoint_refresh_ms)
-        return JwksValidator(
-            keys,
-            expected_audience=self.sasl_oauthbearer_expected_audience,
-            expected_issuer=self.sasl_oauthbearer_expected_issuer,
-            clock_skew_ms=skew_ms,
+            oauth_validator=oauth_validator(self),
         )
 
     def quota_defaults(self) -> dict[str, float]:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kclient.broker.sasl_server import SaslFailure, loggable_name
+from kclient.errors import ConfigError
 
 __all__ = [
     "OAuthBearerExchange",
@@ -41,6 +42,8 @@ __all__ = [
     "TokenValidator",
     "UnsecuredValidator",
     "ValidatedToken",
+    "check_oauthbearer_settings",
+    "oauth_validator",
 ]
 
 _SEP = b"\x01"
@@ -289,3 +292,79 @@ def _json_error(status: str, scope: str) -> str:
     if scope:
         error["scope"] = scope
     return json.dumps(error, separators=(",", ":"))
+
+
+# ---- the listener's settings (``BrokerConfig``'s OAUTHBEARER part) ------------------------
+
+
+def check_oauthbearer_settings(config: Any) -> dict[str, tuple[str, ...]]:
+    """Check a ``BrokerConfig``'s ``sasl_oauthbearer_*`` settings against each other;
+    the lists among them normalized (a comma-separated string is accepted)."""
+    lists: dict[str, tuple[str, ...]] = {}
+    for name in ("sasl_oauthbearer_expected_audience", "sasl_oauthbearer_required_scope"):
+        value = getattr(config, name)
+        if isinstance(value, str):
+            value = tuple(v.strip() for v in value.split(",") if v.strip())
+        lists[name] = tuple(value)
+    url = config.sasl_oauthbearer_jwks_endpoint_url
+    oauth_set = [
+        name
+        for name, is_set in (
+            ("sasl.oauthbearer.jwks.endpoint.url", url),
+            ("sasl.oauthbearer.expected.audience", lists["sasl_oauthbearer_expected_audience"]),
+            ("sasl.oauthbearer.expected.issuer", config.sasl_oauthbearer_expected_issuer),
+            ("unsecuredValidatorRequiredScope", lists["sasl_oauthbearer_required_scope"]),
+        )
+        if is_set
+    ]
+    if oauth_set and "OAUTHBEARER" not in (config.sasl_enabled_mechanisms if config.sasl else ()):
+        raise ConfigError(
+            f"{', '.join(repr(n) for n in oauth_set)} set, but OAUTHBEARER is not enabled: "
+            "set security.protocol=SASL_PLAINTEXT (or SASL_SSL) and "
+            "sasl.enabled.mechanisms=OAUTHBEARER"
+        )
+    if url is None:
+        for name in ("expected.audience", "expected.issuer"):
+            if f"sasl.oauthbearer.{name}" in oauth_set:
+                raise ConfigError(
+                    f"'sasl.oauthbearer.{name}' checks signed tokens: it needs "
+                    "'sasl.oauthbearer.jwks.endpoint.url'"
+                )
+    elif not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(
+            f"'sasl.oauthbearer.jwks.endpoint.url' must be an http(s) URL, got {url!r}"
+        )
+    elif lists["sasl_oauthbearer_required_scope"]:
+        raise ConfigError(
+            "the required scope is checked by the unsecured validator only; leave it out "
+            "with 'sasl.oauthbearer.jwks.endpoint.url'"
+        )
+    return lists
+
+
+def oauth_validator(config: Any) -> TokenValidator | None:
+    """The listener's OAUTHBEARER validator (None if not enabled): one of the user's own
+    (``sasl_server_callback_handler``), the JWKS one (its keys read now, or
+    ``ConfigError``) or Kafka's unsecured one."""
+    if "OAUTHBEARER" not in config.sasl_enabled_mechanisms:
+        return None
+    url = config.sasl_oauthbearer_jwks_endpoint_url
+    own: TokenValidator | None = config.sasl_server_callback_handler
+    if own is not None:
+        if url is not None:
+            raise ConfigError(
+                "set 'sasl.server.callback.handler' or 'sasl.oauthbearer.jwks.endpoint.url', "
+                "not both"
+            )
+        return own
+    if url is None:
+        return UnsecuredValidator(config.sasl_oauthbearer_required_scope)
+    from kclient.broker.sasl_oauth_jwks import JwksKeys, JwksValidator
+
+    keys = JwksKeys(url, refresh_ms=config.sasl_oauthbearer_jwks_endpoint_refresh_ms)
+    return JwksValidator(
+        keys,
+        expected_audience=config.sasl_oauthbearer_expected_audience,
+        expected_issuer=config.sasl_oauthbearer_expected_issuer,
+        clock_skew_ms=config.sasl_oauthbearer_clock_skew_seconds * 1000,
+    )
