@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import time
 import urllib.parse
@@ -60,7 +61,8 @@ class SigningKey:
 class LocalIdp:
     """Token endpoint ``/token`` and JWKS ``/jwks`` on 127.0.0.1."""
 
-    def __init__(self, lifetime_s: int = 3600) -> None:
+    def __init__(self, lifetime_s: int = 3600, certs: Any = None) -> None:
+        """``certs`` (``kclient.testing.tls.TestCertificates``): serve HTTPS with them."""
         self.key = SigningKey("key-1")
         self.issuer = "http://127.0.0.1/idp"
         self.lifetime_s = lifetime_s
@@ -70,11 +72,17 @@ class LocalIdp:
         self.token_requests: list[dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        self.scheme = "http"
+        if certs is not None:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.load_cert_chain(certs.server_cert, certs.server_key)
+            self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+            self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     @property
     def token_url(self) -> str:

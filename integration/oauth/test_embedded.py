@@ -16,6 +16,7 @@ import socket
 import struct
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
@@ -27,9 +28,10 @@ from kclient import KafkaProducer
 from kclient.aio import AIOKafkaProducer
 from kclient.broker import EmbeddedCluster
 from kclient.errors import KafkaTimeoutError, SaslAuthenticationError
-from kclient.oauth import unsecured_jwt
+from kclient.oauth import OAuthTokenError, OidcTokenFetcher, unsecured_jwt
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
+from kclient.testing.tls import write_test_certificates
 
 _topics = itertools.count()
 SASL = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "OAUTHBEARER"}
@@ -349,6 +351,8 @@ def test_a_misbehaving_token_endpoint_is_a_clear_error(
         started = time.monotonic()
         text = refused(signed, settings)
         assert time.monotonic() - started < 15
+        if mode in ("slow", "error"):  # retried after 100 ms and 200 ms: 3 attempts
+            assert len(bad.token_requests) >= 3
     assert says in text and CLIENT_SECRET not in text
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "OIDC token endpoint" in logged  # the failure is logged ...
@@ -412,3 +416,32 @@ def test_a_session_past_its_tokens_expiry_is_closed_at_its_next_request(
         assert closed
     assert sum(m.expired_connections_killed for m in unsecured.metrics()) == killed + 1
     assert_still_serving(unsecured)
+
+
+def test_oidc_over_https_trusts_what_the_producer_trusts(tmp_path: Path) -> None:
+    """An https token endpoint and JWKS with a private CA: the producer checks the endpoint
+    with its ``ssl.truststore.location`` (the one its SASL_SSL connections use), the broker
+    the JWKS with its own; without the CA the error says the certificate is not trusted."""
+    certs = write_test_certificates(tmp_path)
+    with (
+        LocalIdp(certs=certs) as idp,
+        EmbeddedCluster(
+            1,
+            security_protocol="SASL_SSL",
+            ssl_keystore_location=certs.server_keystore,
+            ssl_truststore_location=certs.ca_cert,
+            sasl_enabled_mechanisms="OAUTHBEARER",
+            sasl_oauthbearer_jwks_endpoint_url=idp.jwks_url,
+            sasl_oauthbearer_expected_audience=idp.audience,
+        ) as cluster,
+    ):
+        assert idp.token_url.startswith("https://")
+        tls = {"security.protocol": "SASL_SSL", "ssl.truststore.location": certs.ca_cert}
+        produce(cluster, {**oidc_settings(idp), **tls}, 3)
+        untrusted = OidcTokenFetcher(  # the system's CAs only
+            idp.token_url, CLIENT_ID, CLIENT_SECRET, retry_backoff_max_ms=200
+        )
+        with pytest.raises(OAuthTokenError) as failed:
+            untrusted(int(time.time() * 1000))
+    text = str(failed.value)
+    assert "'sasl.oauthbearer.token.endpoint.url'" in text and "CERTIFICATE_VERIFY_FAILED" in text

@@ -361,7 +361,14 @@ def oauth_validator(config: Any) -> TokenValidator | None:
         return UnsecuredValidator(config.sasl_oauthbearer_required_scope)
     from kclient.broker.sasl_oauth_jwks import JwksKeys, JwksValidator
 
-    keys = JwksKeys(url, refresh_ms=config.sasl_oauthbearer_jwks_endpoint_refresh_ms)
+    context = None
+    if url.startswith("https://") and config.ssl_truststore_location:  # as Kafka: ssl.*
+        import ssl
+
+        context = ssl.create_default_context(cafile=config.ssl_truststore_location)
+    keys = JwksKeys(
+        url, refresh_ms=config.sasl_oauthbearer_jwks_endpoint_refresh_ms, ssl_context=context
+    )
     return JwksValidator(
         keys,
         expected_audience=config.sasl_oauthbearer_expected_audience,

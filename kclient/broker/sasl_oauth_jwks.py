@@ -9,8 +9,10 @@ when the listener is built (a failure is a ``ConfigError`` naming
 know (at most once per ``retry_backoff_ms``), always on a one-shot background thread so a
 Processor never waits for HTTP: the token that named the unknown key is refused, the next
 attempt finds it. ``JwksValidator`` checks a token's RS256 / ES256 signature (RFC 7515,
-with ``cryptography``, the ``oauth`` extra) and its claims: ``exp``, ``nbf``, ``iat``
-(with ``sasl.oauthbearer.clock.skew.seconds``), ``aud`` and ``iss`` when expected, ``sub``.
+with ``cryptography``, the ``oauth`` extra; an ``https`` JWKS is trusted by the listener's
+``ssl.truststore.location`` when set, else the system's CAs) and its claims: ``exp``,
+``nbf``, ``iat`` (with ``sasl.oauthbearer.clock.skew.seconds``), ``aud`` and ``iss`` when
+expected, ``sub``.
 Shared, thread-safe, by every Processor.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import ssl
 import threading
 import time
 import urllib.error
@@ -93,11 +96,13 @@ class JwksKeys:
         monotonic_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000,
         download: Callable[[], bytes] | None = None,
         spawn: Callable[[Callable[[], None]], None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         _crypto()  # names the extra now, not at the first token
         self.url = url
         self._download = download or self._http_get
         self._spawn = spawn or _daemon_thread
+        self._ssl_context = ssl_context
         self._refresh_ms = refresh_ms
         self._backoff_ms = max(retry_backoff_ms, 1)
         self._timeout_s = timeout_ms / 1000
@@ -118,7 +123,9 @@ class JwksKeys:
     def _http_get(self) -> bytes:
         request = urllib.request.Request(self.url, headers={"Accept": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+            with urllib.request.urlopen(
+                request, timeout=self._timeout_s, context=self._ssl_context
+            ) as response:
                 data: bytes = response.read(MAX_JWKS_BYTES + 1)
         except urllib.error.HTTPError as exc:
             raise ValueError(f"HTTP {exc.code}") from None
