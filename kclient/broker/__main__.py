@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--ssl-truststore-location",
         default=None,
         metavar="FILE",
-        help="PEM CA certificates that sign client certificates (ssl.truststore.location)",
+        help="PEM CA certificates that sign client certificates (and an https "
+        "--sasl-oauthbearer-jwks-endpoint-url) (ssl.truststore.location)",
     )
     tls.add_argument(
         "--ssl-client-auth",
