@@ -275,3 +275,19 @@ def test_kafka_pythons_plain_token_provider_works_in_the_sync_producer() -> None
     sasl = creds(sasl_oauth_token_provider=KafkaPythonProvider())
     assert sasl.new_exchange().initial_response().startswith(b"n,,\x01auth=Bearer ")
     assert sasl.username == "kp"
+
+
+def test_a_nearly_expired_token_is_replaced_now_when_the_background_refresh_is_late() -> None:
+    wall = Wall()
+    principals = iter(["first", "second"])
+    source = TokenSource(
+        "'oauth_cb'",
+        lambda now: unsecured_jwt(next(principals), now, lifetime_s=100),
+        wall_ms=wall,
+        spawn=lambda target: None,  # the background refresh never comes back
+    )
+    assert source.current().principal == "first"
+    wall.ms += 89_000
+    assert source.current().principal == "first"  # 11 % left: still sent
+    wall.ms += 2_000
+    assert source.current().principal == "second"  # 9 % left: fetched on this thread

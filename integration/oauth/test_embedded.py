@@ -121,14 +121,14 @@ def test_kclient_unsecured_jwt_and_confluent_reads_back_with_its_own(
 def test_kclient_reauthenticates_with_refreshed_tokens_without_losing_a_record(
     unsecured: EmbeddedCluster,
 ) -> None:
-    """Tokens of 3 s: refreshed at 80-85 %, the sessions (as long as the token) renewed
+    """Tokens of 4 s: refreshed at 80-85 %, the sessions (as long as the token) renewed
     on the same connections; sends go on throughout and every one succeeds."""
     calls: list[float] = []
 
     def oauth_cb(config: str) -> tuple[str, float]:
         now_ms = int(time.time() * 1000)
         calls.append(now_ms / 1000)
-        return unsecured_jwt("alice", now_ms, lifetime_s=3).value, now_ms / 1000 + 3
+        return unsecured_jwt("alice", now_ms, lifetime_s=4).value, now_ms / 1000 + 4
 
     before = sum(m.successful_reauthentications for m in unsecured.metrics())
     killed = sum(m.expired_connections_killed for m in unsecured.metrics())
@@ -136,7 +136,7 @@ def test_kclient_reauthenticates_with_refreshed_tokens_without_losing_a_record(
     settings = {"bootstrap.servers": unsecured.bootstrap_servers, **SASL, "oauth_cb": oauth_cb}
     with KafkaProducer(settings) as producer:
         futures = []
-        deadline = time.monotonic() + 7
+        deadline = time.monotonic() + 9
         while time.monotonic() < deadline:
             futures.append(producer.send(name, b"x"))
             time.sleep(0.02)

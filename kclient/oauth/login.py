@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 NEVER_MS = 2**63 - 1
 REFRESH_WINDOW_FACTOR = 0.8
 REFRESH_WINDOW_JITTER = 0.05
+#: A token with less than this part of its lifetime left is not sent while a blocking
+#: fetcher can get a new one.
+LAST_RESORT_FRACTION = 0.1
 
 #: A blocking fetch: the current wall-clock ms → a new token (or ``OAuthTokenError``).
 Fetch = Callable[[int], OAuthBearerToken]
@@ -103,8 +106,16 @@ class TokenSource:
         with self._lock:
             token = self._token
         if token is not None and token.expiry_ms > now_ms:
-            self.maintain(now_ms)
-            return token
+            left_ms = token.expiry_ms - now_ms
+            # nearly expired (the background refresh is late): a blocking fetcher fetches
+            # now rather than send a token that may expire before the broker checks it
+            if (
+                left_ms >= token.lifetime_ms * LAST_RESORT_FRACTION
+                or self._fetch is None
+                or self._on_loop
+            ):
+                self.maintain(now_ms)
+                return token
         if self._fetch is None or self._on_loop:
             error = self._last_error
             raise OAuthTokenError(
