@@ -181,7 +181,6 @@ class TokenSource:
             self._failed(OAuthTokenError(f"{self.setting} raised {type(exc).__name__}"))
 
     def _failed(self, error: OAuthTokenError) -> None:
-        log.warning("refreshing the OAUTHBEARER token failed (retried in 10 s): %s", error)
         with self._lock:
             self._last_error = error
             self._refreshing = False
@@ -191,8 +190,10 @@ class TokenSource:
             delay_ms = 10_000
             if token is not None:
                 delay_ms = min(delay_ms, max((token.expiry_ms - now_ms) // 2, 1000))
-            retry_ms = now_ms + delay_ms
-            self.refresh_due_ms = retry_ms
+            self.refresh_due_ms = now_ms + delay_ms
+        log.warning(
+            "refreshing the OAUTHBEARER token failed (again in %.1f s): %s", delay_ms / 1000, error
+        )
 
     def _install(self, token: OAuthBearerToken) -> OAuthBearerToken:
         factor = REFRESH_WINDOW_FACTOR + self._rng.uniform(0, REFRESH_WINDOW_JITTER)
