@@ -291,3 +291,33 @@ def test_a_nearly_expired_token_is_replaced_now_when_the_background_refresh_is_l
     assert source.current().principal == "first"  # 11 % left: still sent
     wall.ms += 2_000
     assert source.current().principal == "second"  # 9 % left: fetched on this thread
+
+
+def test_asyncio_never_blocks_its_loop_on_a_blocking_fetcher() -> None:
+    """``kclient.aio`` with ``oauth_cb`` / OIDC: ``start()`` gets the first token in a
+    worker thread; later, a token that ran out is refreshed in the background, never on
+    the loop (the connection fails until it comes, and is retried)."""
+    wall = Wall()
+    threads: list[str] = []
+    spawned: list[Any] = []
+
+    def fetch(now: int) -> OAuthBearerToken:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        return unsecured_jwt("a", now, lifetime_s=10)
+
+    source = TokenSource("'oauth_cb'", fetch, wall_ms=wall, spawn=spawned.append)
+
+    async def on_the_loop() -> None:
+        await source.start()
+        assert source.current().principal == "a"
+        wall.ms += 11_000  # expired, and no refresh has come back
+        with pytest.raises(OAuthTokenError, match="no token from 'oauth_cb' yet"):
+            source.current()
+
+    asyncio.run(on_the_loop())
+    assert len(threads) == 1 and threads[0] != "MainThread"  # the first: a worker thread
+    assert len(spawned) == 1  # the refresh: in the background
+    spawned[0]()
+    assert source.current().principal == "a" and len(threads) == 2

@@ -225,6 +225,40 @@ def test_aio_producer_with_aiokafkas_token_provider(unsecured: EmbeddedCluster) 
     assert Provider.calls >= 1
 
 
+def test_aio_producer_with_oidc_keeps_its_loop_free(idp: LocalIdp, signed: EmbeddedCluster) -> None:
+    """kclient.aio with a blocking token source (OIDC): start() fetches the first token in
+    a worker thread; the loop goes on ticking meanwhile."""
+    name = topic(signed)
+    idp.mode, idp.slow_s = "slow", 0.5
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    async def main() -> int:
+        beat = asyncio.create_task(ticker())
+        producer = AIOKafkaProducer(
+            **oidc_settings(idp), bootstrap_servers=signed.bootstrap_servers
+        )
+        try:
+            await producer.start()
+            try:
+                return (await producer.send_and_wait(name, b"aio oidc")).offset
+            finally:
+                await producer.stop()
+        finally:
+            beat.cancel()
+
+    try:
+        assert asyncio.run(main()) == 0
+    finally:
+        idp.mode = "ok"
+    gaps = [b - a for a, b in itertools.pairwise(ticks)]
+    assert len(ticks) > 20 and max(gaps) < 0.4  # never stalled for the 0.5 s token fetch
+
+
 def test_kclient_oidc_against_a_broker_checking_signatures(
     idp: LocalIdp, signed: EmbeddedCluster
 ) -> None:

@@ -78,6 +78,7 @@ class TokenSource:
         self._refreshing = False
         self._last_error: OAuthTokenError | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None  # kclient.aio's loop, with a blocking fetcher
         #: wall-clock ms when a refresh is due (NEVER_MS: no token yet, or refreshing)
         self.refresh_due_ms = NEVER_MS
 
@@ -117,6 +118,7 @@ class TokenSource:
                 self.maintain(now_ms)
                 return token
         if self._fetch is None or self._on_loop:
+            self.maintain(now_ms)  # a refresh in the background, if none runs yet
             error = self._last_error
             raise OAuthTokenError(
                 f"no token from {self.setting}"
@@ -132,7 +134,11 @@ class TokenSource:
 
     @property
     def _on_loop(self) -> bool:
-        return self._async_fetch is not None and self._loop is not None
+        """Fetches may not run on this thread: an async fetcher's loop runs them, and the
+        loop of ``kclient.aio`` is never blocked by a blocking one."""
+        if self._async_fetch is not None and self._loop is not None:
+            return True
+        return threading.get_ident() == self._loop_thread
 
     def maintain(self, now_ms: int) -> None:
         """Start a background refresh if one is due (wall-clock ``now_ms``)."""
@@ -159,6 +165,7 @@ class TokenSource:
             self._loop = asyncio.get_running_loop()
             self._install(await self._async_fetch(self._wall_ms()))
         elif self._fetch is not None:
+            self._loop_thread = threading.get_ident()
             fetch = self._fetch
             self._install(await asyncio.to_thread(fetch, self._wall_ms()))
 
