@@ -78,7 +78,7 @@ from typing import Any, ClassVar, NoReturn
 
 from kclient import librdkafka
 from kclient.errors import ConfigError
-from kclient.sasl import SaslCredentials
+from kclient.sasl import Credentials, SaslCredentials, parse_jaas_config
 from kclient.settings import (
     ACKS_ALL,
     BY_NAME,
@@ -174,7 +174,21 @@ class ProducerConfig:
     sasl_username: str | None
     sasl_password: str | None
     sasl_jaas_config: str | None
-    sasl: SaslCredentials | None
+    oauth_cb: Callable[[str], object] | None
+    sasl_oauth_token_provider: object
+    sasl_oauthbearer_method: str
+    sasl_oauthbearer_token_endpoint_url: str | None
+    sasl_oauthbearer_client_id: str | None
+    sasl_oauthbearer_client_secret: str | None
+    sasl_oauthbearer_scope: str | None
+    sasl_oauthbearer_extensions: str | None
+    sasl_oauthbearer_config: str | None
+    enable_sasl_oauthbearer_unsecure_jwt: bool
+    sasl_login_connect_timeout_ms: int
+    sasl_login_read_timeout_ms: int
+    sasl_login_retry_backoff_ms: int
+    sasl_login_retry_backoff_max_ms: int
+    sasl: Credentials | None
     """With SASL_*: the mechanism and credentials, checked."""
     explicit: frozenset[str]
 
@@ -344,22 +358,42 @@ def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> N
     values["enable.idempotence"] = False
 
 
-def _sasl_credentials(values: dict[str, Any], explicit: frozenset[str]) -> SaslCredentials | None:
+def _sasl_credentials(values: dict[str, Any], explicit: frozenset[str]) -> Credentials | None:
     protocol = values["security.protocol"]
     if not protocol.startswith("SASL_"):
-        given = sorted(name for name in explicit if name.startswith("sasl."))
+        given = sorted(name for name in explicit if name.startswith("sasl.") or "oauth" in name)
         if given:
             raise ConfigError(
                 f"{', '.join(repr(n) for n in given)} given, but 'security.protocol' is "
                 f"{protocol}: set it to SASL_SSL (or SASL_PLAINTEXT) to use SASL"
             )
         return None
+    if values["sasl.mechanism"] == "OAUTHBEARER":
+        return _oauthbearer_credentials(values)
     return SaslCredentials.from_settings(
         values["sasl.mechanism"],
         values["sasl.username"],
         values["sasl.password"],
         values["sasl.jaas.config"],
     )
+
+
+def _oauthbearer_credentials(values: dict[str, Any]) -> Credentials:
+    from kclient.oauth import credentials_from_settings
+
+    for name in ("sasl.username", "sasl.password"):
+        if values[name] is not None:
+            raise ConfigError(f"{name!r} is not used by OAUTHBEARER (it takes a token): remove it")
+    jaas: dict[str, str] = {}
+    if values["sasl.jaas.config"] is not None:
+        module, jaas = parse_jaas_config(values["sasl.jaas.config"])
+        if not module.endswith("OAuthBearerLoginModule"):
+            shown = module if module.endswith("LoginModule") else "an unknown login module"
+            raise ConfigError(
+                f"'sasl.jaas.config' uses {shown}, which does not go with 'sasl.mechanism' "
+                "OAUTHBEARER (use OAuthBearerLoginModule)"
+            )
+    return credentials_from_settings(values, jaas)
 
 
 def _validate_tls(values: dict[str, Any], explicit: frozenset[str]) -> None:

@@ -25,6 +25,7 @@ from kclient.errors import ConfigError, SaslAuthenticationError
 
 __all__ = [
     "MECHANISMS",
+    "Credentials",
     "PlainMechanism",
     "SaslCredentials",
     "SaslMechanism",
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 #: The mechanisms kclient speaks, by Kafka's ``sasl.mechanism`` name.
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 class SaslMechanism(Protocol):
@@ -49,6 +50,28 @@ class SaslMechanism(Protocol):
     def respond(self, challenge: bytes) -> bytes | None:
         """The answer to a server message; None once the exchange is complete.
         Raises ``SaslAuthenticationError`` if the server's message is wrong."""
+        ...
+
+
+class Credentials(Protocol):
+    """What a connection authenticates with: ``SaslCredentials`` (PLAIN, SCRAM) or
+    ``kclient.oauth.OAuthBearerCredentials`` (OAUTHBEARER)."""
+
+    @property
+    def mechanism(self) -> str: ...
+
+    @property
+    def username(self) -> str:
+        """Who authenticates, for log lines and errors."""
+        ...
+
+    @property
+    def settings_hint(self) -> str:
+        """The settings to check when the broker refuses."""
+        ...
+
+    def new_exchange(self) -> SaslMechanism:
+        """A fresh exchange; raises ``SaslAuthenticationError`` if none can start."""
         ...
 
 
@@ -216,6 +239,7 @@ _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 _LOGIN_MODULES = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": ("OAUTHBEARER",),
 }
 
 
@@ -251,6 +275,10 @@ class SaslCredentials:
     def __reduce__(self) -> NoReturn:
         _not_pickled("SaslCredentials")
 
+    @property
+    def settings_hint(self) -> str:
+        return "'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')"
+
     def __copy__(self) -> SaslCredentials:
         return self  # immutable
 
@@ -275,6 +303,8 @@ class SaslCredentials:
                     else ""
                 )
             )
+        if mechanism == "OAUTHBEARER":
+            raise ConfigError("OAUTHBEARER takes a token: see kclient.oauth")
         if jaas_config is not None:
             if username is not None or password is not None:
                 raise ConfigError(

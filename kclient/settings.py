@@ -33,7 +33,13 @@ ACKS_ALL = -1
 
 #: Settings whose values are never shown: not by ``repr``, not in any error or log line.
 SECRET_SETTINGS = frozenset(
-    {"ssl.key.password", "ssl.keystore.key", "sasl.password", "sasl.jaas.config"}
+    {
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "sasl.password",
+        "sasl.jaas.config",
+        "sasl.oauthbearer.client.secret",
+    }
 )
 
 
@@ -188,6 +194,23 @@ def _parse_sasl_mechanism(name: str, value: object) -> str:
     return _parse_str(name, value).strip().upper()
 
 
+def _parse_oauth_callback(name: str, value: object) -> object:
+    if value is None or callable(value):
+        return value
+    raise _type_error(name, "a callable: oauth_cb(config_str) -> (token, expiry_s)", value)
+
+
+def _parse_object(name: str, value: object) -> object:
+    return value
+
+
+def _parse_oauth_method(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().lower()
+    if text not in ("default", "oidc"):
+        raise ConfigError(f"{name!r} must be 'default' or 'oidc', got {value!r}")
+    return text
+
+
 def _parse_ssl_context(name: str, value: object) -> object:
     if value is None or isinstance(value, ssl.SSLContext):
         return value
@@ -250,6 +273,42 @@ def _str(name: str, doc: str, *, java: str | None = None) -> Setting:
 _PEM = "must be `PEM` (convert JKS/PKCS12 with keytool and openssl)"
 
 # fmt: off
+#: SASL/OAUTHBEARER (``kclient.oauth``): where the token comes from.
+_OAUTHBEARER = (
+    Setting("oauth_cb", _parse_oauth_callback, None, java="(librdkafka's)",
+            doc="OAUTHBEARER token provider: `oauth_cb(sasl.oauthbearer.config)` returns "
+            "`(token, expiry_seconds_since_epoch[, principal[, extensions]])`"),
+    Setting("sasl_oauth_token_provider", _parse_object, None, java="(aiokafka's)",
+            doc="OAUTHBEARER token provider object with `async token()` (and optionally "
+            "`extensions()`)"),
+    Setting("sasl.oauthbearer.method", _parse_oauth_method, "default", java="(librdkafka's)",
+            doc="`oidc`: fetch tokens from `sasl.oauthbearer.token.endpoint.url` (client "
+            "credentials grant); `default`: from `oauth_cb` or an unsecured JWT"),
+    _str("sasl.oauthbearer.token.endpoint.url", "the OIDC token endpoint (http or https; "
+         "https uses the `ssl.*` trust settings)"),
+    _str("sasl.oauthbearer.client.id", "OIDC client id",
+         java="`sasl.oauthbearer.client.credentials.client.id`"),
+    _str("sasl.oauthbearer.client.secret", "OIDC client secret",
+         java="`sasl.oauthbearer.client.credentials.client.secret`"),
+    _str("sasl.oauthbearer.scope", "OIDC scope requested"),
+    _str("sasl.oauthbearer.extensions", "SASL extensions sent with the token "
+         "(`key=value,key2=value2`, KIP-342)", java="(librdkafka's)"),
+    _str("sasl.oauthbearer.config", "passed to `oauth_cb`; for unsecured JWTs "
+         "`principal=<sub> scope=a,b lifeSeconds=3600 extension_<k>=<v>`",
+         java="(librdkafka's)"),
+    Setting("enable.sasl.oauthbearer.unsecure.jwt", _parse_bool, False, java="(librdkafka's)",
+            doc="make unsigned JWTs from `sasl.oauthbearer.config` (for brokers with Kafka's "
+            "unsecured validator: tests, development)"),
+    _int("sasl.login.connect.timeout.ms", 10_000, 1, INT32_MAX,
+         "OIDC token endpoint: connection timeout per attempt", java="(none)"),
+    _int("sasl.login.read.timeout.ms", 10_000, 1, INT32_MAX,
+         "OIDC token endpoint: read timeout per attempt", java="(none)"),
+    _int("sasl.login.retry.backoff.ms", 100, 0, INT32_MAX,
+         "OIDC token endpoint: first backoff after a failed attempt, doubling"),
+    _int("sasl.login.retry.backoff.max.ms", 10_000, 0, INT32_MAX,
+         "OIDC token endpoint: total backoff before giving up"),
+)
+
 SETTINGS: tuple[Setting, ...] = (
     Setting("bootstrap.servers", _parse_servers, None, shown="(required)", java="(required)",
             doc="`host:port` list used to find the cluster"),
@@ -361,12 +420,14 @@ SETTINGS: tuple[Setting, ...] = (
     _str("ssl.key.location", "the client certificate's key in a PEM file",
          java="(librdkafka's)"),
     Setting("sasl.mechanism", _parse_sasl_mechanism, "GSSAPI",
-            doc="`PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512` (GSSAPI and OAUTHBEARER are not "
+            doc="`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512` or `OAUTHBEARER` (GSSAPI is not "
             "supported)"),
     _str("sasl.username", "the SASL user", java="(librdkafka's)"),
     _str("sasl.password", "the SASL user's password", java="(librdkafka's)"),
     _str("sasl.jaas.config",
-         "Java's form of the same (`PlainLoginModule` or `ScramLoginModule`)"),
+         "Java's form of the same (`PlainLoginModule`, `ScramLoginModule` or "
+         "`OAuthBearerLoginModule`)"),
+    *_OAUTHBEARER,
 )
 # fmt: on
 
@@ -400,6 +461,8 @@ ALIASES = {
     "ssl.password": "ssl.key.password",
     "sasl.plain.username": "sasl.username",
     "sasl.plain.password": "sasl.password",
+    "sasl.oauthbearer.client.credentials.client.id": "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.credentials.client.secret": "sasl.oauthbearer.client.secret",
 }
 for _alias, _name in ALIASES.items():
     BY_NAME[_alias] = BY_NAME[_alias.replace(".", "_")] = BY_NAME[_name]
@@ -409,7 +472,6 @@ _PEM_ONLY = (
     "encrypted PEM private key is 'ssl.key.password'"
 )
 UNSUPPORTED = {
-    "sasl.oauthbearer.token.endpoint.url": "SASL OAUTHBEARER is not supported by kclient",
     "sasl.kerberos.service.name": "SASL GSSAPI (Kerberos) is not supported by kclient",
     "ssl.keystore.password": _PEM_ONLY,
     "ssl.truststore.password": _PEM_ONLY,

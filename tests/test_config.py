@@ -165,7 +165,7 @@ def test_unsupported_features_say_so() -> None:
     sasl = {"security.protocol": "SASL_SSL", "sasl.username": "a", "sasl.password": "b"}
     with pytest.raises(ConfigError, match="GSSAPI is Java's default; set 'sasl.mechanism'"):
         ProducerConfig(BOOT, **sasl)
-    with pytest.raises(ConfigError, match="OAUTHBEARER is not supported"):
+    with pytest.raises(ConfigError, match="'security.protocol' is PLAINTEXT: set it to SASL_SSL"):
         ProducerConfig(BOOT, **{"sasl.oauthbearer.token.endpoint.url": "https://idp"})
     assert ProducerConfig(BOOT, **{"security.protocol": "PLAINTEXT"}).acks == -1
 

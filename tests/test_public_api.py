@@ -20,6 +20,7 @@ PUBLIC_MODULES = {
     "kclient.spark",
     "kclient.protocol",
     "kclient.errors",
+    "kclient.oauth",
 }
 
 

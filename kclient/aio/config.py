@@ -36,11 +36,11 @@ AIOKAFKA_NAMES = {
     "sasl_mechanism": "sasl.mechanism",
     "sasl_plain_username": "sasl.username",
     "sasl_plain_password": "sasl.password",
+    "sasl_oauth_token_provider": "sasl_oauth_token_provider",
 }
 _UNSUPPORTED = {
     "sasl_kerberos_service_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
     "sasl_kerberos_domain_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
-    "sasl_oauth_token_provider": "SASL OAUTHBEARER is not supported by kclient",
 }
 #: Defaults that differ from ``KafkaProducer``'s, as aiokafka's: no linger.
 _DEFAULTS = {"linger.ms": 0}

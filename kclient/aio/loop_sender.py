@@ -248,6 +248,9 @@ class LoopProducer(KafkaProducer):
         client: KafkaClient
         if kafka_client is None:
             cfg = ProducerConfig(config)
+            #: the credentials the network client authenticates with (an OAUTHBEARER
+            #: token source is started by ``AIOKafkaProducer.start``)
+            self.network_sasl = cfg.sasl
             selector = LoopSelector(loop, driver.on_ready)
             self.resolver = LoopResolver(loop, driver.schedule)
             client = NetworkClient.create(

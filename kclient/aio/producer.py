@@ -42,6 +42,7 @@ from kclient.errors import (
     KafkaTimeoutError,
 )
 from kclient.network import NetworkClient
+from kclient.oauth.login import OAuthBearerCredentials
 from kclient.producer import KafkaProducer
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
@@ -107,6 +108,13 @@ class AIOKafkaProducer:
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
+        sasl = getattr(producer, "network_sasl", producer.config.sasl)
+        if isinstance(sasl, OAuthBearerCredentials):  # the first token, awaited here
+            try:
+                await sasl.source.start()
+            except BaseException:
+                await self.stop()
+                raise
         if isinstance(producer, LoopProducer):
             await producer.prime()
         metadata = producer._metadata

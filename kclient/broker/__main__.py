@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--ssl-truststore-location",
         default=None,
         metavar="FILE",
-        help="PEM CA certificates that sign client certificates (ssl.truststore.location)",
+        help="PEM CA certificates that sign client certificates (and an https "
+        "--sasl-oauthbearer-jwks-endpoint-url) (ssl.truststore.location)",
     )
     tls.add_argument(
         "--ssl-client-auth",
@@ -174,8 +175,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--sasl-enabled-mechanisms",
         default=None,
         metavar="LIST",
-        help="comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 "
-        "(sasl.enabled.mechanisms; default: all three)",
+        help="comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER "
+        "(sasl.enabled.mechanisms; default: the first three)",
+    )
+    sasl.add_argument(
+        "--sasl-oauthbearer-jwks-endpoint-url",
+        default=None,
+        metavar="URL",
+        help="OAUTHBEARER: accept tokens signed (RS256, ES256) by the keys this JWKS URL "
+        "serves (sasl.oauthbearer.jwks.endpoint.url; needs the 'oauth' extra). Without it, "
+        "unsigned tokens are accepted (Kafka's unsecured validator: for tests)",
+    )
+    sasl.add_argument(
+        "--sasl-oauthbearer-expected-audience",
+        default=None,
+        metavar="LIST",
+        help="OAUTHBEARER with a JWKS URL: a token's 'aud' must be one of these "
+        "(comma-separated; sasl.oauthbearer.expected.audience)",
+    )
+    sasl.add_argument(
+        "--sasl-oauthbearer-expected-issuer",
+        default=None,
+        metavar="ISSUER",
+        help="OAUTHBEARER with a JWKS URL: a token's 'iss' must be this "
+        "(sasl.oauthbearer.expected.issuer)",
+    )
+    sasl.add_argument(
+        "--sasl-oauthbearer-required-scope",
+        default=None,
+        metavar="LIST",
+        help="OAUTHBEARER without a JWKS URL: unsigned tokens must carry these scopes "
+        "(comma-separated; Kafka's unsecuredValidatorRequiredScope)",
     )
     sasl.add_argument(
         "--sasl-users-file",
@@ -383,6 +413,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings["sasl_users"] = users
         if args.connections_max_reauth_ms is not None:
             settings["connections_max_reauth_ms"] = args.connections_max_reauth_ms
+        for name in (
+            "sasl_oauthbearer_jwks_endpoint_url",
+            "sasl_oauthbearer_expected_audience",
+            "sasl_oauthbearer_expected_issuer",
+            "sasl_oauthbearer_required_scope",
+        ):
+            if getattr(args, name) is not None:
+                settings[name] = getattr(args, name)
         if args.connection_failed_authentication_delay_ms is not None:
             settings["connection_failed_authentication_delay_ms"] = (
                 args.connection_failed_authentication_delay_ms

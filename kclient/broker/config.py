@@ -14,6 +14,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from kclient.broker.sasl_oauth import (
+    TokenValidator,
+    check_oauthbearer_settings,
+    oauth_validator,
+)
 from kclient.broker.sasl_server import (
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
     DEFAULT_MAX_RECEIVE_SIZE,
@@ -36,8 +41,10 @@ DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
 _CLUSTER_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 #: ``security.protocol`` values the embedded broker's listener speaks.
-#: ``sasl.enabled.mechanisms`` by default: every mechanism the broker serves.
-DEFAULT_SASL_MECHANISMS = MECHANISMS
+#: ``sasl.enabled.mechanisms`` by default: the password mechanisms (OAUTHBEARER on request).
+DEFAULT_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: Mechanisms that authenticate the users of ``sasl.users``.
+_PASSWORD_MECHANISMS = frozenset(DEFAULT_SASL_MECHANISMS)
 #: ``ssl.client.auth`` values.
 SSL_CLIENT_AUTH = ("none", "requested", "required")
 
@@ -120,6 +127,22 @@ class BrokerConfig:
     #: that guessing passwords is slow; other connections are served meanwhile. Must be
     #: below ``connections.max.idle.ms``, as in Kafka. 0 answers at once.
     connection_failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTHENTICATION_DELAY_MS
+    #: OAUTHBEARER (``kclient.broker.sasl_oauth``): without a JWKS URL, Kafka's unsecured
+    #: validator (unsigned JWTs; ``sasl_oauthbearer_required_scope``, Kafka's JAAS option
+    #: ``unsecuredValidatorRequiredScope``). ``sasl.oauthbearer.jwks.endpoint.url``:
+    #: signed JWTs (RS256/ES256) checked against its keys, refreshed every
+    #: ``sasl.oauthbearer.jwks.endpoint.refresh.ms``, with ``sasl.oauthbearer.expected.*``.
+    sasl_oauthbearer_jwks_endpoint_url: str | None = None
+    sasl_oauthbearer_expected_audience: tuple[str, ...] = ()
+    sasl_oauthbearer_expected_issuer: str | None = None
+    sasl_oauthbearer_required_scope: tuple[str, ...] = ()
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = 3_600_000
+    sasl_oauthbearer_clock_skew_seconds: int = 30
+    #: Python API only (Kafka's ``sasl.server.callback.handler.class``): a validator of
+    #: one's own (``validate(token, now_ms) -> ValidatedToken``, ``kclient.broker.sasl_oauth``).
+    sasl_server_callback_handler: TokenValidator | None = field(
+        default=None, repr=False, compare=False, hash=False
+    )
     #: ``group.initial.rebalance.delay.ms``: when the first member joins an Empty group,
     #: the coordinator waits this long for more members (again after each newcomer, up
     #: to the rebalance timeout) before it forms the generation. Kafka's default is 3000;
@@ -343,11 +366,18 @@ class BrokerConfig:
                         f"'{name}' is set but 'security.protocol' is {protocol}: "
                         f"set security.protocol={tls_protocol} (or leave the ssl.* settings out)"
                     )
-        if self.sasl and not self.sasl_users:
+        password_mechanisms = _PASSWORD_MECHANISMS.intersection(self.sasl_enabled_mechanisms)
+        if self.sasl and not self.sasl_users and password_mechanisms:
             raise ConfigError(
                 f"'security.protocol' {protocol} needs at least one user in 'sasl.users' "
-                "(kclient-broker --sasl-users-file FILE): nobody could authenticate"
+                "(kclient-broker --sasl-users-file FILE): nobody could authenticate with "
+                f"{', '.join(sorted(password_mechanisms))}"
             )
+        self._check_oauthbearer()
+
+    def _check_oauthbearer(self) -> None:
+        for name, value in check_oauthbearer_settings(self).items():
+            object.__setattr__(self, name, value)
 
     def _check_sasl_settings(self) -> None:
         """Normalize and check ``sasl.enabled.mechanisms`` and ``sasl.users``; refuse them
@@ -453,6 +483,7 @@ class BrokerConfig:
             max_receive_size=self.sasl_server_max_receive_size,
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
+            oauth_validator=oauth_validator(self),
         )
 
     def quota_defaults(self) -> dict[str, float]:

@@ -79,7 +79,8 @@ class ProcessorSasl:
             return False
         log.info(
             "closing connection %s from %s: its SASL session (user %r) expired %d ms ago "
-            "without re-authentication (connections.max.reauth.ms is %d); got %s",
+            "without re-authentication (connections.max.reauth.ms is %d; an OAUTHBEARER "
+            "session ends with its token); got %s",
             channel.id,
             channel.peer,
             session.username,
@@ -89,7 +90,9 @@ class ProcessorSasl:
         )
         if self._metrics is not None:
             self._metrics.add_counts(expired_connections_killed=1)
-        self.selector.close(channel.id, "SASL session expired (connections.max.reauth.ms)")
+        self.selector.close(
+            channel.id, "SASL session expired (its token, or connections.max.reauth.ms)"
+        )
         return True
 
     def _send_sasl_reply(

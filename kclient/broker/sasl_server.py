@@ -29,7 +29,10 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
+
+if TYPE_CHECKING:
+    from kclient.broker.sasl_oauth import TokenValidator
 
 __all__ = [
     "DEFAULT_FAILED_AUTHENTICATION_DELAY_MS",
@@ -46,7 +49,7 @@ __all__ = [
 ]
 
 #: The mechanisms the embedded broker serves, by their ``sasl.mechanism`` names.
-MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: Iterations of the SCRAM credentials (Kafka's minimum for SCRAM-SHA-256/512).
 SCRAM_ITERATIONS: Final = 4096
 #: Kafka's ``sasl.server.max.receive.size``: largest frame accepted before authentication.
@@ -384,6 +387,7 @@ class SaslServer:
         iterations: int = SCRAM_ITERATIONS,
         salt: Callable[[str, str], bytes] | None = None,
         server_nonce: Callable[[], str] = _default_server_nonce,
+        oauth_validator: TokenValidator | None = None,
     ) -> None:
         self.mechanisms = tuple(mechanisms)
         unknown = [m for m in self.mechanisms if m not in MECHANISMS]
@@ -418,6 +422,12 @@ class SaslServer:
         }
         #: keys the made-up salts of unknown users (stable while the broker runs)
         self._secret = secrets.token_bytes(32)
+        if oauth_validator is None and "OAUTHBEARER" in self.mechanisms:
+            from kclient.broker.sasl_oauth import UnsecuredValidator
+
+            oauth_validator = UnsecuredValidator()
+        #: OAUTHBEARER's token validator (``kclient.broker.sasl_oauth``)
+        self.oauth_validator = oauth_validator
 
     @property
     def users(self) -> list[str]:
@@ -429,6 +439,13 @@ class SaslServer:
             raise ValueError(f"SASL mechanism {mechanism!r} is not enabled")
         if mechanism == "PLAIN":
             return PlainExchange(self._passwords)
+        if mechanism == "OAUTHBEARER":
+            from kclient.broker.sasl_oauth import OAuthBearerExchange
+
+            assert self.oauth_validator is not None
+            return OAuthBearerExchange(
+                self.oauth_validator, max_reauth_ms=self.connections_max_reauth_ms
+            )
         credentials = self._scram[mechanism]
         return ScramExchange(
             mechanism,
@@ -446,6 +463,7 @@ class SaslServer:
     def __repr__(self) -> str:
         return (
             f"SaslServer(mechanisms={self.mechanisms}, users={self.users}, "
+            f"oauth_validator={self.oauth_validator!r}, "
             f"connections_max_reauth_ms={self.connections_max_reauth_ms}, "
             f"failed_authentication_delay_ms={self.failed_authentication_delay_ms})"
         )

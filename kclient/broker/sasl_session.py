@@ -9,9 +9,11 @@ connection. ``deadline_ns`` (set by the selector) bounds each exchange.
 Re-authentication (KIP-368), when the listener's ``connections.max.reauth.ms`` is > 0:
 
 * A successful SaslAuthenticate starts a session of that lifetime, sent to v1+ clients as
-  ``session_lifetime_ms`` (Kafka sends the smaller of the setting and the credential's
-  own lifetime; ours have none). SaslAuthenticate v0 has no such field: such a client is
-  simply closed once its session has expired.
+  ``session_lifetime_ms``: the smaller of the setting and the credential's own lifetime,
+  as Kafka. Only OAUTHBEARER tokens have one (their ``exp``): their sessions end with the
+  token even when ``connections.max.reauth.ms`` is 0, and may re-authenticate.
+  SaslAuthenticate v0 has no such field: such a client is simply closed once its session
+  has expired.
 * After ``expiry_ns`` the connection may only re-authenticate: ``admits`` lets through
   SaslHandshake and ApiVersions; anything else makes the Processor close the connection.
 * On an authenticated connection, SaslHandshake then SaslAuthenticate round(s)
@@ -109,7 +111,7 @@ class SaslSession:
     @property
     def expires(self) -> bool:
         """Authenticated sessions expire, and may re-authenticate (KIP-368)."""
-        return self._lifetime_ms > 0
+        return self._lifetime_ms > 0 or self.expiry_ns != 0
 
     @property
     def accepts_api_versions(self) -> bool:
@@ -231,6 +233,9 @@ class SaslSession:
         self._principal = exchange.username
         self._mechanism = exchange.mechanism
         lifetime_ms = self._lifetime_ms
+        credential_ms = getattr(exchange, "session_lifetime_ms", None)
+        if credential_ms is not None:  # a token's: it already counts connections.max.reauth.ms
+            lifetime_ms = credential_ms
         self.expiry_ns = now_ns + lifetime_ms * _NS_PER_MS if lifetime_ms else 0
         return SaslReply(
             _authenticate_body(0, None, answer, lifetime_ms),

@@ -6,7 +6,9 @@ mechanism; SaslAuthenticate rounds then carry the mechanism's tokens until it ha
 more to say. When the broker gives the session a lifetime (KIP-368), the node is due to
 authenticate again on the same connection at a random 85-95% of it, as Java does;
 ``reauthenticate_due`` starts those rounds. Failures come back as a reason text for the
-client to close the connection with; secrets never appear in them.
+client to close the connection with; secrets never appear in them. Credentials that
+refresh themselves (OAUTHBEARER tokens, ``kclient.oauth``) are given their turn
+(``maintain``) on the same schedule, so a token is refreshed before the sessions need it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from kclient import errors
 from kclient.network.api_versions import ApiVersions
 from kclient.network.kafka_client import ClientRequest
 from kclient.protocol import ApiKey
-from kclient.sasl import SaslCredentials, SaslMechanism, shorten
+from kclient.sasl import Credentials, SaslMechanism, shorten
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +37,7 @@ class SaslClientAuthenticator:
 
     def __init__(
         self,
-        credentials: SaslCredentials,
+        credentials: Credentials,
         api_versions: ApiVersions,
         send: SendInternal,
         rng: random.Random,
@@ -48,7 +50,9 @@ class SaslClientAuthenticator:
         self._prefix = log_prefix
         self._exchanges: dict[int, SaslMechanism] = {}  # node → its exchange in progress
         self._reauthenticate_at_ms: dict[int, int] = {}
-        #: the earliest re-authentication due (NEVER_MS: none)
+        #: when the credentials want their ``maintain`` (a token refresh; NEVER_MS: never)
+        self._maintain_at_ms = NEVER_MS
+        #: the earliest re-authentication or maintenance due (NEVER_MS: none)
         self.next_reauthentication_ms = NEVER_MS
 
     def start(self, node_id: int, now_ms: int) -> str | None:
@@ -93,7 +97,11 @@ class SaslClientAuthenticator:
                 f"enables: {enabled}; error {errors.for_code(code).name}): check "
                 "'sasl.mechanism'"
             )
-        exchange = self.credentials.new_exchange()
+        try:
+            exchange = self.credentials.new_exchange()
+        except errors.SaslAuthenticationError as exc:
+            return str(exc)
+        self._schedule_maintenance(now_ms)
         self._exchanges[node_id] = exchange
         self._send_token(node_id, exchange.initial_response(), now_ms)
         return None
@@ -110,9 +118,10 @@ class SaslClientAuthenticator:
         code = body["error_code"]
         if code:
             detail = shorten(body.get("error_message") or errors.for_code(code).name)
+            who = f" as {creds.username!r}" if creds.username else ""
             return False, (
-                f"authentication as {creds.username!r} with {creds.mechanism} failed: "
-                f"{detail}; check 'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')"
+                f"authentication{who} with {creds.mechanism} failed: "
+                f"{detail}; check {creds.settings_hint}"
             )
         try:
             token = exchange.respond(bytes(body.get("auth_bytes") or b""))
@@ -147,6 +156,8 @@ class SaslClientAuthenticator:
         says whether it can start now: True (READY with an idle channel), False (its
         channel is busy writing: wait a poll) or None (not READY: drop it);
         ``starting(node)`` marks it AUTHENTICATING."""
+        if now_ms >= self._maintain_at_ms:
+            self._maintain(now_ms)
         due = self._reauthenticate_at_ms
         for node_id, at_ms in list(due.items()):
             if at_ms > now_ms:
@@ -163,7 +174,25 @@ class SaslClientAuthenticator:
             self._send_handshake(node_id, now_ms)
         next_ms = min(due.values(), default=NEVER_MS)
         # a node still due waits for its channel: look again in a millisecond, not at once
-        self.next_reauthentication_ms = next_ms if next_ms > now_ms else now_ms + 1
+        next_ms = next_ms if next_ms > now_ms else now_ms + 1
+        self.next_reauthentication_ms = min(next_ms, self._maintain_at_ms)
+
+    def _maintain(self, now_ms: int) -> None:
+        maintain = getattr(self.credentials, "maintain", None)
+        if maintain is not None:
+            maintain()
+        self._maintain_at_ms = NEVER_MS
+        self._schedule_maintenance(now_ms)
+
+    def _schedule_maintenance(self, now_ms: int) -> None:
+        """When the credentials next want ``maintain`` (a token's refresh time)."""
+        delay = getattr(self.credentials, "maintenance_delay_ms", None)
+        delay_ms = delay() if delay is not None else NEVER_MS
+        if delay_ms == NEVER_MS:
+            return
+        # at least a second apart: a refresh under way reports no delay until it is done
+        self._maintain_at_ms = now_ms + max(delay_ms, 1000)
+        self.next_reauthentication_ms = min(self.next_reauthentication_ms, self._maintain_at_ms)
 
     def forget(self, node_id: int) -> None:
         """The node's connection is gone: drop its exchange and schedule."""

@@ -14,7 +14,11 @@ object (SIGTERM, then SIGKILL after a bound), and the directory is deleted on ``
 
 Every node has an inter-broker PLAINTEXT listener (``bootstrap_servers``); ``listeners``
 adds ``SSL`` (certificates from :mod:`kclient.testing.tls`) and ``SASL_PLAINTEXT`` (PLAIN,
-SCRAM-SHA-256 and SCRAM-SHA-512 for :data:`SASL_USER`), whose client settings
+SCRAM-SHA-256 and SCRAM-SHA-512 for :data:`SASL_USER`) and ``OAUTHBEARER`` (a
+SASL_PLAINTEXT listener of that name taking OAUTHBEARER tokens: unsigned ones, Kafka's
+unsecured validator; or, with ``properties`` naming ``sasl.oauthbearer.jwks.endpoint.url``,
+signed ones checked against that JWKS, whose URL the harness then allows with the JVM
+property ``org.apache.kafka.sasl.oauthbearer.allowed.urls``), whose client settings
 :meth:`ApacheKafka.client_config` gives. With 3+ nodes topics default to replication
 factor 3 and ``min.insync.replicas=2``. Driven by the thread that made it.
 """
@@ -61,7 +65,10 @@ __all__ = [
 
 #: The Apache Kafka versions the tests run against: the newest release and the newest 3.x.
 VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2")
-LISTENERS: tuple[str, ...] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT")
+LISTENERS: tuple[str, ...] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "OAUTHBEARER")
+#: The principal of the OAUTHBEARER listener's unsigned tokens (``client_config``).
+OAUTH_PRINCIPAL = "alice"
+_JWKS_URL = "sasl.oauthbearer.jwks.endpoint.url"
 SASL_MECHANISMS: tuple[str, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: The one user of the SASL listener, for every mechanism.
 SASL_USER = "alice"
@@ -200,6 +207,12 @@ class ApacheKafka:
             for node_id in range(1, self.brokers + 1)
         }
         voters = ",".join(f"{i}@{LOOPBACK}:{p.controller}" for i, p in per_node.items())
+        if _JWKS_URL in self.properties:  # Kafka 4 reads only the URLs it is told to allow
+            allowed = "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="
+            self.jvm_options = (
+                *(o for o in self.jvm_options if not o.startswith(allowed)),
+                allowed + self.properties[_JWKS_URL],
+            )
         if "SSL" in self.listeners:
             from kclient.testing.tls import write_test_certificates
 
@@ -232,7 +245,7 @@ class ApacheKafka:
             "advertised.listeners": advertised,
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-            "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTHBEARER:SASL_PLAINTEXT",
             "log.dirs": str(folder / "data"),
             "num.partitions": "1",
             "default.replication.factor": str(replicas),
@@ -277,7 +290,24 @@ class ApacheKafka:
                 props[f"{prefix}.{mechanism.lower()}.sasl.jaas.config"] = (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;"
                 )
+        if "OAUTHBEARER" in self.listeners:
+            props.update(self._oauthbearer_properties())
         props.update(self.properties)
+        return props
+
+    def _oauthbearer_properties(self) -> dict[str, str]:
+        prefix = "listener.name.oauthbearer"
+        props = {
+            f"{prefix}.sasl.enabled.mechanisms": "OAUTHBEARER",
+            f"{prefix}.oauthbearer.sasl.jaas.config": (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                f'unsecuredLoginStringClaim_sub="{OAUTH_PRINCIPAL}";'
+            ),
+        }
+        if _JWKS_URL in self.properties:
+            props[f"{prefix}.oauthbearer.sasl.server.callback.handler.class"] = (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+            )
         return props
 
     def _format_args(self) -> list[str]:
@@ -342,6 +372,11 @@ class ApacheKafka:
             config["sasl.mechanisms"] = mechanism or "PLAIN"
             config["sasl.username"] = SASL_USER
             config["sasl.password"] = SASL_PASSWORD
+        if listener == "OAUTHBEARER":  # unsigned tokens; for a JWKS listener bring your own
+            config["security.protocol"] = "SASL_PLAINTEXT"
+            config["sasl.mechanisms"] = "OAUTHBEARER"
+            config["enable.sasl.oauthbearer.unsecure.jwt"] = True
+            config["sasl.oauthbearer.config"] = f"principal={OAUTH_PRINCIPAL}"
         return config
 
     def java_client_config(
@@ -352,6 +387,13 @@ class ApacheKafka:
         if listener == "SSL":
             config["ssl.truststore.type"] = "PEM"
             config["ssl.truststore.location"] = self.certificates.ca_cert
+        if listener == "OAUTHBEARER":
+            config["security.protocol"] = "SASL_PLAINTEXT"
+            config["sasl.mechanism"] = "OAUTHBEARER"
+            config["sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                f'unsecuredLoginStringClaim_sub="{OAUTH_PRINCIPAL}";'
+            )
         if listener == "SASL_PLAINTEXT":
             mechanism = mechanism or "PLAIN"
             module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
