@@ -78,7 +78,7 @@ from typing import Any, ClassVar, NoReturn
 
 from kclient import librdkafka
 from kclient.errors import ConfigError
-from kclient.sasl import SaslCredentials
+from kclient.sasl import SaslClientCredentials, SaslCredentials
 from kclient.settings import (
     ACKS_ALL,
     BY_NAME,
@@ -174,7 +174,10 @@ class ProducerConfig:
     sasl_username: str | None
     sasl_password: str | None
     sasl_jaas_config: str | None
-    sasl: SaslCredentials | None
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
+    sasl: SaslClientCredentials | None
     """With SASL_*: the mechanism and credentials, checked."""
     explicit: frozenset[str]
 
@@ -344,7 +347,9 @@ def _validate_idempotence(values: dict[str, Any], explicit: frozenset[str]) -> N
     values["enable.idempotence"] = False
 
 
-def _sasl_credentials(values: dict[str, Any], explicit: frozenset[str]) -> SaslCredentials | None:
+def _sasl_credentials(
+    values: dict[str, Any], explicit: frozenset[str]
+) -> SaslClientCredentials | None:
     protocol = values["security.protocol"]
     if not protocol.startswith("SASL_"):
         given = sorted(name for name in explicit if name.startswith("sasl."))
@@ -354,6 +359,18 @@ def _sasl_credentials(values: dict[str, Any], explicit: frozenset[str]) -> SaslC
                 f"{protocol}: set it to SASL_SSL (or SASL_PLAINTEXT) to use SASL"
             )
         return None
+    kerberos = sorted(name for name in explicit if name.startswith("sasl.kerberos."))
+    if values["sasl.mechanism"] == "GSSAPI" and (
+        kerberos or not any(values[n] is not None for n in ("sasl.username", "sasl.password"))
+    ):
+        from kclient.sasl_gssapi import GssapiCredentials
+
+        return GssapiCredentials.from_config(values)
+    if kerberos:
+        raise ConfigError(
+            f"{', '.join(repr(n) for n in kerberos)} given, but 'sasl.mechanism' is "
+            f"{values['sasl.mechanism']}: set 'sasl.mechanism' to GSSAPI to use Kerberos"
+        )
     return SaslCredentials.from_settings(
         values["sasl.mechanism"],
         values["sasl.username"],

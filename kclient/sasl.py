@@ -26,6 +26,7 @@ from kclient.errors import ConfigError, SaslAuthenticationError
 __all__ = [
     "MECHANISMS",
     "PlainMechanism",
+    "SaslClientCredentials",
     "SaslCredentials",
     "SaslMechanism",
     "ScramMechanism",
@@ -33,8 +34,9 @@ __all__ = [
     "shorten",
 ]
 
-#: The mechanisms kclient speaks, by Kafka's ``sasl.mechanism`` name.
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: The mechanisms kclient speaks, by Kafka's ``sasl.mechanism`` name (GSSAPI: in
+#: ``kclient.sasl_gssapi``, with the optional ``gssapi`` package).
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI")
 
 
 class SaslMechanism(Protocol):
@@ -49,6 +51,28 @@ class SaslMechanism(Protocol):
     def respond(self, challenge: bytes) -> bytes | None:
         """The answer to a server message; None once the exchange is complete.
         Raises ``SaslAuthenticationError`` if the server's message is wrong."""
+        ...
+
+
+class SaslClientCredentials(Protocol):
+    """What a producer authenticates with: ``SaslCredentials`` (PLAIN, SCRAM) or
+    ``kclient.sasl_gssapi.GssapiCredentials``."""
+
+    @property
+    def mechanism(self) -> str: ...
+
+    @property
+    def username(self) -> str:
+        """Who authenticates, as error messages name it."""
+        ...
+
+    @property
+    def settings_hint(self) -> str:
+        """The settings to check when the broker refuses (for error messages)."""
+        ...
+
+    def new_exchange(self, host: str = "") -> SaslMechanism:
+        """A fresh exchange for one connection attempt to the broker at ``host``."""
         ...
 
 
@@ -216,6 +240,7 @@ _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 _LOGIN_MODULES = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
+    "com.sun.security.auth.module.Krb5LoginModule": ("GSSAPI",),
 }
 
 
@@ -265,15 +290,16 @@ class SaslCredentials:
         password: str | None,
         jaas_config: str | None,
     ) -> SaslCredentials:
+        if mechanism == "GSSAPI":
+            raise ConfigError(
+                "a user and password were given, but 'sasl.mechanism' is GSSAPI (GSSAPI is "
+                "Java's default; set 'sasl.mechanism' to PLAIN or SCRAM-SHA-256/512, or use "
+                "'sasl.kerberos.principal' and 'sasl.kerberos.keytab' for Kerberos)"
+            )
         if mechanism not in MECHANISMS:
             raise ConfigError(
                 f"'sasl.mechanism' {mechanism!r} is not supported; use one of "
                 f"{', '.join(MECHANISMS)}"
-                + (
-                    " (GSSAPI is Java's default; set 'sasl.mechanism')"
-                    if mechanism == "GSSAPI"
-                    else ""
-                )
             )
         if jaas_config is not None:
             if username is not None or password is not None:
@@ -301,8 +327,10 @@ class SaslCredentials:
             )
         return cls(mechanism, username, password)
 
-    def new_exchange(self) -> SaslMechanism:
-        """A fresh mechanism object for one connection attempt."""
+    settings_hint = "check 'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')"
+
+    def new_exchange(self, host: str = "") -> SaslMechanism:
+        """A fresh mechanism object for one connection attempt (any ``host``)."""
         if self.mechanism == "PLAIN":
             return PlainMechanism(self.username, self.password)
         return ScramMechanism(self.mechanism, self.username, self.password)

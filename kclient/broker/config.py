@@ -12,9 +12,10 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient.broker.sasl_server import (
+    ALL_MECHANISMS,
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
     DEFAULT_MAX_RECEIVE_SIZE,
     MECHANISMS,
@@ -22,6 +23,9 @@ from kclient.broker.sasl_server import (
 )
 from kclient.errors import ConfigError
 from kclient.tls import SECURITY_PROTOCOLS, server_context
+
+if TYPE_CHECKING:
+    from kclient.broker.sasl_gssapi import GssapiAcceptor
 
 #: Kafka's default ``message.max.bytes`` (1 MiB plus the 12-byte log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
@@ -111,6 +115,11 @@ class BrokerConfig:
     sasl_users: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
     #: ``sasl.server.max.receive.size``: largest request accepted before authentication.
     sasl_server_max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
+    #: GSSAPI (``kclient.broker.sasl_gssapi``): ``sasl.kerberos.service.name``, the keytab
+    #: with the broker's key, and its principal (None: any key in the keytab).
+    sasl_kerberos_service_name: str = "kafka"
+    sasl_kerberos_keytab: str | None = None
+    sasl_kerberos_principal: str | None = None
     #: ``connections.max.reauth.ms`` (SASL listeners, KIP-368): an authenticated session
     #: lasts this long; then the client must re-authenticate on its connection or have it
     #: closed at its next request. 0 (Kafka's default): sessions never expire.
@@ -343,7 +352,11 @@ class BrokerConfig:
                         f"'{name}' is set but 'security.protocol' is {protocol}: "
                         f"set security.protocol={tls_protocol} (or leave the ssl.* settings out)"
                     )
-        if self.sasl and not self.sasl_users:
+        if (
+            self.sasl
+            and not self.sasl_users
+            and set(self.sasl_enabled_mechanisms) & set(MECHANISMS)
+        ):
             raise ConfigError(
                 f"'security.protocol' {protocol} needs at least one user in 'sasl.users' "
                 "(kclient-broker --sasl-users-file FILE): nobody could authenticate"
@@ -362,11 +375,18 @@ class BrokerConfig:
                 f"'sasl.enabled.mechanisms' must be a list of mechanism names, got {mechanisms!r}"
             )
         names = tuple(dict.fromkeys(m.strip().upper() for m in mechanisms if m.strip()))
-        unknown = [m for m in names if m not in MECHANISMS]
+        unknown = [m for m in names if m not in ALL_MECHANISMS]
         if unknown:
             raise ConfigError(
                 f"'sasl.enabled.mechanisms' lists {', '.join(unknown)}, which the embedded "
-                f"broker does not serve (it serves {', '.join(MECHANISMS)})"
+                f"broker does not serve (it serves {', '.join(ALL_MECHANISMS)})"
+            )
+        if ("GSSAPI" in names) != (self.sasl_kerberos_keytab is not None):
+            raise ConfigError(
+                "'sasl.enabled.mechanisms' GSSAPI needs 'sasl.kerberos.keytab' (the broker's "
+                "keytab; kclient-broker --sasl-kerberos-keytab FILE)"
+                if "GSSAPI" in names
+                else "'sasl.kerberos.keytab' is set but 'sasl.enabled.mechanisms' has no GSSAPI"
             )
         if not names:
             raise ConfigError(
@@ -453,6 +473,18 @@ class BrokerConfig:
             max_receive_size=self.sasl_server_max_receive_size,
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
+            gssapi=self._gssapi_acceptor(),
+        )
+
+    def _gssapi_acceptor(self) -> GssapiAcceptor | None:
+        if self.sasl_kerberos_keytab is None:
+            return None
+        from kclient.broker.sasl_gssapi import GssapiAcceptor
+
+        return GssapiAcceptor(
+            self.sasl_kerberos_service_name,
+            self.sasl_kerberos_keytab,
+            self.sasl_kerberos_principal,
         )
 
     def quota_defaults(self) -> dict[str, float]:

@@ -20,7 +20,7 @@ from kclient import errors
 from kclient.network.api_versions import ApiVersions
 from kclient.network.kafka_client import ClientRequest
 from kclient.protocol import ApiKey
-from kclient.sasl import SaslCredentials, SaslMechanism, shorten
+from kclient.sasl import SaslClientCredentials, SaslMechanism, shorten
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,8 @@ NEVER_MS = 2**63 - 1
 
 #: Sends an internal request: (request, now_ms).
 SendInternal = Callable[[ClientRequest, int], None]
+#: The host name a node's connection was made to (GSSAPI's service principal names it).
+HostOf = Callable[[int], str]
 
 
 class SaslClientAuthenticator:
@@ -35,13 +37,16 @@ class SaslClientAuthenticator:
 
     def __init__(
         self,
-        credentials: SaslCredentials,
+        credentials: SaslClientCredentials,
         api_versions: ApiVersions,
         send: SendInternal,
         rng: random.Random,
         log_prefix: str = "",
+        *,
+        host_of: HostOf | None = None,
     ) -> None:
         self.credentials = credentials
+        self._host_of = host_of
         self._api_versions = api_versions
         self._send = send
         self._rng = rng
@@ -93,9 +98,14 @@ class SaslClientAuthenticator:
                 f"enables: {enabled}; error {errors.for_code(code).name}): check "
                 "'sasl.mechanism'"
             )
-        exchange = self.credentials.new_exchange()
+        try:
+            host = self._host_of(node_id) if self._host_of is not None else ""
+            exchange = self.credentials.new_exchange(host)
+            token = exchange.initial_response()
+        except errors.SaslAuthenticationError as exc:
+            return str(exc)  # e.g. GSSAPI: no Kerberos credentials, the KDC unreachable
         self._exchanges[node_id] = exchange
-        self._send_token(node_id, exchange.initial_response(), now_ms)
+        self._send_token(node_id, token, now_ms)
         return None
 
     def handle_authenticate_response(
@@ -112,7 +122,7 @@ class SaslClientAuthenticator:
             detail = shorten(body.get("error_message") or errors.for_code(code).name)
             return False, (
                 f"authentication as {creds.username!r} with {creds.mechanism} failed: "
-                f"{detail}; check 'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')"
+                f"{detail}; {creds.settings_hint}"
             )
         try:
             token = exchange.respond(bytes(body.get("auth_bytes") or b""))

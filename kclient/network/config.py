@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 from kclient.errors import ConfigError
 from kclient.network.selector import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
-from kclient.sasl import SaslCredentials
+from kclient.sasl import SaslClientCredentials
 from kclient.tls import SECURITY_PROTOCOLS, client_context
 
 #: Kafka's ``security.protocol`` values, all spoken by the client.
@@ -45,7 +45,7 @@ class NetworkClientConfig:
     metadata_max_idle_ms: int = 300_000  # metadata.max.idle.ms
     security_protocol: str = "PLAINTEXT"  # security.protocol
     ssl_context: ssl.SSLContext | None = None  # SSL, SASL_SSL: from the ssl.* settings
-    sasl: SaslCredentials | None = None  # SASL_*: sasl.mechanism and the credentials
+    sasl: SaslClientCredentials | None = None  # SASL_*: sasl.mechanism and the credentials
 
     def __post_init__(self) -> None:
         if self.security_protocol not in SECURITY_PROTOCOLS:
