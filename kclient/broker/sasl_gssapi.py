@@ -110,6 +110,8 @@ class GssapiExchange:
         context = self._context
         try:
             if not context.complete:
+                if not token:
+                    self._fail("an empty GSSAPI token where a Kerberos AP-REQ belongs")
                 out = context.step(token)
                 if not context.complete:
                     return out or b""

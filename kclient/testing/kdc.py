@@ -36,7 +36,15 @@ from pathlib import Path
 
 from kclient.testing._die_with_parent import die_with_parent
 
-__all__ = ["DEFAULT_REALM", "KdcUnavailable", "LocalKdc", "local_kdc", "missing_programs"]
+__all__ = [
+    "DEFAULT_REALM",
+    "KdcUnavailable",
+    "KerberosSetup",
+    "LocalKdc",
+    "kerberos_setup",
+    "local_kdc",
+    "missing_programs",
+]
 
 DEFAULT_REALM = "KCLIENT.TEST"
 #: The programs the KDC needs, and the Debian package that has each.
@@ -257,3 +265,38 @@ def local_kdc(realm: str = DEFAULT_REALM, start_timeout_s: float = 20.0) -> Iter
             yield kdc
         finally:
             kdc.stop()
+
+
+@dataclass(frozen=True)
+class KerberosSetup:
+    """What the ``kerberos_kdc`` fixture yields: the KDC, a broker keytab with
+    ``kafka/127.0.0.1`` and ``kafka/localhost``, and a client keytab with ``alice``."""
+
+    kdc: LocalKdc
+    broker_keytab: Path
+    client_keytab: Path
+    client_principal: str
+
+    def broker_principal(self, host: str = "127.0.0.1") -> str:
+        return self.kdc.principal(f"kafka/{host}")
+
+
+@contextlib.contextmanager
+def kerberos_setup() -> Iterator[KerberosSetup]:
+    """A KDC with a broker and a client principal, its ``krb5.conf`` set in this process's
+    environment (``KRB5_CONFIG``) while the block runs."""
+    with local_kdc() as kdc:
+        broker_keytab = kdc.directory / "broker.keytab"
+        for host in ("127.0.0.1", "localhost"):
+            kdc.add_principal(f"kafka/{host}", broker_keytab)
+        client_keytab = kdc.add_principal("alice")
+        saved = {name: os.environ.get(name) for name in kdc.env}
+        os.environ.update(kdc.env)
+        try:
+            yield KerberosSetup(kdc, broker_keytab, client_keytab, kdc.principal("alice"))
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value

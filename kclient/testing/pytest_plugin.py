@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kclient.testing.apache_kafka_fixtures import *  # noqa: F403 -- Apache Kafka's fixtures
+from kclient.testing.kdc_fixtures import *  # noqa: F403 -- kerberos_kdc
 
 if TYPE_CHECKING:
     from kclient.broker import EmbeddedBroker, EmbeddedCluster
