@@ -176,9 +176,13 @@ def explain(error: Exception, target: str, who: str) -> str:
             "'sasl.kerberos.service.name' (the broker's) and that 'bootstrap.servers' names the "
             "broker by the host name in its principal"
         )
+    if minor.startswith("client ") and "not found in kerberos database" in minor:
+        return (
+            f"GSSAPI: the KDC does not know the principal {who} ({text.strip()}); check "
+            "'sasl.kerberos.principal' and 'sasl.kerberos.keytab'"
+        )
     if (
-        "client not found" in minor
-        or "no key table entry" in minor
+        "no key table entry" in minor
         or "no credentials" in minor
         or "keytab" in minor
         or "credentials cache" in minor
