@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import shutil
 import socket
@@ -60,8 +61,9 @@ def topic_on(broker: EmbeddedBroker) -> str:
 
 
 def test_sync_producer_authenticates_and_reauthenticates(
-    broker: EmbeddedBroker, kerberos_kdc: KerberosSetup
+    broker: EmbeddedBroker, kerberos_kdc: KerberosSetup, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="kclient.network")
     topic = topic_on(broker)
     settings = gssapi_settings(kerberos_kdc, **{"bootstrap.servers": broker.bootstrap_servers})
     with KafkaProducer(settings) as producer:
@@ -75,6 +77,9 @@ def test_sync_producer_authenticates_and_reauthenticates(
             time.sleep(0.2)
     assert [r.value for r in broker.read_records(topic, 0)][:2] == [b"first", b"more"]
     assert len(broker.read_records(topic, 0)) == sent
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("re-authenticating to node" in m for m in messages)
+    assert not [m for m in messages if "node 0 disconnected" in m]
 
 
 def test_java_style_jaas_config(broker: EmbeddedBroker, kerberos_kdc: KerberosSetup) -> None:

@@ -280,6 +280,31 @@ class KerberosSetup:
     def broker_principal(self, host: str = "127.0.0.1") -> str:
         return self.kdc.principal(f"kafka/{host}")
 
+    def client_config(self) -> dict[str, str]:
+        """kclient's (and librdkafka's) settings to authenticate as the client."""
+        return {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "GSSAPI",
+            "sasl.kerberos.service.name": "kafka",
+            "sasl.kerberos.principal": self.client_principal,
+            "sasl.kerberos.keytab": str(self.client_keytab),
+        }
+
+    def kafka_listener_properties(self, listener: str) -> dict[str, str]:
+        """An Apache Kafka broker's properties serving GSSAPI on ``listener`` (lower case)
+        as ``kafka/127.0.0.1`` from the broker keytab; the JVM also needs
+        ``-Djava.security.krb5.conf`` (the KDC's ``krb5_conf``)."""
+        prefix = f"listener.name.{listener}"
+        return {
+            f"{prefix}.sasl.enabled.mechanisms": "GSSAPI",
+            "sasl.kerberos.service.name": "kafka",
+            f"{prefix}.gssapi.sasl.jaas.config": (
+                "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+                f'storeKey=true keyTab="{self.broker_keytab}" '
+                f'principal="{self.broker_principal()}";'
+            ),
+        }
+
 
 @contextlib.contextmanager
 def kerberos_setup() -> Iterator[KerberosSetup]:
