@@ -316,3 +316,10 @@ def test_kerberos_failures_in_words() -> None:
     assert "'sasl.kerberos.principal'" in creds
     keytab = explain(Exception("Minor (5): No key table entry found for x@R"), target, who)
     assert "no Kerberos credentials for alice@R" in keytab and "'sasl.kerberos.keytab'" in keytab
+
+
+def test_librdkafkas_kinit_settings_say_what_kclient_does_instead() -> None:
+    with pytest.raises(ConfigError, match="kclient runs no kinit"):
+        ProducerConfig(SASL, **{"sasl.kerberos.kinit.cmd": "kinit -kt x y"})
+    with pytest.raises(ConfigError, match="gets a new ticket from 'sasl.kerberos.keytab'"):
+        ProducerConfig(SASL, **{"sasl.kerberos.min.time.before.relogin": 60000})

@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from kclient.broker import EmbeddedBroker
 from kclient.errors import ConfigError, KafkaTimeoutError, SaslAuthenticationError
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import decode_response, encode_request
+from kclient.testing.broker_process import broker_process
 from kclient.testing.hostile import read_frame
 from kclient.testing.kdc import KerberosSetup
 
@@ -294,3 +296,39 @@ def test_kcat_reads_back_with_gssapi(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [f"kerberos-{i}" for i in range(5)]
+
+
+def test_broker_command_line_serves_gssapi(kerberos_kdc: KerberosSetup, tmp_path: Path) -> None:
+    keytab = str(kerberos_kdc.broker_keytab)
+    principal = kerberos_kdc.broker_principal()
+    flags = ["--security-protocol", "SASL_PLAINTEXT", "--sasl-enabled-mechanisms", "GSSAPI"]
+    with broker_process(
+        *flags, "--sasl-kerberos-keytab", keytab, "--sasl-kerberos-principal", principal
+    ) as broker:
+        assert broker.sasl_mechanisms == ("GSSAPI",)
+        settings = gssapi_settings(kerberos_kdc, **{"bootstrap.servers": broker.bootstrap_servers})
+        with KafkaProducer(settings) as producer:
+            assert producer.send("cli-gssapi", value=b"v").result(30).offset == 0
+    # a keytab without the principal stops the broker at start, naming the settings
+    empty = tmp_path / "other.keytab"
+    kerberos_kdc.kdc.add_principal("someone-else", empty)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kclient.broker",
+            *flags,
+            "--sasl-kerberos-keytab",
+            str(empty),
+            "--sasl-kerberos-principal",
+            principal,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert (
+        "'sasl.kerberos.keytab'" in result.stderr and "'sasl.kerberos.principal'" in result.stderr
+    )
