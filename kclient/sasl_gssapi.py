@@ -21,18 +21,18 @@ Credentials (``GssapiCredentials.from_settings``): ``sasl.kerberos.keytab`` and
 (no ``kinit`` subprocess, the user's own ticket cache untouched); without a keytab, the
 default ticket cache (``kinit``) is used. The service is ``sasl.kerberos.service.name``
 (default ``kafka``) on the host name the connection was made to, as librdkafka and Java do.
-libkrb5's KDC calls block the producer's I/O thread, as in Java; they are bounded by
-libkrb5 (a refused KDC port fails at once).
-"""
+The calls that may talk to the KDC run in a worker thread, which the producer's I/O thread
+waits for up to ``socket.connection.setup.timeout.ms`` (``KdcBound``)."""
 
 from __future__ import annotations
 
 import itertools
 import os
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from kclient.errors import ConfigError, SaslAuthenticationError
 from kclient.sasl import parse_jaas_config
@@ -58,6 +58,7 @@ _NOT_INSTALLED = (
     "pip install 'kclient-kafka[gssapi]' (building it needs Debian's libkrb5-dev)"
 )
 _cache_ids = itertools.count(1)
+_T = TypeVar("_T")
 
 
 def security_layer_offer(message: bytes) -> int:
@@ -196,33 +197,99 @@ def explain(error: Exception, target: str, who: str) -> str:
     return f"GSSAPI with {target} as {who} failed: {text.strip()}; {SETTINGS_HINT}"
 
 
+class KdcBound:
+    """Bounds the GSS-API calls that may talk to the KDC (the first token of a context: a
+    ticket-granting ticket from the keytab, then the service ticket). libkrb5 1.20 waits
+    up to about 50 s for a KDC that accepts connections and never answers; the call runs
+    in a worker thread and the producer's I/O thread waits ``timeout_ms`` at most
+    (``socket.connection.setup.timeout.ms``: getting the ticket is part of setting the
+    connection up). While a worker is still waiting for the KDC, another attempt fails at
+    once instead of starting a second one. Any thread."""
+
+    def __init__(self, timeout_ms: int) -> None:
+        self.timeout_ms = timeout_ms
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self._started_s = 0.0
+
+    def run(self, call: Callable[[], _T]) -> _T:
+        outcome: list[tuple[bool, Any]] = []
+
+        def work() -> None:
+            try:
+                outcome.append((True, call()))
+            except BaseException as exc:  # handed to the waiting thread
+                outcome.append((False, exc))
+
+        with self._lock:
+            if self._worker is not None and self._worker.is_alive():
+                waited_s = time.monotonic() - self._started_s
+                raise SaslAuthenticationError(
+                    f"GSSAPI: the Kerberos KDC has not answered for {waited_s:.0f} s; check the "
+                    "KDC in krb5.conf (KRB5_CONFIG) and that it is running"
+                )
+            worker = threading.Thread(target=work, name="kclient-kerberos", daemon=True)
+            self._worker, self._started_s = worker, time.monotonic()
+        worker.start()
+        worker.join(self.timeout_ms / 1000)
+        if not outcome:
+            raise SaslAuthenticationError(
+                f"GSSAPI: the Kerberos KDC did not answer within {self.timeout_ms} ms "
+                "('socket.connection.setup.timeout.ms'); check the KDC in krb5.conf "
+                "(KRB5_CONFIG) and that it is running"
+            )
+        ok, value = outcome[0]
+        if ok:
+            return value  # type: ignore[no-any-return]
+        raise value
+
+
 class KerberosContext:
     """A ``GssContext`` over the ``gssapi`` package (MIT krb5's GSS-API)."""
 
-    def __init__(self, credentials: Any, service: str, host: str, who: str) -> None:
+    def __init__(
+        self,
+        credentials: Callable[[], Any],
+        service: str,
+        host: str,
+        who: str,
+        kdc: KdcBound | None = None,
+    ) -> None:
         gssapi = _gssapi()
+        self._credentials = credentials
         self._target = f"{service}/{host}"
+        self._name = gssapi.Name(f"{service}@{host}", gssapi.NameType.hostbased_service)
         self._who = who
-        name = gssapi.Name(f"{service}@{host}", gssapi.NameType.hostbased_service)
+        self._kdc = kdc
+        self._context: Any = None
+        self._error = gssapi.exceptions.GSSError
+
+    def _first_token(self) -> Any:
+        """Credentials (from the keytab: the KDC), the context, its first token (the
+        service ticket: the KDC again)."""
+        gssapi = _gssapi()
         flags = gssapi.RequirementFlag
         self._context = gssapi.SecurityContext(
-            name=name,
-            creds=credentials,
+            name=self._name,
+            creds=self._credentials(),
             usage="initiate",
             flags=flags.mutual_authentication | flags.out_of_sequence_detection,
         )
-        self._error = gssapi.exceptions.GSSError
+        return self._context.step(None)
 
     @property
     def complete(self) -> bool:
-        return bool(self._context.complete)
+        return self._context is not None and bool(self._context.complete)
 
     def _fail(self, error: Exception) -> NoReturn:
         raise SaslAuthenticationError(explain(error, self._target, self._who)) from None
 
     def step(self, token: bytes | None) -> bytes | None:
         try:
-            out = self._context.step(token)
+            if token is None:  # the tickets come from the KDC
+                out = self._first_token() if self._kdc is None else self._kdc.run(self._first_token)
+            else:
+                out = self._context.step(token)
         except self._error as error:
             self._fail(error)
         return bytes(out) if out is not None else None
@@ -249,11 +316,17 @@ class GssapiCredentials:
     service_name: str = "kafka"
     principal: str | None = None
     keytab: str | None = None
+    #: The longest the producer's I/O thread waits for the KDC (``KdcBound``).
+    kdc_timeout_ms: int = 10_000
     mechanism: str = field(default="GSSAPI", init=False)
     _lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
     )
     _acquired: list[Any] = field(default_factory=list, init=False, repr=False, compare=False)
+    _kdc: list[KdcBound] = field(default_factory=list, init=False, repr=False, compare=False)
+    _kdc_lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
 
     @property
     def username(self) -> str:
@@ -292,11 +365,18 @@ class GssapiCredentials:
                 keytab = keytab or options.get("keyTab")
             principal = principal or options.get("principal")
             service = options.get("serviceName", service)
-        return cls.from_settings(service, principal, keytab)
+        return cls.from_settings(
+            service, principal, keytab, kdc_timeout_ms=values["socket.connection.setup.timeout.ms"]
+        )
 
     @classmethod
     def from_settings(
-        cls, service_name: str, principal: str | None, keytab: str | None
+        cls,
+        service_name: str,
+        principal: str | None,
+        keytab: str | None,
+        *,
+        kdc_timeout_ms: int = 10_000,
     ) -> GssapiCredentials:
         if not service_name.strip() or "/" in service_name or "@" in service_name:
             raise ConfigError(
@@ -310,7 +390,7 @@ class GssapiCredentials:
                 else f"'sasl.kerberos.keytab' {keytab!r} does not exist"
             )
         _gssapi()  # the extra is installed, or a ConfigError saying how
-        return cls(service_name.strip(), principal or None, keytab)
+        return cls(service_name.strip(), principal or None, keytab, kdc_timeout_ms)
 
     def _credentials(self) -> Any:
         with self._lock:
@@ -343,5 +423,10 @@ class GssapiCredentials:
         Raises ``SaslAuthenticationError`` when there are no credentials."""
         if not host:
             raise SaslAuthenticationError("GSSAPI: the broker's host name is not known")
-        context = KerberosContext(self._credentials(), self.service_name, host, self.username)
+        with self._kdc_lock:  # not _lock: a worker may hold that, waiting for the KDC
+            if not self._kdc:
+                self._kdc.append(KdcBound(self.kdc_timeout_ms))
+        context = KerberosContext(
+            self._credentials, self.service_name, host, self.username, self._kdc[0]
+        )
         return GssapiMechanism(context, f"{self.service_name}/{host}")

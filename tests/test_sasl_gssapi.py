@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import sys
+import threading
 
 import pytest
 
@@ -21,6 +22,7 @@ from kclient.protocol import ApiKey
 from kclient.sasl_gssapi import (
     GssapiCredentials,
     GssapiMechanism,
+    KdcBound,
     explain,
     security_layer_answer,
     security_layer_offer,
@@ -323,3 +325,20 @@ def test_librdkafkas_kinit_settings_say_what_kclient_does_instead() -> None:
         ProducerConfig(SASL, **{"sasl.kerberos.kinit.cmd": "kinit -kt x y"})
     with pytest.raises(ConfigError, match="gets a new ticket from 'sasl.kerberos.keytab'"):
         ProducerConfig(SASL, **{"sasl.kerberos.min.time.before.relogin": 60000})
+
+
+def test_kdc_bound_fails_in_time_and_does_not_pile_up_workers() -> None:
+    release = threading.Event()
+    bound = KdcBound(timeout_ms=0)
+    with pytest.raises(SaslAuthenticationError, match="did not answer within 0 ms"):
+        bound.run(lambda: release.wait(30))
+    # the first worker still waits for the KDC: the next attempt fails at once
+    with pytest.raises(SaslAuthenticationError, match="has not answered for"):
+        bound.run(lambda: True)
+    release.set()
+    assert bound._worker is not None
+    bound._worker.join(30)
+    bound.timeout_ms = 30_000
+    assert bound.run(lambda: "token") == "token"
+    with pytest.raises(ZeroDivisionError):  # the call's own error comes through
+        bound.run(lambda: 1 // 0)

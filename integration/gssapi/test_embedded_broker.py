@@ -207,6 +207,36 @@ def test_kdc_down_is_a_clear_error_in_time(
     assert_broker_serves(broker, kerberos_kdc)
 
 
+def test_a_kdc_that_never_answers_fails_within_the_setup_timeout(
+    broker: EmbeddedBroker, kerberos_kdc: KerberosSetup, tmp_path: Path
+) -> None:
+    # a "KDC" that accepts connections and never answers (libkrb5 alone would wait ~50 s)
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        conf = tmp_path / "krb5.conf"
+        conf.write_text(
+            kerberos_kdc.kdc.krb5_conf.read_text().replace(
+                f"127.0.0.1:{kerberos_kdc.kdc.port}", f"127.0.0.1:{silent.getsockname()[1]}"
+            )
+        )
+        saved = os.environ["KRB5_CONFIG"]
+        os.environ["KRB5_CONFIG"] = str(conf)
+        try:
+            settings = gssapi_settings(
+                kerberos_kdc,
+                **{
+                    "bootstrap.servers": broker.bootstrap_servers,
+                    "socket.connection.setup.timeout.ms": 1500,
+                },
+            )
+            error, took_s = _failure(settings, topic_on(broker))
+        finally:
+            os.environ["KRB5_CONFIG"] = saved
+    assert "did not answer within 1500 ms" in str(error)
+    assert "socket.connection.setup.timeout.ms" in str(error)
+    assert took_s < 12
+    assert_broker_serves(broker, kerberos_kdc)
+
+
 @pytest.mark.parametrize(
     "tokens",
     [
