@@ -66,6 +66,7 @@ def test_sync_producer_authenticates_and_reauthenticates(
     broker: EmbeddedBroker, kerberos_kdc: KerberosSetup, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="kclient.network")
+    caplog.set_level(logging.DEBUG, logger="kclient.broker.processor_sasl")
     topic = topic_on(broker)
     settings = gssapi_settings(kerberos_kdc, **{"bootstrap.servers": broker.bootstrap_servers})
     with KafkaProducer(settings) as producer:
@@ -82,6 +83,9 @@ def test_sync_producer_authenticates_and_reauthenticates(
     messages = [r.getMessage() for r in caplog.records]
     assert any("re-authenticating to node" in m for m in messages)
     assert not [m for m in messages if "node 0 disconnected" in m]
+    # the broker knows the client by its short name (Kafka's DEFAULT principal rule)
+    assert any("authenticated as 'alice' with GSSAPI" in m for m in messages)
+    assert any("re-authenticated as 'alice' with GSSAPI" in m for m in messages)
 
 
 def test_java_style_jaas_config(broker: EmbeddedBroker, kerberos_kdc: KerberosSetup) -> None:
