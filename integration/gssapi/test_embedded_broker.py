@@ -9,7 +9,6 @@ import asyncio
 import itertools
 import logging
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from integration.gssapi.kcat import KCAT_PACKAGES, kcat_binary
 from kclient import KafkaProducer, errors
 from kclient.aio import AIOKafkaProducer
 from kclient.broker import EmbeddedBroker
@@ -28,8 +28,6 @@ from kclient.protocol.frame import decode_response, encode_request
 from kclient.testing.broker_process import broker_process
 from kclient.testing.hostile import read_frame
 from kclient.testing.kdc import KerberosSetup
-
-pytest.importorskip("gssapi", reason="the gssapi extra: pip install 'kclient-kafka[gssapi]'")
 
 _topics = itertools.count()
 
@@ -285,7 +283,6 @@ def assert_broker_serves(broker: EmbeddedBroker, kerberos: KerberosSetup) -> Non
     assert len(broker.read_records(topic, 0)) == 2
 
 
-@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat (Debian's kcat package)")
 def test_kcat_reads_back_with_gssapi(
     broker: EmbeddedBroker, kerberos_kdc: KerberosSetup, tmp_path: Path
 ) -> None:
@@ -301,7 +298,7 @@ def test_kcat_reads_back_with_gssapi(
     principal = kerberos_kdc.client_principal
     result = subprocess.run(
         [
-            "kcat",
+            kcat_binary(),
             "-C",
             "-b",
             broker.bootstrap_servers,
@@ -328,7 +325,7 @@ def test_kcat_reads_back_with_gssapi(
         timeout=60,
         check=False,
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, f"{result.stderr} (kcat's GSSAPI needs {KCAT_PACKAGES})"
     assert result.stdout.split() == [f"kerberos-{i}" for i in range(5)]
 
 
