@@ -349,6 +349,13 @@ class GssapiCredentials:
         """From the producer's settings: ``sasl.kerberos.*``, or Java's
         ``sasl.jaas.config`` with ``Krb5LoginModule`` (``keyTab``, ``principal``,
         ``serviceName``)."""
+        given = [n for n in ("sasl.username", "sasl.password") if values[n] is not None]
+        if given:
+            raise ConfigError(
+                f"{' and '.join(repr(n) for n in given)} given, but 'sasl.mechanism' is GSSAPI, "
+                "which authenticates with 'sasl.kerberos.principal' and 'sasl.kerberos.keytab': "
+                "leave them out (or set 'sasl.mechanism' to PLAIN or SCRAM-SHA-256/512)"
+            )
         service = values["sasl.kerberos.service.name"]
         principal = values["sasl.kerberos.principal"]
         keytab = values["sasl.kerberos.keytab"]

@@ -278,6 +278,10 @@ def test_java_krb5_login_module(tmp_path: pytest.TempPathFactory) -> None:
             r"GSSAPI is Java's default; set 'sasl\.mechanism'",
         ),
         (
+            {"sasl.mechanism": "GSSAPI", "sasl.username": "u", "sasl.kerberos.principal": "u"},
+            r"'sasl\.username' given, but 'sasl\.mechanism' is GSSAPI",
+        ),
+        (
             {
                 "sasl.mechanism": "GSSAPI",
                 "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
