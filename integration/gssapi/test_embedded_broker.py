@@ -363,3 +363,44 @@ def test_broker_command_line_serves_gssapi(kerberos_kdc: KerberosSetup, tmp_path
     assert (
         "'sasl.kerberos.keytab'" in result.stderr and "'sasl.kerberos.principal'" in result.stderr
     )
+
+
+def test_a_stale_client_keytab_is_a_clear_error(
+    broker: EmbeddedBroker, kerberos_kdc: KerberosSetup, tmp_path: Path
+) -> None:
+    keytab = kerberos_kdc.kdc.add_principal("rotated", tmp_path / "rotated.keytab")
+    kerberos_kdc.kdc.kadmin(f"cpw -randkey {kerberos_kdc.kdc.principal('rotated')}")  # new key
+    settings = gssapi_settings(
+        kerberos_kdc,
+        **{
+            "bootstrap.servers": broker.bootstrap_servers,
+            "sasl.kerberos.principal": kerberos_kdc.kdc.principal("rotated"),
+            "sasl.kerberos.keytab": str(keytab),
+        },
+    )
+    error, took_s = _failure(settings, topic_on(broker))
+    assert "no Kerberos credentials for rotated@" in str(error)
+    assert "'sasl.kerberos.keytab'" in str(error)
+    assert took_s < 12
+
+
+def test_a_broker_with_a_stale_keytab_refuses_with_the_brokers_reason(
+    kerberos_kdc: KerberosSetup, tmp_path: Path
+) -> None:
+    kdc = kerberos_kdc.kdc
+    principal = kerberos_kdc.broker_principal("localhost")
+    stale = tmp_path / "stale-broker.keytab"
+    kdc.kadmin(f"ktadd -k {stale} -norandkey {principal}")
+    kdc.kadmin(f"cpw -randkey {principal}")  # the KDC's key moves on; the copy is stale
+    kdc.kadmin(f"ktadd -k {kerberos_kdc.broker_keytab} -norandkey {principal}")  # others: new
+    with EmbeddedBroker(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_enabled_mechanisms=("GSSAPI",),
+        sasl_kerberos_keytab=str(stale),
+    ) as broker:
+        port = broker.bootstrap_servers.rsplit(":", 1)[1]
+        settings = gssapi_settings(kerberos_kdc, **{"bootstrap.servers": f"localhost:{port}"})
+        error, took_s = _failure(settings, "t")
+    assert "invalid credentials with SASL mechanism GSSAPI" in str(error), error
+    assert "'sasl.kerberos.principal'" in str(error)
+    assert took_s < 12
