@@ -3,6 +3,8 @@ rounds and their bytes, what it refuses, the principal's short name, and the set
 
 from __future__ import annotations
 
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -83,7 +85,10 @@ def test_short_names_as_kafkas_default_rule() -> None:
     assert ex.username == "etl"
 
 
-def test_gssapi_needs_a_keytab_and_a_keytab_needs_gssapi(tmp_path: Path) -> None:
+def test_gssapi_needs_a_keytab_and_a_keytab_needs_gssapi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "gssapi", types.ModuleType("gssapi"))  # without the extra
     with pytest.raises(ConfigError, match=r"GSSAPI needs 'sasl\.kerberos\.keytab'"):
         BrokerConfig(security_protocol="SASL_PLAINTEXT", sasl_enabled_mechanisms="GSSAPI")
     with pytest.raises(ConfigError, match=r"'sasl\.kerberos\.keytab' is set but"):
@@ -100,4 +105,17 @@ def test_gssapi_needs_a_keytab_and_a_keytab_needs_gssapi(tmp_path: Path) -> None
     )
     assert config.sasl_enabled_mechanisms == ("GSSAPI",)
     with pytest.raises(ConfigError, match=r"'sasl\.kerberos\.keytab' '.*k' is not a readable"):
+        config.sasl_server()
+
+
+def test_without_the_extra_gssapi_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi raises ImportError
+    config = BrokerConfig(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_enabled_mechanisms="GSSAPI",
+        sasl_kerberos_keytab=str(tmp_path / "k"),
+    )
+    with pytest.raises(ConfigError, match=r"pip install 'kclient-kafka\[gssapi\]'"):
         config.sasl_server()
