@@ -365,7 +365,15 @@ def _sasl_credentials(
     ):
         from kclient.sasl_gssapi import GssapiCredentials
 
-        return GssapiCredentials.from_config(values)
+        try:
+            return GssapiCredentials.from_config(values)
+        except ConfigError as exc:
+            if "sasl.mechanism" in explicit:
+                raise
+            raise ConfigError(
+                f"{exc} ('sasl.mechanism' is not set: GSSAPI is Java's default; set it to "
+                "PLAIN or SCRAM-SHA-256/512 to use a user and password)"
+            ) from None
     if kerberos:
         raise ConfigError(
             f"{', '.join(repr(n) for n in kerberos)} given, but 'sasl.mechanism' is "

@@ -313,6 +313,9 @@ def test_without_the_extra_the_error_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "gssapi", None)  # import gssapi raises ImportError
     with pytest.raises(ConfigError, match=r"pip install 'kclient-kafka\[gssapi\]'"):
         ProducerConfig(SASL, **{"sasl.mechanism": "GSSAPI"})
+    # GSSAPI only as Java's default: the error says that too
+    with pytest.raises(ConfigError, match=r"'sasl\.mechanism' is not set: GSSAPI is Java's"):
+        ProducerConfig(SASL)
 
 
 def test_kerberos_failures_in_words() -> None:
