@@ -12,8 +12,9 @@ import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kclient.broker.sasl_gssapi import GssapiAcceptor
 from kclient.broker.sasl_server import (
     ALL_MECHANISMS,
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
@@ -23,9 +24,6 @@ from kclient.broker.sasl_server import (
 )
 from kclient.errors import ConfigError
 from kclient.tls import SECURITY_PROTOCOLS, server_context
-
-if TYPE_CHECKING:
-    from kclient.broker.sasl_gssapi import GssapiAcceptor
 
 #: Kafka's default ``message.max.bytes`` (1 MiB plus the 12-byte log overhead).
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
@@ -115,8 +113,7 @@ class BrokerConfig:
     sasl_users: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
     #: ``sasl.server.max.receive.size``: largest request accepted before authentication.
     sasl_server_max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
-    #: GSSAPI (``kclient.broker.sasl_gssapi``): ``sasl.kerberos.service.name``, the keytab
-    #: with the broker's key, and its principal (None: any key in the keytab).
+    #: GSSAPI: ``sasl.kerberos.service.name``, keytab and principal (None: any key in it).
     sasl_kerberos_service_name: str = "kafka"
     sasl_kerberos_keytab: str | None = None
     sasl_kerberos_principal: str | None = None
@@ -352,11 +349,7 @@ class BrokerConfig:
                         f"'{name}' is set but 'security.protocol' is {protocol}: "
                         f"set security.protocol={tls_protocol} (or leave the ssl.* settings out)"
                     )
-        if (
-            self.sasl
-            and not self.sasl_users
-            and set(self.sasl_enabled_mechanisms) & set(MECHANISMS)
-        ):
+        if self.sasl and not self.sasl_users and self.sasl_enabled_mechanisms != ("GSSAPI",):
             raise ConfigError(
                 f"'security.protocol' {protocol} needs at least one user in 'sasl.users' "
                 "(kclient-broker --sasl-users-file FILE): nobody could authenticate"
@@ -473,18 +466,13 @@ class BrokerConfig:
             max_receive_size=self.sasl_server_max_receive_size,
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
-            gssapi=self._gssapi_acceptor(),
-        )
-
-    def _gssapi_acceptor(self) -> GssapiAcceptor | None:
-        if self.sasl_kerberos_keytab is None:
-            return None
-        from kclient.broker.sasl_gssapi import GssapiAcceptor
-
-        return GssapiAcceptor(
-            self.sasl_kerberos_service_name,
-            self.sasl_kerberos_keytab,
-            self.sasl_kerberos_principal,
+            gssapi=None
+            if self.sasl_kerberos_keytab is None
+            else GssapiAcceptor(  # reads the keytab now: a bad one fails here
+                self.sasl_kerberos_service_name,
+                self.sasl_kerberos_keytab,
+                self.sasl_kerberos_principal,
+            ),
         )
 
     def quota_defaults(self) -> dict[str, float]:
