@@ -188,6 +188,9 @@ class ProducerConfig:
     sasl_login_read_timeout_ms: int
     sasl_login_retry_backoff_ms: int
     sasl_login_retry_backoff_max_ms: int
+    sasl_kerberos_service_name: str
+    sasl_kerberos_principal: str | None
+    sasl_kerberos_keytab: str | None
     sasl: Credentials | None
     """With SASL_*: the mechanism and credentials, checked."""
     explicit: frozenset[str]
@@ -370,6 +373,26 @@ def _sasl_credentials(values: dict[str, Any], explicit: frozenset[str]) -> Crede
         return None
     if values["sasl.mechanism"] == "OAUTHBEARER":
         return _oauthbearer_credentials(values)
+    kerberos = sorted(name for name in explicit if name.startswith("sasl.kerberos."))
+    if values["sasl.mechanism"] == "GSSAPI" and (
+        kerberos or not any(values[n] is not None for n in ("sasl.username", "sasl.password"))
+    ):
+        from kclient.sasl_gssapi import GssapiCredentials
+
+        try:
+            return GssapiCredentials.from_config(values)
+        except ConfigError as exc:
+            if "sasl.mechanism" in explicit:
+                raise
+            raise ConfigError(
+                f"{exc} ('sasl.mechanism' is not set: GSSAPI is Java's default; set it to "
+                "PLAIN or SCRAM-SHA-256/512 to use a user and password)"
+            ) from None
+    if kerberos:
+        raise ConfigError(
+            f"{', '.join(repr(n) for n in kerberos)} given, but 'sasl.mechanism' is "
+            f"{values['sasl.mechanism']}: set 'sasl.mechanism' to GSSAPI to use Kerberos"
+        )
     return SaslCredentials.from_settings(
         values["sasl.mechanism"],
         values["sasl.username"],

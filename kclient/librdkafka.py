@@ -128,6 +128,14 @@ REFUSED: dict[str, str] = {
     "broker.version.fallback": (
         "kclient always asks each broker for its versions (ApiVersions): leave it out"
     ),
+    "sasl.kerberos.kinit.cmd": (
+        "kclient runs no kinit: it gets its tickets from 'sasl.kerberos.keytab' itself (or "
+        "uses the ticket cache): leave it out"
+    ),
+    "sasl.kerberos.min.time.before.relogin": (
+        "libkrb5 gets a new ticket from 'sasl.kerberos.keytab' when the old one runs out: "
+        "leave it out"
+    ),
 }
 """librdkafka's names kclient has no setting for, and what to do instead."""
 

@@ -34,8 +34,9 @@ __all__ = [
     "shorten",
 ]
 
-#: The mechanisms kclient speaks, by Kafka's ``sasl.mechanism`` name.
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+#: The mechanisms kclient speaks, by Kafka's ``sasl.mechanism`` name (GSSAPI: in
+#: ``kclient.sasl_gssapi``, with the optional ``gssapi`` package).
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 
 
 class SaslMechanism(Protocol):
@@ -54,8 +55,9 @@ class SaslMechanism(Protocol):
 
 
 class Credentials(Protocol):
-    """What a connection authenticates with: ``SaslCredentials`` (PLAIN, SCRAM) or
-    ``kclient.oauth.OAuthBearerCredentials`` (OAUTHBEARER)."""
+    """What a connection authenticates with: ``SaslCredentials`` (PLAIN, SCRAM),
+    ``kclient.oauth.OAuthBearerCredentials`` (OAUTHBEARER) or
+    ``kclient.sasl_gssapi.GssapiCredentials`` (GSSAPI)."""
 
     @property
     def mechanism(self) -> str: ...
@@ -67,11 +69,12 @@ class Credentials(Protocol):
 
     @property
     def settings_hint(self) -> str:
-        """The settings to check when the broker refuses."""
+        """What to check when the broker refuses ("check 'sasl.username' ...")."""
         ...
 
-    def new_exchange(self) -> SaslMechanism:
-        """A fresh exchange; raises ``SaslAuthenticationError`` if none can start."""
+    def new_exchange(self, host: str = "") -> SaslMechanism:
+        """A fresh exchange for one connection attempt to the broker at ``host``; raises
+        ``SaslAuthenticationError`` if none can start."""
         ...
 
 
@@ -240,6 +243,7 @@ _LOGIN_MODULES = {
     "org.apache.kafka.common.security.plain.PlainLoginModule": ("PLAIN",),
     "org.apache.kafka.common.security.scram.ScramLoginModule": ("SCRAM-SHA-256", "SCRAM-SHA-512"),
     "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": ("OAUTHBEARER",),
+    "com.sun.security.auth.module.Krb5LoginModule": ("GSSAPI",),
 }
 
 
@@ -275,10 +279,6 @@ class SaslCredentials:
     def __reduce__(self) -> NoReturn:
         _not_pickled("SaslCredentials")
 
-    @property
-    def settings_hint(self) -> str:
-        return "'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')"
-
     def __copy__(self) -> SaslCredentials:
         return self  # immutable
 
@@ -293,15 +293,16 @@ class SaslCredentials:
         password: str | None,
         jaas_config: str | None,
     ) -> SaslCredentials:
+        if mechanism == "GSSAPI":
+            raise ConfigError(
+                "a user and password were given, but 'sasl.mechanism' is GSSAPI (GSSAPI is "
+                "Java's default; set 'sasl.mechanism' to PLAIN or SCRAM-SHA-256/512, or use "
+                "'sasl.kerberos.principal' and 'sasl.kerberos.keytab' for Kerberos)"
+            )
         if mechanism not in MECHANISMS:
             raise ConfigError(
                 f"'sasl.mechanism' {mechanism!r} is not supported; use one of "
                 f"{', '.join(MECHANISMS)}"
-                + (
-                    " (GSSAPI is Java's default; set 'sasl.mechanism')"
-                    if mechanism == "GSSAPI"
-                    else ""
-                )
             )
         if mechanism == "OAUTHBEARER":
             raise ConfigError("OAUTHBEARER takes a token: see kclient.oauth")
@@ -331,8 +332,10 @@ class SaslCredentials:
             )
         return cls(mechanism, username, password)
 
-    def new_exchange(self) -> SaslMechanism:
-        """A fresh mechanism object for one connection attempt."""
+    settings_hint = "check 'sasl.username' and 'sasl.password' (or 'sasl.jaas.config')"
+
+    def new_exchange(self, host: str = "") -> SaslMechanism:
+        """A fresh mechanism object for one connection attempt (any ``host``)."""
         if self.mechanism == "PLAIN":
             return PlainMechanism(self.username, self.password)
         return ScramMechanism(self.mechanism, self.username, self.password)

@@ -420,14 +420,21 @@ SETTINGS: tuple[Setting, ...] = (
     _str("ssl.key.location", "the client certificate's key in a PEM file",
          java="(librdkafka's)"),
     Setting("sasl.mechanism", _parse_sasl_mechanism, "GSSAPI",
-            doc="`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512` or `OAUTHBEARER` (GSSAPI is not "
-            "supported)"),
+            doc="`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`, `OAUTHBEARER` or `GSSAPI` "
+            "(Kerberos, with the `gssapi` extra)"),
     _str("sasl.username", "the SASL user", java="(librdkafka's)"),
     _str("sasl.password", "the SASL user's password", java="(librdkafka's)"),
     _str("sasl.jaas.config",
-         "Java's form of the same (`PlainLoginModule`, `ScramLoginModule` or "
-         "`OAuthBearerLoginModule`)"),
+         "Java's form of the same (`PlainLoginModule`, `ScramLoginModule`, "
+         "`OAuthBearerLoginModule`, or `Krb5LoginModule` with `keyTab=` and `principal=`)"),
     *_OAUTHBEARER,
+    Setting("sasl.kerberos.service.name", _parse_str, "kafka",
+            doc="GSSAPI: the first part of the brokers' Kerberos principal "
+            "(`kafka/host@REALM`); the host is the one each connection is made to"),
+    _str("sasl.kerberos.principal", "GSSAPI: the client's Kerberos principal "
+         "(default: the keytab's or ticket cache's)", java="(librdkafka's)"),
+    _str("sasl.kerberos.keytab", "GSSAPI: the client's keytab file (default: the ticket "
+         "cache, from `kinit`)", java="(librdkafka's)"),
 )
 # fmt: on
 
@@ -472,7 +479,6 @@ _PEM_ONLY = (
     "encrypted PEM private key is 'ssl.key.password'"
 )
 UNSUPPORTED = {
-    "sasl.kerberos.service.name": "SASL GSSAPI (Kerberos) is not supported by kclient",
     "ssl.keystore.password": _PEM_ONLY,
     "ssl.truststore.password": _PEM_ONLY,
 }

@@ -37,10 +37,11 @@ AIOKAFKA_NAMES = {
     "sasl_plain_username": "sasl.username",
     "sasl_plain_password": "sasl.password",
     "sasl_oauth_token_provider": "sasl_oauth_token_provider",
+    "sasl_kerberos_service_name": "sasl.kerberos.service.name",
 }
 _UNSUPPORTED = {
-    "sasl_kerberos_service_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
-    "sasl_kerberos_domain_name": "SASL GSSAPI (Kerberos) is not supported by kclient",
+    "sasl_kerberos_domain_name": "not supported: GSSAPI uses the host name each connection is "
+    "made to (list the brokers by the host names in their principals)",
 }
 #: Defaults that differ from ``KafkaProducer``'s, as aiokafka's: no linger.
 _DEFAULTS = {"linger.ms": 0}

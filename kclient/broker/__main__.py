@@ -175,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--sasl-enabled-mechanisms",
         default=None,
         metavar="LIST",
-        help="comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER "
-        "(sasl.enabled.mechanisms; default: the first three)",
+        help="comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI "
+        "(sasl.enabled.mechanisms; default: the first three; GSSAPI needs a keytab)",
     )
     sasl.add_argument(
         "--sasl-oauthbearer-jwks-endpoint-url",
@@ -206,6 +206,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LIST",
         help="OAUTHBEARER without a JWKS URL: unsigned tokens must carry these scopes "
         "(comma-separated; Kafka's unsecuredValidatorRequiredScope)",
+    )
+    sasl.add_argument(
+        "--sasl-kerberos-keytab",
+        default=None,
+        metavar="FILE",
+        help="GSSAPI: the keytab with the broker's Kerberos key (sasl.kerberos.keytab; "
+        "needs the gssapi extra; krb5.conf from KRB5_CONFIG as usual)",
+    )
+    sasl.add_argument(
+        "--sasl-kerberos-principal",
+        default=None,
+        metavar="PRINCIPAL",
+        help="GSSAPI: the broker's principal, e.g. kafka/host@REALM (sasl.kerberos.principal; "
+        "default: any key of the service in the keytab)",
+    )
+    sasl.add_argument(
+        "--sasl-kerberos-service-name",
+        default=None,
+        metavar="NAME",
+        help="GSSAPI: the service clients ask for (sasl.kerberos.service.name; default: kafka)",
     )
     sasl.add_argument(
         "--sasl-users-file",
@@ -408,6 +428,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 settings[name] = getattr(args, name)
         if args.sasl_enabled_mechanisms is not None:
             settings["sasl_enabled_mechanisms"] = args.sasl_enabled_mechanisms
+        for name in (
+            "sasl_kerberos_keytab",
+            "sasl_kerberos_principal",
+            "sasl_kerberos_service_name",
+        ):
+            if getattr(args, name) is not None:
+                settings[name] = getattr(args, name)
         users = load_sasl_users(args.sasl_user, args.sasl_users_file, os.environ, _warn)
         if users:
             settings["sasl_users"] = users
@@ -440,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
-            # reads the PEM files, derives the SCRAM credentials
+            # reads the PEM files, derives the SCRAM credentials, reads the keytab
             cluster = EmbeddedCluster(args.brokers, config=config)
         except ConfigError as exc:
             print(f"kclient-broker: {exc}", file=sys.stderr)

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from kclient.broker.sasl_gssapi import GssapiAcceptor
 from kclient.broker.sasl_oauth import (
     TokenValidator,
     check_oauthbearer_settings,
     oauth_validator,
 )
 from kclient.broker.sasl_server import (
+    ALL_MECHANISMS,
     DEFAULT_FAILED_AUTHENTICATION_DELAY_MS,
     DEFAULT_MAX_RECEIVE_SIZE,
     MECHANISMS,
@@ -118,6 +120,10 @@ class BrokerConfig:
     sasl_users: Mapping[str, str] = field(default_factory=dict, repr=False, hash=False)
     #: ``sasl.server.max.receive.size``: largest request accepted before authentication.
     sasl_server_max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
+    #: GSSAPI: ``sasl.kerberos.service.name``, keytab and principal (None: any key in it).
+    sasl_kerberos_service_name: str = "kafka"
+    sasl_kerberos_keytab: str | None = None
+    sasl_kerberos_principal: str | None = None
     #: ``connections.max.reauth.ms`` (SASL listeners, KIP-368): an authenticated session
     #: lasts this long; then the client must re-authenticate on its connection or have it
     #: closed at its next request. 0 (Kafka's default): sessions never expire.
@@ -392,11 +398,18 @@ class BrokerConfig:
                 f"'sasl.enabled.mechanisms' must be a list of mechanism names, got {mechanisms!r}"
             )
         names = tuple(dict.fromkeys(m.strip().upper() for m in mechanisms if m.strip()))
-        unknown = [m for m in names if m not in MECHANISMS]
+        unknown = [m for m in names if m not in ALL_MECHANISMS]
         if unknown:
             raise ConfigError(
                 f"'sasl.enabled.mechanisms' lists {', '.join(unknown)}, which the embedded "
-                f"broker does not serve (it serves {', '.join(MECHANISMS)})"
+                f"broker does not serve (it serves {', '.join(ALL_MECHANISMS)})"
+            )
+        if ("GSSAPI" in names) != (self.sasl_kerberos_keytab is not None):
+            raise ConfigError(
+                "'sasl.enabled.mechanisms' GSSAPI needs 'sasl.kerberos.keytab' (the broker's "
+                "keytab; kclient-broker --sasl-kerberos-keytab FILE)"
+                if "GSSAPI" in names
+                else "'sasl.kerberos.keytab' is set but 'sasl.enabled.mechanisms' has no GSSAPI"
             )
         if not names:
             raise ConfigError(
@@ -484,6 +497,13 @@ class BrokerConfig:
             connections_max_reauth_ms=self.connections_max_reauth_ms,
             failed_authentication_delay_ms=self.connection_failed_authentication_delay_ms,
             oauth_validator=oauth_validator(self),
+            gssapi=None
+            if self.sasl_kerberos_keytab is None
+            else GssapiAcceptor(  # reads the keytab now: a bad one fails here
+                self.sasl_kerberos_service_name,
+                self.sasl_kerberos_keytab,
+                self.sasl_kerberos_principal,
+            ),
         )
 
     def quota_defaults(self) -> dict[str, float]:

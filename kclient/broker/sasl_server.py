@@ -1,4 +1,5 @@
-"""The broker's side of SASL: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677).
+"""The broker's side of SASL: PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677);
+GSSAPI is in ``kclient.broker.sasl_gssapi``.
 
 Sans-I/O, written from the RFCs (independently of the client in ``kclient.sasl``, so
 that the two must agree with each other and with librdkafka):
@@ -32,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
+    from kclient.broker.sasl_gssapi import GssapiAcceptor
     from kclient.broker.sasl_oauth import TokenValidator
 
 __all__ = [
+    "ALL_MECHANISMS",
     "DEFAULT_FAILED_AUTHENTICATION_DELAY_MS",
     "MECHANISMS",
     "SCRAM_ITERATIONS",
@@ -48,8 +51,10 @@ __all__ = [
     "scram_credential",
 ]
 
-#: The mechanisms the embedded broker serves, by their ``sasl.mechanism`` names.
+#: The mechanisms the embedded broker serves by default, by their ``sasl.mechanism`` names.
 MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+#: And with a keytab (``kclient.broker.sasl_gssapi``, the optional ``gssapi`` package).
+ALL_MECHANISMS: Final = (*MECHANISMS, "GSSAPI")
 #: Iterations of the SCRAM credentials (Kafka's minimum for SCRAM-SHA-256/512).
 SCRAM_ITERATIONS: Final = 4096
 #: Kafka's ``sasl.server.max.receive.size``: largest frame accepted before authentication.
@@ -388,11 +393,15 @@ class SaslServer:
         salt: Callable[[str, str], bytes] | None = None,
         server_nonce: Callable[[], str] = _default_server_nonce,
         oauth_validator: TokenValidator | None = None,
+        gssapi: GssapiAcceptor | None = None,
     ) -> None:
         self.mechanisms = tuple(mechanisms)
-        unknown = [m for m in self.mechanisms if m not in MECHANISMS]
+        unknown = [m for m in self.mechanisms if m not in ALL_MECHANISMS]
         if unknown:
             raise ValueError(f"unknown SASL mechanisms {unknown}")
+        if ("GSSAPI" in self.mechanisms) != (gssapi is not None):
+            raise ValueError("GSSAPI is served with a GssapiAcceptor (its keytab), and only then")
+        self._gssapi = gssapi
         if connections_max_reauth_ms < 0:
             raise ValueError(
                 f"connections_max_reauth_ms must be >= 0, got {connections_max_reauth_ms}"
@@ -446,6 +455,9 @@ class SaslServer:
             return OAuthBearerExchange(
                 self.oauth_validator, max_reauth_ms=self.connections_max_reauth_ms
             )
+        if mechanism == "GSSAPI":
+            assert self._gssapi is not None
+            return self._gssapi.new_exchange(self.max_receive_size)
         credentials = self._scram[mechanism]
         return ScramExchange(
             mechanism,

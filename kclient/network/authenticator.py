@@ -30,6 +30,8 @@ NEVER_MS = 2**63 - 1
 
 #: Sends an internal request: (request, now_ms).
 SendInternal = Callable[[ClientRequest, int], None]
+#: The host name a node's connection was made to (GSSAPI's service principal names it).
+HostOf = Callable[[int], str]
 
 
 class SaslClientAuthenticator:
@@ -42,8 +44,11 @@ class SaslClientAuthenticator:
         send: SendInternal,
         rng: random.Random,
         log_prefix: str = "",
+        *,
+        host_of: HostOf | None = None,
     ) -> None:
         self.credentials = credentials
+        self._host_of = host_of
         self._api_versions = api_versions
         self._send = send
         self._rng = rng
@@ -98,12 +103,14 @@ class SaslClientAuthenticator:
                 "'sasl.mechanism'"
             )
         try:
-            exchange = self.credentials.new_exchange()
+            host = self._host_of(node_id) if self._host_of is not None else ""
+            exchange = self.credentials.new_exchange(host)
+            token = exchange.initial_response()
         except errors.SaslAuthenticationError as exc:
-            return str(exc)
+            return str(exc)  # e.g. GSSAPI: no Kerberos credentials, the KDC unreachable
         self._schedule_maintenance(now_ms)
         self._exchanges[node_id] = exchange
-        self._send_token(node_id, exchange.initial_response(), now_ms)
+        self._send_token(node_id, token, now_ms)
         return None
 
     def handle_authenticate_response(
@@ -121,7 +128,7 @@ class SaslClientAuthenticator:
             who = f" as {creds.username!r}" if creds.username else ""
             return False, (
                 f"authentication{who} with {creds.mechanism} failed: "
-                f"{detail}; check {creds.settings_hint}"
+                f"{detail}; {creds.settings_hint}"
             )
         try:
             token = exchange.respond(bytes(body.get("auth_bytes") or b""))

@@ -173,7 +173,12 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, Reques
         self._api_versions = ApiVersions()
         self._authenticator = (
             SaslClientAuthenticator(
-                config.sasl, self._api_versions, self._send_internal_now, self._rng, self._prefix
+                config.sasl,
+                self._api_versions,
+                self._send_internal_now,
+                self._rng,
+                self._prefix,
+                host_of=lambda node_id: self.connection_states.node_state(node_id).host,
             )
             if config.uses_sasl and config.sasl is not None
             else None

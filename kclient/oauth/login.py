@@ -230,7 +230,7 @@ class OAuthBearerCredentials:
     def __init__(self, source: TokenSource, settings_hint: str) -> None:
         self.source = source
         #: the settings to check when the broker refuses the token
-        self.settings_hint = settings_hint
+        self.settings_hint = f"check {settings_hint}"
 
     def __repr__(self) -> str:
         return f"OAuthBearerCredentials({self.source.setting})"
@@ -250,7 +250,8 @@ class OAuthBearerCredentials:
         token = self.source._token
         return token.principal if token is not None else ""
 
-    def new_exchange(self) -> OAuthBearerMechanism:
+    def new_exchange(self, host: str = "") -> OAuthBearerMechanism:
+        """A fresh exchange with the current token (the same token for any ``host``)."""
         return OAuthBearerMechanism(self.source.current())
 
     def maintenance_delay_ms(self) -> int:

@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kclient import errors
 from kclient.cli.admin import ClusterReader
@@ -52,6 +52,9 @@ from kclient.testing.apache_kafka_node import (
 )
 from kclient.testing.maven import JavaToolMissing, classpath, require_java
 
+if TYPE_CHECKING:
+    from kclient.testing.kdc import KerberosSetup
+
 __all__ = [
     "LISTENERS",
     "SASL_PASSWORD",
@@ -65,7 +68,8 @@ __all__ = [
 
 #: The Apache Kafka versions the tests run against: the newest release and the newest 3.x.
 VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.2")
-LISTENERS: tuple[str, ...] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "OAUTHBEARER")
+#: ``GSSAPI``: a SASL_PLAINTEXT listener of its own serving Kerberos (``kerberos=``).
+LISTENERS: tuple[str, ...] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "OAUTHBEARER", "GSSAPI")
 #: The principal of the OAUTHBEARER listener's unsigned tokens (``client_config``).
 OAUTH_PRINCIPAL = "alice"
 _JWKS_URL = "sasl.oauthbearer.jwks.endpoint.url"
@@ -129,10 +133,16 @@ class ApacheKafka:
         features: Mapping[str, int] | None = None,
         start_timeout_s: float = 90.0,
         stop_timeout_s: float = 30.0,
+        kerberos: KerberosSetup | None = None,
     ) -> None:
         unknown = [name for name in listeners if name not in LISTENERS]
         if unknown:
             raise ValueError(f"listeners {unknown} unknown: choose from {list(LISTENERS)}")
+        if ("GSSAPI" in listeners) != (kerberos is not None):
+            raise ValueError(
+                "the GSSAPI listener needs kerberos= (kclient.testing.kdc), and only it"
+            )
+        self.kerberos = kerberos
         if brokers < 1:
             raise ValueError(f"brokers must be 1 or more, not {brokers}")
         self.version = version
@@ -140,7 +150,9 @@ class ApacheKafka:
         self.listeners = tuple(dict.fromkeys(("PLAINTEXT", *listeners)))
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
         self.features = dict(features or {})
-        self.jvm_options: tuple[str, ...] = JVM_OPTIONS
+        self.jvm_options: tuple[str, ...] = JVM_OPTIONS + (
+            (f"-Djava.security.krb5.conf={kerberos.kdc.krb5_conf}",) if kerberos else ()
+        )
         """The brokers' JVM flags (not the storage format's): the harness's quick-start
         ones by default; replace them to run a broker as ``kafka-server-start.sh`` does."""
         self.start_timeout_s = start_timeout_s
@@ -245,7 +257,7 @@ class ApacheKafka:
             "advertised.listeners": advertised,
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
-            "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTHBEARER:SASL_PLAINTEXT",
+            "SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTHBEARER:SASL_PLAINTEXT,GSSAPI:SASL_PLAINTEXT",
             "log.dirs": str(folder / "data"),
             "num.partitions": "1",
             "default.replication.factor": str(replicas),
@@ -292,6 +304,8 @@ class ApacheKafka:
                 )
         if "OAUTHBEARER" in self.listeners:
             props.update(self._oauthbearer_properties())
+        if self.kerberos is not None:
+            props.update(self.kerberos.kafka_listener_properties("gssapi"))
         props.update(self.properties)
         return props
 
@@ -366,6 +380,8 @@ class ApacheKafka:
             "bootstrap.servers": self.bootstrap(listener),
             "security.protocol": listener,
         }
+        if listener == "GSSAPI" and self.kerberos is not None:
+            config.update(self.kerberos.client_config())
         if listener == "SSL":
             config["ssl.ca.location"] = self.certificates.ca_cert
         if listener == "SASL_PLAINTEXT":

@@ -13,6 +13,8 @@ that produces to (or consumes from) Kafka. Any Kafka client can connect to them.
   4.4 and 3.9, or 3 nodes of 4.4), session-scoped, started from Maven Central's jars
   when Java 17+ and Maven are installed; see :mod:`kclient.testing.apache_kafka_fixtures`
   (``python -m kclient.testing.apache_kafka fetch`` downloads the jars ahead of time).
+* ``kerberos_kdc``: a local MIT Kerberos KDC for the session, with broker and client
+  keytabs (:mod:`kclient.testing.kdc_fixtures`; Debian's krb5-kdc and krb5-admin-server).
 
 Settings for the per-test fixtures come from the ``embedded_kafka`` marker, with the
 names of :class:`~kclient.broker.BrokerConfig` (``brokers`` sizes a cluster)::
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from kclient.testing.apache_kafka_fixtures import *  # noqa: F403 -- Apache Kafka's fixtures
+from kclient.testing.kdc_fixtures import *  # noqa: F403 -- kerberos_kdc
 
 if TYPE_CHECKING:
     from kclient.broker import EmbeddedBroker, EmbeddedCluster

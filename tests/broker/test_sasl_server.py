@@ -474,8 +474,13 @@ def test_the_users_cannot_be_changed_afterwards() -> None:
     ("settings", "message"),
     [
         (
+            {"sasl_enabled_mechanisms": ("PLAIN", "DIGEST-MD5")},
+            r"'sasl\.enabled\.mechanisms' lists DIGEST-MD5, which the embedded broker does not "
+            "serve",
+        ),
+        (
             {"sasl_enabled_mechanisms": ("PLAIN", "GSSAPI")},
-            r"'sasl\.enabled\.mechanisms' lists GSSAPI, which the embedded broker does not serve",
+            r"'sasl\.enabled\.mechanisms' GSSAPI needs 'sasl\.kerberos\.keytab'",
         ),
         ({"sasl_enabled_mechanisms": ()}, r"'sasl\.enabled\.mechanisms' is empty"),
         ({"sasl_enabled_mechanisms": " , "}, r"'sasl\.enabled\.mechanisms' is empty"),
@@ -536,6 +541,8 @@ def test_cli_sasl_errors_exit_2_and_name_the_setting(capsys: pytest.CaptureFixtu
         in capsys.readouterr().err
     )
     assert main([*sasl, "--sasl-user", "a:1", "--sasl-enabled-mechanisms", "PLAIN,GSSAPI"]) == 2
-    assert "'sasl.enabled.mechanisms' lists GSSAPI" in capsys.readouterr().err
+    assert (
+        "'sasl.enabled.mechanisms' GSSAPI needs 'sasl.kerberos.keytab'" in capsys.readouterr().err
+    )
     assert main(["--sasl-user", "a:1"]) == 2
     assert "'sasl.users' is set but 'security.protocol' is PLAINTEXT" in capsys.readouterr().err
