@@ -11,6 +11,7 @@ command runs as it is. No ``preexec_fn``: nothing runs in the child between fork
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 
@@ -21,3 +22,16 @@ def die_with_parent(command: Sequence[str]) -> list[str]:
     if setpriv is None:
         return list(command)
     return [setpriv, "--pdeathsig", "KILL", "--", *command]
+
+
+def stop_process(
+    proc: subprocess.Popen[bytes] | subprocess.Popen[str], timeout_s: float = 10
+) -> None:
+    """Stop a peer by its handle: SIGTERM, then SIGKILL if it is still there after
+    ``timeout_s``; waits (bounded) for it to be gone either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kclient.errors import KafkaError
-from kclient.testing._die_with_parent import die_with_parent
+from kclient.testing._die_with_parent import die_with_parent, stop_process
 
 _MARKER = "bootstrap.servers="
 _PROTOCOL = re.compile(r"security\.protocol=(\S+)")
@@ -93,11 +93,6 @@ def broker_process(*args: str, start_timeout_s: float = 30.0) -> Iterator[Broker
                 tuple(mechanisms.group(1).split(",")) if mechanisms else (),
             )
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+            stop_process(proc)
             if proc.stdout is not None:
                 proc.stdout.close()

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kclient.testing._die_with_parent import die_with_parent
+from kclient.testing._die_with_parent import die_with_parent, stop_process
 
 __all__ = [
     "DEFAULT_REALM",
@@ -154,12 +154,7 @@ class LocalKdc:
         proc, self.proc = self.proc, None
         if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop_process(proc)
 
     @property
     def running(self) -> bool:
