@@ -7,8 +7,9 @@ apart by topic name. Without ``java`` or ``mvn`` a test using them fails with on
 saying what to install (``JavaToolMissing``): never a silent skip.
 
 * ``apache_kafka``: one node per version in :data:`~kclient.testing.apache_kafka.VERSIONS`
-  (the tests using it run once per version), with PLAINTEXT, SSL and SASL_PLAINTEXT
-  (PLAIN, SCRAM-SHA-256/512) listeners.
+  (the tests using it run once per version), with PLAINTEXT, SSL, SASL_PLAINTEXT (PLAIN,
+  SCRAM-SHA-256/512) and OAUTHBEARER (unsecured tokens) listeners. GSSAPI needs a KDC: the
+  Kerberos tests start a node of their own with ``kerberos=`` (``kclient.testing.kdc``).
 * ``apache_kafka_cluster``: three nodes of the newest version (replication factor 3,
   ``min.insync.replicas=2``), PLAINTEXT only, for failover tests.
 
@@ -26,12 +27,15 @@ from kclient.testing.apache_kafka import LISTENERS, VERSIONS, ApacheKafka
 __all__ = ["apache_kafka", "apache_kafka_cluster", "pytest_runtest_makereport"]
 
 _FIXTURES = ("apache_kafka", "apache_kafka_cluster")
+#: The session node's listeners: all but GSSAPI, which needs a KDC of the test's own.
+SESSION_LISTENERS = tuple(name for name in LISTENERS if name != "GSSAPI")
 
 
 @pytest.fixture(scope="session", params=VERSIONS, ids=lambda v: f"kafka{v}")
 def apache_kafka(request: pytest.FixtureRequest) -> Iterator[ApacheKafka]:
-    """One Apache Kafka node of each version, with every listener; stopped at the end."""
-    with ApacheKafka(request.param, listeners=LISTENERS) as kafka:
+    """One Apache Kafka node of each version, with every listener but GSSAPI; stopped at
+    the end."""
+    with ApacheKafka(request.param, listeners=SESSION_LISTENERS) as kafka:
         yield kafka
 
 
