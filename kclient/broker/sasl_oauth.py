@@ -23,8 +23,6 @@ every Processor thread; each exchange belongs to its connection's Processor.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import math
 import re
@@ -35,6 +33,7 @@ from typing import Any, Protocol
 
 from kclient.broker.sasl_server import SaslFailure, loggable_name
 from kclient.errors import ConfigError
+from kclient.protocol import jwt
 
 __all__ = [
     "OAuthBearerExchange",
@@ -78,24 +77,12 @@ class TokenValidator(Protocol):
         ...
 
 
-def b64url_decode(part: str) -> bytes:
-    if not re.fullmatch(r"[A-Za-z0-9\-_]*", part):
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
 def split_jwt(token: str) -> tuple[dict[str, Any], dict[str, Any], str, str, str]:
     """(header, claims, header part, payload part, signature part); ``TokenRejected``."""
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise TokenRejected(f"not a JWT ({len(parts)} dot-separated parts, expected 3)")
     try:
-        header = json.loads(b64url_decode(parts[0]))
-        claims = json.loads(b64url_decode(parts[1]))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise TokenRejected("not a JWT (header or payload not base64url JSON)") from None
-    if not isinstance(header, dict) or not isinstance(claims, dict):
-        raise TokenRejected("not a JWT (header or payload not a JSON object)")
+        header, claims, parts = jwt.decode(token)
+    except ValueError as exc:
+        raise TokenRejected(f"not a JWT ({exc})") from None
     return header, claims, parts[0], parts[1], parts[2]
 
 

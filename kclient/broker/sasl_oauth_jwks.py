@@ -31,13 +31,13 @@ from typing import Any
 from kclient.broker.sasl_oauth import (
     TokenRejected,
     ValidatedToken,
-    b64url_decode,
     check_subject,
     check_times,
     split_jwt,
     token_scope,
 )
 from kclient.errors import ConfigError
+from kclient.protocol.jwt import b64url_decode
 
 log = logging.getLogger(__name__)
 

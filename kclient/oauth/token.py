@@ -13,8 +13,6 @@ status kept for the error the user sees. Tokens are secrets: never in a repr or 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import math
 import re
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from kclient.errors import SaslAuthenticationError
+from kclient.protocol import jwt
 
 __all__ = [
     "OAuthBearerMechanism",
@@ -73,26 +72,9 @@ class OAuthBearerToken:
         return self.expiry_ms - self.start_ms
 
 
-def _b64url_decode(part: str) -> bytes:
-    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
-
-
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
 def jwt_claims(token: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The (header, payload) of a compact JWT, unverified; ``ValueError`` if it is not one."""
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise ValueError(f"a JWT has 3 dot-separated parts, this has {len(parts)}")
-    try:
-        header = json.loads(_b64url_decode(parts[0]))
-        payload = json.loads(_b64url_decode(parts[1]))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise ValueError("its header or payload is not base64url-encoded JSON") from None
-    if not isinstance(header, dict) or not isinstance(payload, dict):
-        raise ValueError("its header or payload is not a JSON object")
+    header, payload, _ = jwt.decode(token)
     return header, payload
 
 
@@ -115,8 +97,8 @@ def unsecured_jwt(
     }
     if scope:
         payload[scope_claim] = list(scope)
-    header = _b64url(b'{"alg":"none"}')
-    body = _b64url(json.dumps(payload, separators=(",", ":")).encode())
+    header = jwt.b64url_encode(b'{"alg":"none"}')
+    body = jwt.b64url_encode(json.dumps(payload, separators=(",", ":")).encode())
     return OAuthBearerToken(f"{header}.{body}.", now_ms + lifetime_s * 1000, principal, now_ms, {})
 
 
