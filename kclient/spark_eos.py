@@ -8,11 +8,12 @@ once every task succeeded), driven by Spark's batch ids. Per batch ``B`` of sink
 1. ``W B n``: the store records that batch B is being written by at most ``n`` tasks.
    Leftovers of an earlier attempt that this one will not overwrite are aborted first.
 2. Each task ``p`` writes its rows in a transaction under ``kclient-eos.S.p`` (the same
-   id for task ``p`` of every batch, so the coordinator keeps one id per task slot):
-   ``init_transactions`` (fences and aborts an earlier attempt of the same task), sends,
+   id for task ``p`` of every batch, so the coordinator keeps one id per task slot; a
+   retried attempt ``a`` of the task uses ``kclient-eos.S.p.a<a>``, see below):
+   it fences the ids of the task's earlier attempts, then ``init_transactions``, sends,
    flushes, checks every delivery, and *prepares* the transaction (``KafkaProducer.
-   prepare_transaction``: closed without committing). It returns its producer id, epoch
-   and record count.
+   prepare_transaction``: closed without committing). It returns its producer id, epoch,
+   attempt and record count.
 3. ``R B p:pid:epoch:count,...``: once every task succeeded, the store records the
    transactions that make up batch B. From here on, B commits whatever happens.
 4. The driver commits each one (``txn_completion.complete_transaction``: EndTxn with the
@@ -28,6 +29,17 @@ which aborts their open transactions so they do not hold the last stable offset 
 ``init_transactions``. Reusing ids across batches is safe because batches are sequential:
 batch B+1's tasks initialise the ids only after B is recorded done (or, when B was left
 unfinished, to fence what B left).
+
+Why an id per attempt: when a task fails, Spark starts the next attempt at once, but the
+failed attempt's Python worker can still be running (starting up, or waiting in
+``init_transactions``). Had both attempts one id, that late ``init_transactions`` would
+fence the new attempt's prepared transaction, and the driver's commit would find it
+aborted (seen on Apache Kafka 4.4: PRODUCER_FENCED on commit, the batch failed with
+``ExactlyOnceRowsLostError``). With an id per attempt a late attempt fences only itself.
+Attempt ``a >= 1`` first fences the ids of attempts ``0..a-1`` (InitProducerId), so what a
+killed attempt left open does not hold the last stable offset; attempts from the 255th on
+share one id. Transactions a batch left open under retried attempts' ids when the whole
+batch failed are aborted by the coordinator after ``transaction.timeout.ms``.
 
 The store is committed group offsets for partition 0 of the sink's topic
 (``GroupOffsetsStore``): the offset of group ``kclient-eos.S`` packs batch id, phase and
@@ -102,12 +114,20 @@ def check_sink_id(sink_id: object) -> str:
     return sink_id
 
 
-def transactional_id(sink_id: str, partition: int) -> str:
-    """The transactional id of task ``partition`` of every batch of the sink (at most 120
-    characters). One id per task slot, reused batch after batch: a transaction
-    coordinator keeps every transactional id for ``transactional.id.expiration.ms`` (7
-    days), so an id per batch would grow its memory with every micro-batch."""
-    return f"kclient-eos.{sink_id}.{partition}"
+#: attempts from this one on share a transactional id (the task offset keeps 8 bits of it)
+MAX_ID_ATTEMPT = 255
+
+
+def transactional_id(sink_id: str, partition: int, attempt: int = 0) -> str:
+    """The transactional id of attempt ``attempt`` of task ``partition`` of every batch of
+    the sink (at most 125 characters). One id per task slot and attempt, reused batch after
+    batch: a transaction coordinator keeps every transactional id for
+    ``transactional.id.expiration.ms`` (7 days), so an id per batch would grow its memory
+    with every micro-batch. The first attempt's id has no suffix (what earlier versions
+    used for every attempt, so their recorded batches commit under the same id)."""
+    attempt = min(attempt, MAX_ID_ATTEMPT)
+    suffix = f".a{attempt}" if attempt else ""
+    return f"kclient-eos.{sink_id}.{partition}{suffix}"
 
 
 def group_id(sink_id: str) -> str:
@@ -117,12 +137,13 @@ def group_id(sink_id: str) -> str:
 @dataclass(frozen=True)
 class TaskTxn:
     """What a task hands back: its Spark partition, the prepared transaction's producer id
-    and epoch, and how many records it holds."""
+    and epoch, how many records it holds, and the attempt whose transactional id holds it."""
 
     partition: int
     producer_id: int
     epoch: int
     records: int
+    attempt: int = 0
 
 
 @dataclass(frozen=True)
@@ -162,14 +183,29 @@ def state_offset(state: SinkState) -> int:
     return state.batch_id << 20 | slots << 2 | _PHASE_CODES[state.phase]
 
 
+#: set in task offsets that carry the attempt: (pid + 1) << 24 | attempt << 16 | epoch.
+#: Without it (earlier versions), the offset is (pid + 1) << 16 | epoch and the attempt 0.
+_WITH_ATTEMPT = 1 << 62
+_MAX_PRODUCER_ID = (1 << 38) - 2
+
+
 def txn_offset(txn: TaskTxn | None) -> int:
-    """A task group's offset: the producer id and epoch of its prepared transaction
-    (0: the task has none in this batch)."""
+    """A task group's offset: the producer id, attempt and epoch of its prepared
+    transaction (0: the task has none in this batch)."""
     if txn is None:
         return 0
-    if not 0 <= txn.producer_id < (1 << 47) - 1:
+    if not 0 <= txn.producer_id <= _MAX_PRODUCER_ID:
         raise ConfigError(f"producer id {txn.producer_id} is beyond what the sink records")
-    return (txn.producer_id + 1) << 16 | txn.epoch
+    attempt = min(txn.attempt, MAX_ID_ATTEMPT)
+    return _WITH_ATTEMPT | (txn.producer_id + 1) << 24 | attempt << 16 | txn.epoch
+
+
+def _decode_txn(partition: int, value: int) -> TaskTxn:
+    """A task group's offset back to its transaction (counts are not recorded)."""
+    if value & _WITH_ATTEMPT:
+        value &= ~_WITH_ATTEMPT
+        return TaskTxn(partition, (value >> 24) - 1, value & 0xFFFF, 0, (value >> 16) & 0xFF)
+    return TaskTxn(partition, (value >> 16) - 1, value & 0xFFFF, 0)
 
 
 def decode_state(offset: int, task_offsets: Sequence[int]) -> SinkState:
@@ -184,11 +220,7 @@ def decode_state(offset: int, task_offsets: Sequence[int]) -> SinkState:
     if phase == WRITING:
         return SinkState(phase, batch_id, tasks=slots)
     if phase == RECORDED:
-        txns = tuple(
-            TaskTxn(p, (value >> 16) - 1, value & 0xFFFF, 0)  # counts are not recorded
-            for p, value in enumerate(task_offsets)
-            if value > 0
-        )
+        txns = tuple(_decode_txn(p, value) for p, value in enumerate(task_offsets) if value > 0)
         return SinkState(phase, batch_id, txns=txns)
     return SinkState(phase, batch_id)
 
@@ -267,7 +299,11 @@ class GroupOffsetsStore:
             by_partition = {t.partition: t for t in state.txns}
             for p in range(_slots(state.txns)):
                 txn = by_partition.get(p)
-                what = "none" if txn is None else f"{txn.producer_id}:{txn.epoch}:{txn.records}"
+                what = (
+                    "none"
+                    if txn is None
+                    else f"{txn.producer_id}:{txn.epoch}:{txn.records} attempt {txn.attempt}"
+                )
                 self._backend.commit(
                     self._task_group(p),
                     txn_offset(txn),
@@ -374,7 +410,7 @@ class ExactlyOnceDriver:
 
     def _complete(self, state: SinkState) -> None:
         for i, txn in enumerate(state.txns):
-            txn_id = transactional_id(self.sink_id, txn.partition)
+            txn_id = transactional_id(self.sink_id, txn.partition, txn.attempt)
             try:
                 self.completer.commit(PreparedTxn(txn_id, txn.producer_id, txn.epoch))
             except TransactionNotCompletedError as exc:

@@ -36,6 +36,7 @@ from kclient.spark import (
     validate_schema,
 )
 from kclient.spark_eos import (
+    MAX_ID_ATTEMPT,
     CommittedOffsets,
     CoordinatorTxnCompleter,
     ExactlyOnceDriver,
@@ -49,7 +50,7 @@ from kclient.spark_eos import (
 
 log = logging.getLogger(__name__)
 
-TASK_SCHEMA = "partition int, producer_id long, epoch int, records long"
+TASK_SCHEMA = "partition int, producer_id long, epoch int, records long, attempt int"
 _TXN_ID_NAMES = frozenset({"transactional.id", "transactional_id"})
 _IDEMPOTENCE_NAMES = ("enable.idempotence", "enable_idempotence")
 _TOPIC_POLL_MS = 100
@@ -82,12 +83,14 @@ class ExactlyOnceSink(KafkaSink):
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         attempt = context.attemptNumber() if context is not None else 0
-        txn_id = transactional_id(self.sink_id, partition)
+        if attempt:
+            self._fence_earlier_attempts(partition, attempt)
+        txn_id = transactional_id(self.sink_id, partition, attempt)
         producer = KafkaProducer({**self.producer_config, "transactional.id": txn_id})
         task = _TransactionalTask(self, producer)
         prepared: PreparedTxn | None = None
         try:
-            producer.init_transactions()  # fences an earlier attempt, aborting its rows
+            producer.init_transactions()  # fences a late copy of this attempt, if any
             producer.begin_transaction()
             send_all(task)
             task.finish()  # flushes; raises SinkDeliveryError if a record failed
@@ -99,9 +102,33 @@ class ExactlyOnceSink(KafkaSink):
             request_timeout_s = producer.config.request_timeout_ms / 1000
             producer.close(None if prepared is not None else request_timeout_s)
         assert prepared is not None
-        self.prepared = TaskTxn(partition, prepared.producer_id, prepared.epoch, task.sent)
+        self.prepared = TaskTxn(
+            partition, prepared.producer_id, prepared.epoch, task.sent, min(attempt, MAX_ID_ATTEMPT)
+        )
         pause_point("task_prepared", self.batch_id)
         return task.sent
+
+    def _fence_earlier_attempts(self, partition: int, attempt: int) -> None:
+        """InitProducerId for the ids of this task's attempts before ``attempt``: aborts what
+        a killed attempt left open (else it holds the partition's last stable offset until
+        ``transaction.timeout.ms``). Each failed attempt aborted its own when it could."""
+        cfg = ProducerConfig(self.producer_config)
+        client = NetworkClient.create(
+            cfg.bootstrap_servers, NetworkClientConfig.from_config(cfg), clock=SYSTEM_CLOCK
+        )
+        try:
+            calls = CoordinatorCalls(client, SYSTEM_CLOCK, retry_backoff_ms=cfg.retry_backoff_ms)
+            for earlier in range(min(attempt, MAX_ID_ATTEMPT)):
+                txn_id = transactional_id(self.sink_id, partition, earlier)
+                log.info("sink %s: fencing %s (an earlier attempt)", self.sink_id, txn_id)
+                fence_transactional_id(
+                    calls,
+                    txn_id,
+                    transaction_timeout_ms=cfg.transaction_timeout_ms,
+                    timeout_ms=cfg.max_block_ms,
+                )
+        finally:
+            client.close()
 
     def write_arrow(self, batches: Iterator[Any]) -> Iterator[Any]:
         """``mapInArrow`` entry point: one row with the task's prepared transaction."""
@@ -116,6 +143,7 @@ class ExactlyOnceSink(KafkaSink):
                     "producer_id": pa.array([txn.producer_id], pa.int64()),
                     "epoch": pa.array([txn.epoch], pa.int32()),
                     "records": pa.array([txn.records], pa.int64()),
+                    "attempt": pa.array([txn.attempt], pa.int32()),
                 }
             )
 
@@ -258,13 +286,15 @@ def check_broker(
 
 
 def check_no_speculation(speculation: str | None) -> None:
-    """Refuse ``spark.speculation=true``: a speculative copy of a task would fence the
-    first (same transactional id) and fail the batch."""
+    """Refuse ``spark.speculation=true``: the losing copy of a task would leave its
+    prepared transaction open until ``transaction.timeout.ms``, holding back
+    read_committed consumers."""
     if (speculation or "false").strip().lower() == "true":
         raise ConfigError(
-            "exactly_once=True cannot run with spark.speculation=true: a speculative copy of "
-            "a task takes over its transactional id and fences the first, failing the batch; "
-            "set spark.speculation=false for this application"
+            "exactly_once=True cannot run with spark.speculation=true: the losing copy of a "
+            "task would leave its prepared transaction open, holding back read_committed "
+            "consumers until transaction.timeout.ms; set spark.speculation=false for this "
+            "application"
         )
 
 
@@ -309,7 +339,11 @@ def _write_batch(
             rows = collect_from_workers(data.mapInArrow(sink.write_arrow, TASK_SCHEMA))
             return [
                 TaskTxn(
-                    int(r["partition"]), int(r["producer_id"]), int(r["epoch"]), int(r["records"])
+                    int(r["partition"]),
+                    int(r["producer_id"]),
+                    int(r["epoch"]),
+                    int(r["records"]),
+                    int(r["attempt"]),
                 )
                 for r in rows
             ]

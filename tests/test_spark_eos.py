@@ -23,6 +23,7 @@ from kclient.spark_eos import (
     SinkState,
     TaskTxn,
     check_sink_id,
+    transactional_id,
 )
 from kclient.spark_eos_task import check_broker, check_exactly_once_config, check_no_speculation
 from kclient.testing import MockClock
@@ -208,7 +209,8 @@ class MetadataDroppingOffsets:
     "state",
     [
         SinkState(WRITING, 3, tasks=12),
-        SinkState(RECORDED, 3, txns=(TaskTxn(0, 0, 0, 0), TaskTxn(2, 2**46, 32767, 0))),
+        SinkState(RECORDED, 3, txns=(TaskTxn(0, 0, 0, 0), TaskTxn(2, 2**38 - 2, 32767, 0))),
+        SinkState(RECORDED, 4, txns=(TaskTxn(0, 7, 3, 0, 1), TaskTxn(1, 9, 0, 0, 255))),
         SinkState(RECORDED, 2**43 - 1),
         SinkState(DONE, 0),
     ],
@@ -306,3 +308,42 @@ def test_a_broker_without_transactions_is_named_before_any_task() -> None:
     )
     check_broker(calls, SINK, 60_000, 5_000)
     assert client.sent[-1].body_for(4)["transactional_id"] == "kclient-eos.orders.check"
+
+
+def test_a_batch_whose_task_was_retried_commits_under_the_retrys_transactional_id() -> None:
+    """A retried task writes under its own attempt's id, so a late copy of the failed
+    attempt (its Python worker still starting) cannot fence the retry's transaction."""
+    d = driver()
+    d.run_batch(7, 2, Tasks([TaskTxn(0, 4000, 0, 10), TaskTxn(1, 4001, 0, 5, 2)]))
+    assert [t.transactional_id for t in completer_of(d).committed] == [
+        "kclient-eos.orders.0",
+        "kclient-eos.orders.1.a2",
+    ]
+    assert store_of(d).saved[1].txns[1].attempt == 2
+
+
+def test_the_retrys_id_survives_a_driver_restart_between_record_and_commit() -> None:
+    backend = MetadataDroppingOffsets()
+    GroupOffsetsStore(backend, SINK).save(SinkState(RECORDED, 7, txns=(TaskTxn(0, 12, 4, 9, 3),)))
+    d = ExactlyOnceDriver(SINK, GroupOffsetsStore(backend, SINK), FakeCompleter())
+    assert d.run_batch(7, 1, Tasks()).action == "completed"
+    assert completer_of(d).committed == [PreparedTxn("kclient-eos.orders.0.a3", 12, 4)]
+
+
+def test_a_batch_recorded_by_an_earlier_version_commits_under_the_ids_it_used() -> None:
+    """Earlier versions recorded ``(producer id + 1) << 16 | epoch`` and used one id per
+    task for every attempt: read back as attempt 0, whose id has no suffix."""
+    backend = MetadataDroppingOffsets()
+    backend.offsets["kclient-eos.orders.task-0"] = (4000 + 1) << 16 | 2
+    backend.offsets["kclient-eos.orders"] = 7 << 20 | 1 << 2 | 2  # R 7, one task slot
+    d = ExactlyOnceDriver(SINK, GroupOffsetsStore(backend, SINK), FakeCompleter())
+    assert d.run_batch(7, 1, Tasks()).action == "completed"
+    assert completer_of(d).committed == [PreparedTxn("kclient-eos.orders.0", 4000, 2)]
+
+
+def test_transactional_ids_per_attempt_are_bounded() -> None:
+    assert transactional_id(SINK, 3) == "kclient-eos.orders.3"
+    assert transactional_id(SINK, 3, 1) == "kclient-eos.orders.3.a1"
+    assert transactional_id(SINK, 3, 255) == transactional_id(SINK, 3, 1000)  # shared from 255
+    longest = transactional_id("s" * 100, 2**18 - 1, 10**6)
+    assert len(longest) <= 125
