@@ -21,7 +21,24 @@ from kclient.record import RecordBatchBuilder
 Acked = dict[tuple[int, int], bytes]  # (partition, offset) -> value
 
 
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    """Each partition's high watermark as the broker answers it (ListOffsets, bounded)."""
+    consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
+    try:
+        return {
+            p: consumer.get_watermark_offsets(
+                confluent_kafka.TopicPartition(topic, p), timeout=30
+            )[1]
+            for p in range(partitions)
+        }
+    finally:
+        consumer.close()
+
+
 def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> Acked:
+    """Every record of ``topic`` up to the high watermarks the broker answers at the start
+    (at most 90 s, however loaded the machine); then nothing beyond ``expected`` shows up."""
+    ends = high_watermarks(bootstrap, topic, partitions)
     consumer = confluent_kafka.Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -32,14 +49,19 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> A
     )
     consumer.assign(from_start(topic, partitions))
     out: Acked = {}
-    deadline = time.monotonic() + 30
+    read_to = dict.fromkeys(range(partitions), 0)
+    deadline = time.monotonic() + 90
     try:
-        while len(out) < expected and time.monotonic() < deadline:
+        while any(read_to[p] < ends[p] for p in ends) and time.monotonic() < deadline:
             for msg in consumer.consume(1000, 0.2):
                 assert msg.error() is None, msg.error()
                 out[(msg.partition(), msg.offset())] = msg.value()
-        # nothing beyond what was expected shows up
-        for msg in consumer.consume(1000, 0.3):
+                read_to[msg.partition()] = msg.offset() + 1
+        unread = {p: (read_to[p], ends[p]) for p in ends if read_to[p] < ends[p]}
+        assert not unread, f"not read within 90 s: (read up to, high watermark) {unread}"
+        if len(out) < expected:  # the broker's log ends before what was acknowledged
+            return out
+        for msg in consumer.consume(1000, 0.3):  # nothing beyond what was expected shows up
             out[(msg.partition(), msg.offset())] = msg.value()
     finally:
         consumer.close()
