@@ -13,7 +13,7 @@ from kclient.errors import ConfigError
 from kclient.protocol import ApiKey
 from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.sender.txn_completion import PreparedTxn, TransactionNotCompletedError
-from kclient.spark_eos import (
+from kclient.spark.eos import (
     DONE,
     RECORDED,
     WRITING,
@@ -25,7 +25,7 @@ from kclient.spark_eos import (
     check_sink_id,
     transactional_id,
 )
-from kclient.spark_eos_task import check_broker, check_exactly_once_config, check_no_speculation
+from kclient.spark.eos_task import check_broker, check_exactly_once_config, check_no_speculation
 from kclient.testing import MockClock
 from kclient.testing.client import MockClient, metadata_update_with
 

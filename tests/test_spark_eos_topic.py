@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from kclient import errors
-from kclient.spark_eos_task import check_target_topic
+from kclient.spark.eos_task import check_target_topic
 from kclient.testing import MockClock
 from kclient.testing.client import MockClient, metadata_update_with
 

@@ -15,13 +15,8 @@ import pytest
 from pyspark.sql import Row
 
 from kclient.errors import ConfigError, IllegalStateError
-from kclient.spark import (
-    KafkaSink,
-    ProducerCache,
-    SinkSchemaError,
-    _BatchingSend,
-    write_dataframe,
-)
+from kclient.spark import KafkaSink, ProducerCache, SinkSchemaError, write_dataframe
+from kclient.spark.sink import _BatchingSend
 
 BOOTSTRAP: dict[str, Any] = {"bootstrap_servers": "127.0.0.1:9"}
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))

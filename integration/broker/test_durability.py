@@ -26,9 +26,9 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, in
     consumer = confluent_kafka.Consumer({"bootstrap.servers": bootstrap, "group.id": "hw"})
     try:
         return {
-            p: consumer.get_watermark_offsets(
-                confluent_kafka.TopicPartition(topic, p), timeout=30
-            )[1]
+            p: consumer.get_watermark_offsets(confluent_kafka.TopicPartition(topic, p), timeout=30)[
+                1
+            ]
             for p in range(partitions)
         }
     finally:

@@ -22,7 +22,7 @@ from kclient.errors import ConfigError
 from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.spark import write_dataframe
-from kclient.spark_eos import (
+from kclient.spark.eos import (
     CRASH_TASK_ENV,
     WRITING,
     CommittedOffsets,

@@ -24,7 +24,7 @@ import pytest
 
 from integration.producer.verify import consume_all
 from kclient.broker import EmbeddedBroker
-from kclient.spark_eos import PAUSE_AT_ENV, PAUSE_FILE_ENV
+from kclient.spark.eos import PAUSE_AT_ENV, PAUSE_FILE_ENV
 
 FILES = 6
 ROWS_PER_FILE = 300

@@ -1,4 +1,4 @@
-"""The exactly-once Spark sink's tasks and entry points (the protocol is in ``spark_eos``).
+"""The exactly-once Spark sink's tasks and entry points (the protocol is in ``kclient.spark.eos``).
 
 ``ExactlyOnceSink`` is a ``KafkaSink`` whose task writes inside a Kafka transaction under
 the task's own transactional id and prepares it instead of committing: the sending code
@@ -27,15 +27,7 @@ from kclient.network.kafka_client import KafkaClient
 from kclient.producer import KafkaProducer
 from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.sender.txn_completion import PreparedTxn, fence_transactional_id
-from kclient.spark import (
-    DEFAULT_PRODUCER_IDLE_S,
-    KafkaSink,
-    SinkResult,
-    _Task,
-    collect_from_workers,
-    validate_schema,
-)
-from kclient.spark_eos import (
+from kclient.spark.eos import (
     MAX_ID_ATTEMPT,
     CommittedOffsets,
     CoordinatorTxnCompleter,
@@ -46,6 +38,14 @@ from kclient.spark_eos import (
     crash_point,
     pause_point,
     transactional_id,
+)
+from kclient.spark.sink import (
+    DEFAULT_PRODUCER_IDLE_S,
+    KafkaSink,
+    SinkResult,
+    _Task,
+    collect_from_workers,
+    validate_schema,
 )
 
 log = logging.getLogger(__name__)

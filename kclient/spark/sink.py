@@ -1,4 +1,5 @@
-"""PySpark sink: write a DataFrame's rows to Kafka with kclient.
+"""The PySpark sink: write a DataFrame's rows to Kafka with kclient (its public names are
+re-exported by ``kclient.spark``).
 
 The counterpart of Spark's own Kafka sink (``KafkaWriter`` checks the schema on the
 driver, ``KafkaWriteTask`` sends one partition, ``InternalKafkaProducerPool`` shares
@@ -45,7 +46,7 @@ from typing import Any
 
 from kclient.config import ProducerConfig
 from kclient.errors import ConfigError, IllegalStateError, KafkaError
-from kclient.spark_columns import (
+from kclient.spark.columns import (
     COLUMNS,
     HEADERS_TYPE,
     SinkSchemaError,
@@ -54,7 +55,7 @@ from kclient.spark_columns import (
     to_bytes,
     validate_schema,
 )
-from kclient.spark_producers import PRODUCER_CACHE, ProducerCache, ProducerLease
+from kclient.spark.producers import PRODUCER_CACHE, ProducerCache, ProducerLease
 
 __all__ = [
     "COLUMNS",
@@ -435,7 +436,7 @@ def write_dataframe(
     Raises ``SinkSchemaError`` or ``ConfigError`` before any task runs; a failed task
     fails the job with the Kafka error in the message. At least once: see the module doc.
     With ``exactly_once=True`` and a ``sink_id`` (and the ``topic`` argument), all rows
-    become visible to read_committed consumers once, or none do (``kclient.spark_eos``).
+    become visible to read_committed consumers once, or none do (``kclient.spark.eos``).
     ``batch_id`` (exactly once only) names the load, e.g. a date as 20261125, so that
     running the job again after a crash is safe: a load already committed is skipped
     (``records_written`` 0), one the crash left recorded is finished without rewriting,
@@ -443,7 +444,7 @@ def write_dataframe(
     every call is a new load.
     """
     if exactly_once:
-        from kclient.spark_eos_task import write_exactly_once
+        from kclient.spark.eos_task import write_exactly_once
 
         return write_exactly_once(
             df, topic, sink_id, producer_idle_s, producer_config, batch_id=batch_id
@@ -468,10 +469,10 @@ def foreach_batch(
     Settings are checked now; the schema at every micro-batch, before its tasks run.
     With ``exactly_once=True`` and a ``sink_id`` (the same across restarts from the
     checkpoint) each micro-batch's rows become visible to read_committed consumers exactly
-    once, through task retries and driver restarts (``kclient.spark_eos``).
+    once, through task retries and driver restarts (``kclient.spark.eos``).
     """
     if exactly_once:
-        from kclient.spark_eos_task import foreach_batch_exactly_once
+        from kclient.spark.eos_task import foreach_batch_exactly_once
 
         return foreach_batch_exactly_once(topic, sink_id, producer_idle_s, producer_config)
     sink = KafkaSink(topic, producer_idle_s=producer_idle_s, **producer_config)

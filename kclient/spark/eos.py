@@ -1,5 +1,5 @@
 """The exactly-once Spark sink's driver protocol: a two-phase commit of Kafka transactions
-that the Spark tasks prepared (the tasks' side is ``spark_eos_task``).
+that the Spark tasks prepared (the tasks' side is ``kclient.spark.eos_task``).
 
 No Kafka class corresponds; it is the commit protocol stream processors use to write to
 Kafka exactly once (a sink's "pre-commit" in each task, the "commit" by a coordinator
