@@ -6,9 +6,8 @@
 ``_template.c`` and ``_open.c``, the new batches copied from templates and opened by
 ``send``),
 ``kclient/record/_validate.c`` (the broker's record checks) and
-``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c``,
-``_watch.c`` and ``_future_module.c`` (kclient.aio's record future, per-batch group and settle
-and C ``send``), and
+``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c``
+and ``_future_module.c`` (kclient.aio's record future and its per-batch settle), and
 ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
 and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
 Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
@@ -71,17 +70,9 @@ setup(
             [
                 "kclient/aio/_future.c",
                 "kclient/aio/_settle.c",
-                "kclient/aio/_watch.c",
-                "kclient/aio/_driver.c",
-                "kclient/aio/_send_wait.c",
                 "kclient/aio/_future_module.c",
             ],
-            depends=[
-                "kclient/aio/_future.h",
-                "kclient/_fallback_method.h",
-                "kclient/_pycall.h",
-                "kclient/_slots.h",
-            ],
+            depends=["kclient/aio/_future.h"],
             optional=True,
         ),
         Extension(

@@ -24,10 +24,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kclient import producer as producer_module
-from kclient.aio.completions import NATIVE, _native
 from kclient.aio.loop_selector import LoopSelector
 from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
@@ -51,9 +50,8 @@ class LoopClient(KafkaClient, Protocol):
     on_ready: Callable[[], None]
 
 
-class PyLoopSender:
-    """Runs ``sender.run_once`` on ``loop`` when there is something to do. (The reference
-    of ``CLoopSender``, whose hot methods are C: ``LoopDriver``, ``_driver.c``.)"""
+class LoopSender:
+    """Runs ``sender.run_once`` on ``loop`` when there is something to do."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -176,7 +174,7 @@ class PyLoopSender:
     def _step_over(self) -> int:
         """The step is over: its count (a task resumed by ``after_step`` may run another,
         which ``_steps`` then shows), the turns waiting for it ended, the pass after it (when
-        it has something to do). The C driver's ``step_over`` is the same."""
+        it has something to do)."""
         self.running = False
         steps = self._steps = self._steps + 1
         if self._turns:
@@ -220,19 +218,6 @@ class PyLoopSender:
         self._turns = []
 
 
-LoopSender: type[PyLoopSender] = PyLoopSender
-"""``CLoopSender`` with the C extension (unless ``KCLIENT_PURE_PYTHON``), else the Python."""
-if TYPE_CHECKING:
-    CLoopSender = PyLoopSender
-elif NATIVE:
-
-    class CLoopSender(_native.LoopDriver, PyLoopSender):
-        """``PyLoopSender`` with ``schedule``, ``run_now``, ``run``, ``on_ready`` and
-        ``_after_step`` in C, on the same state (the C type's members)."""
-
-    LoopSender = CLoopSender
-
-
 class LoopProducer(KafkaProducer):
     """``KafkaProducer`` whose Sender runs on ``loop`` (see the module docstring)."""
 
@@ -242,7 +227,7 @@ class LoopProducer(KafkaProducer):
         loop: asyncio.AbstractEventLoop,
         kafka_client: LoopClient | None = None,
     ) -> None:
-        driver: PyLoopSender = LoopSender(loop)
+        driver = LoopSender(loop)
         self.driver = driver
         self.resolver: LoopResolver | None = None
         client: KafkaClient
