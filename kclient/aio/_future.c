@@ -411,6 +411,20 @@ Future_next(FutureObject *self)
     return NULL;
 }
 
+/* The await protocol without a StopIteration (am_send, which the interpreter's await uses):
+ * the future itself while pending, then its result (PYGEN_RETURN) or its exception. */
+static PySendResult
+Future_am_send(FutureObject *self, PyObject *Py_UNUSED(arg), PyObject **presult)
+{
+    if (self->state == PENDING) {
+        self->blocking = 1;
+        *presult = Py_NewRef(self);
+        return PYGEN_NEXT;
+    }
+    *presult = Future_result(self, NULL);
+    return *presult == NULL ? PYGEN_ERROR : PYGEN_RETURN;
+}
+
 /* asyncio's gather reads a cancelled child's message, or asks it for its error. */
 static PyObject *
 Future_get_cancel_message(FutureObject *self, void *Py_UNUSED(closure))
@@ -552,7 +566,10 @@ static PyGetSetDef Future_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyAsyncMethods Future_async = {.am_await = (unaryfunc)Future_await};
+static PyAsyncMethods Future_async = {
+    .am_await = (unaryfunc)Future_await,
+    .am_send = (sendfunc)Future_am_send,
+};
 
 PyTypeObject kaio_FutureType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.RecordFuture",

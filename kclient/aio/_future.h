@@ -45,6 +45,7 @@ PyObject *stop_iteration(PyObject *value);
 
 /* _settle.c */
 PyObject *ready_create(PyObject *value);
+PyObject *aio_add_row(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_ok(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_error(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *aio_settle_one(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

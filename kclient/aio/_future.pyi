@@ -45,6 +45,14 @@ class Ready(Generic[_T]):
     def throw(self, error: Any, value: Any = None, tb: Any = None) -> None: ...
     def close(self) -> None: ...
 
+def add_row(
+    rows: list[Any],
+    loop: asyncio.AbstractEventLoop,
+    offset_delta: int,
+    timestamp_ms: int,
+    key_size: int,
+    value_size: int,
+) -> Ready[RecordFuture]: ...
 def settle_ok(
     rows: list[Any],
     topic: str,

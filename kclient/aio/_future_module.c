@@ -6,6 +6,7 @@
 #include "_future.h"
 
 static PyMethodDef module_methods[] = {
+    {"add_row", (PyCFunction)(void (*)(void))aio_add_row, METH_FASTCALL, NULL},
     {"settle_ok", (PyCFunction)(void (*)(void))aio_settle_ok, METH_FASTCALL, NULL},
     {"settle_error", (PyCFunction)(void (*)(void))aio_settle_error, METH_FASTCALL, NULL},
     {"settle_one", (PyCFunction)(void (*)(void))aio_settle_one, METH_FASTCALL, NULL},

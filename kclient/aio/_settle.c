@@ -51,6 +51,13 @@ Ready_next(ReadyObject *self)
     return stop_iteration(self->value);
 }
 
+static PySendResult
+Ready_am_send(ReadyObject *self, PyObject *Py_UNUSED(arg), PyObject **presult)
+{
+    *presult = Py_NewRef(self->value);
+    return PYGEN_RETURN;
+}
+
 static PyObject *
 Ready_send(ReadyObject *self, PyObject *Py_UNUSED(arg))
 {
@@ -101,7 +108,10 @@ static PyMethodDef Ready_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyAsyncMethods Ready_async = {.am_await = (unaryfunc)Ready_await};
+static PyAsyncMethods Ready_async = {
+    .am_await = (unaryfunc)Ready_await,
+    .am_send = (sendfunc)Ready_am_send,
+};
 
 PyTypeObject kaio_ReadyType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.Ready",
@@ -117,6 +127,42 @@ PyTypeObject kaio_ReadyType = {
 };
 
 /* ---- settling a batch's records ------------------------------------------------------ */
+
+/* add_row(rows, loop, offset_delta, timestamp_ms, key_size, value_size) -> Ready(future):
+ * a new RecordFuture of loop, its row (future, offset delta, timestamp ms, key size, value
+ * size) appended to rows (a batch's group, flat: no tuple per record, one object fewer for
+ * the garbage collector to walk). The values are the caller's; nothing is read here. */
+PyObject *
+aio_add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "add_row(rows: list, loop, offset_delta, timestamp_ms, key_size, "
+                        "value_size)");
+        return NULL;
+    }
+    PyObject *rows = args[0];
+    PyObject *future = (PyObject *)future_create(&kaio_FutureType, args[1]);
+    if (future == NULL) {
+        return NULL;
+    }
+    Py_ssize_t size = PyList_GET_SIZE(rows);
+    int rc = PyList_Append(rows, future);
+    for (int i = 2; i < 6 && rc == 0; i++) {
+        rc = PyList_Append(rows, args[i]);
+    }
+    if (rc < 0) { /* no half row left behind */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        (void)PyList_SetSlice(rows, size, PyList_GET_SIZE(rows), NULL);
+        PyErr_Restore(type, value, tb);
+        Py_DECREF(future);
+        return NULL;
+    }
+    PyObject *ready = ready_create(future);
+    Py_DECREF(future);
+    return ready;
+}
 
 static int
 check_pending(PyObject *pending)

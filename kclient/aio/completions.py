@@ -111,7 +111,8 @@ class _BatchWatch:
         except Exception:  # a bug here must not take the Sender's step down
             log.exception("settling the futures of a batch for %s failed", self._result.tp)
 
-    _watch = _notify
+    def _watch(self) -> None:
+        self._notify()
 
 
 class BatchCompletions:
@@ -134,11 +135,15 @@ class BatchCompletions:
         """A pending future of ``loop``: a ``RecordFuture`` with the extension."""
         self._ready: Callable[[Any], Any] = PyReady
         """The awaitable ``track`` returns: ``Ready`` with the extension."""
+        self._add_row: Callable[[list[Any], asyncio.AbstractEventLoop, int, int, int, int], Any]
+        self._add_row = self._py_add_row
+        """A new future's row appended to its group; the future's ``Ready``."""
         self.after_step: Callable[[], None] = self.dispatch
         """``dispatch`` (the extension's ``dispatch`` when built: the same, no frame)."""
         if NATIVE:
             self._new_future = functools.partial(_native.RecordFuture, loop)
             self._ready = _native.Ready
+            self._add_row = _native.add_row
             self.after_step = functools.partial(_native.dispatch, self.pending, loop, _current_task)
         elif type(loop).create_future is asyncio.BaseEventLoop.create_future:
             # what it does, without its Python frame
@@ -148,25 +153,37 @@ class BatchCompletions:
         """The awaitable of a new future for ``record`` (just queued by ``send``): its row
         goes to its batch's group; the first record of a batch makes the group and watches
         the batch."""
-        future = self._new_future()
         result = record._produce_result
         rows = self._groups.get(result)
         if rows is None:
             if result.done or result.superseded:  # not expected: completions come later
+                future = self._new_future()
                 record.add_done_callback(functools.partial(self._settle_one, future))
                 return self._ready(future)
             rows = self._groups[result] = []
             result.watch(_BatchWatch(self._settle, result))
-        rows.extend(
-            (
-                future,
-                record._offset_delta,
-                record._timestamp_ms,
-                record._key_size,
-                record._value_size,
-            )
+        return self._add_row(
+            rows,
+            self._loop,
+            record._offset_delta,
+            record._timestamp_ms,
+            record._key_size,
+            record._value_size,
         )
-        return self._ready(future)
+
+    def _py_add_row(  # noqa: PLR0917 -- the extension's add_row
+        self,
+        rows: list[Any],
+        loop: asyncio.AbstractEventLoop,
+        offset_delta: int,
+        timestamp_ms: int,
+        key_size: int,
+        value_size: int,
+    ) -> PyReady[asyncio.Future[RecordMetadata]]:
+        """``add_row`` without the extension: an asyncio future of ``loop``."""
+        future: asyncio.Future[RecordMetadata] = self._new_future()
+        rows.extend((future, offset_delta, timestamp_ms, key_size, value_size))
+        return PyReady(future)
 
     def dispatch(self) -> None:
         """Run the callbacks of the futures settled so far: directly, unless inside a

@@ -34,7 +34,6 @@ from kclient.errors import IllegalStateError, KafkaError
 from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import KafkaProducer, _live_producers
-from kclient.sender.sender import Sender
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +49,27 @@ class LoopClient(KafkaClient, Protocol):
     on_ready: Callable[[], None]
 
 
+class Steps(Protocol):
+    """What ``LoopSender`` drives: the ``Sender``'s step, its network part, and its failure
+    (a scripted one in tests)."""
+
+    def run_once(self) -> int: ...
+
+    def poll_network(self) -> int: ...
+
+    def fail_on_error(self, exc: BaseException) -> None: ...
+
+
+class ReadySelector(Protocol):
+    """What ``LoopSender`` reads of its selector after a step (``LoopSelector``)."""
+
+    @property
+    def returned_events(self) -> bool: ...
+
+    @property
+    def requested_timeout_ms(self) -> int: ...
+
+
 class LoopSender:
     """Runs ``sender.run_once`` on ``loop`` when there is something to do."""
 
@@ -58,8 +78,8 @@ class LoopSender:
         self._time: Callable[[], float] = loop.time
         if type(loop).time is asyncio.BaseEventLoop.time:  # what it does, without its frame
             self._time = time.monotonic
-        self.sender: Sender | None = None
-        self.selector: LoopSelector | None = None
+        self.sender: Steps | None = None
+        self.selector: ReadySelector | None = None
         self.scheduled = False
         self._handle: asyncio.Handle | None = None
         self.running = False
@@ -161,7 +181,7 @@ class LoopSender:
             self._timer = self._loop.call_at(at, self._on_timer)
             self._timer_at = at
 
-    def _failed(self, sender: Sender, exc: BaseException) -> None:
+    def _failed(self, sender: Steps, exc: BaseException) -> None:
         """A step raised: fail what is pending, stop, tell the producer."""
         try:
             sender.fail_on_error(exc)
