@@ -54,6 +54,9 @@ MODULES = [
     "kclient/network/idle_expiry.py",
     "kclient/network/kafka_client.py",
     "kclient/network/connection_states.py",
+    # kclient.aio: its futures' batch groups and the Sender's driver on the event loop
+    "kclient/aio/completions.py",
+    "kclient/aio/loop_sender.py",
 ]
 """Paths relative to the project root, as ``mypycify`` takes them."""
 

@@ -32,12 +32,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import sys
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
-from kclient.record._accel import PURE_PYTHON_ENV
+from kclient._compiled import pure_python
 from kclient.sender.future import (
     FutureRecordMetadata,
     ProduceResult,
@@ -53,7 +52,7 @@ Future: TypeAlias = "RecordFuture | asyncio.Future[RecordMetadata]"
 """What ``await send(...)`` gives: ``await`` it for the record's ``RecordMetadata``."""
 
 _native: Any = None
-if os.environ.get(PURE_PYTHON_ENV, "").strip() in ("", "0"):
+if not pure_python():
     try:
         from kclient.aio import _future as _native
     except ImportError:  # not built: asyncio futures
