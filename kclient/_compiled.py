@@ -54,9 +54,10 @@ MODULES = [
     "kclient/network/idle_expiry.py",
     "kclient/network/kafka_client.py",
     "kclient/network/connection_states.py",
-    # kclient.aio: its futures' batch groups and the Sender's driver on the event loop
+    # kclient.aio: its futures' batch groups, the Sender's driver and the selector on the event loop
     "kclient/aio/completions.py",
     "kclient/aio/loop_sender.py",
+    "kclient/aio/loop_selector.py",
 ]
 """Paths relative to the project root, as ``mypycify`` takes them."""
 
