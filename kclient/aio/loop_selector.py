@@ -110,4 +110,3 @@ class LoopSelector(selectors.BaseSelector):
                 self._watch(fd, key.events, 0)
         self._keys.clear()
         self._ready.clear()
-
