@@ -47,7 +47,7 @@ class BufferPool:
         self.total_bytes = total_bytes
         self._clock = clock
         self._wait = wait or _real_wait
-        self._lock = new_lock()  # the C Lock when built (see future.new_lock)
+        self._lock = new_lock()  # see future.new_lock
         self._available = total_bytes
         self._waiters: collections.deque[threading.Condition] = collections.deque()
         self._closed = False
