@@ -1,36 +1,40 @@
-"""Builds kclient's optional C accelerator; everything else is in pyproject.toml.
+"""Builds kclient's compiled modules and its C extensions; everything else is in pyproject.toml.
 
-``pip install`` (``-e`` too) compiles ``kclient/record/_speedups.c`` (with
-``_column.c``, the Arrow columns ``send_batch`` reads in place, ``_append.c`` and
-``_send.c``, the per-record append of the accumulator and of ``send``, ``_lock.c``, and
-``_template.c`` and ``_open.c``, the new batches copied from templates and opened by
-``send``),
-``kclient/record/_validate.c`` (the broker's record checks) and
-``kclient/sender/_murmur2.c`` next to them, and ``kclient/aio/_future.c`` with ``_settle.c``,
-``_watch.c`` and ``_future_module.c`` (kclient.aio's record future, per-batch group and settle
-and C ``send``), and
-``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition ProduceRequest
-and its answer, see ``produce_fast``), ``kclient/sender/_stats.c`` (the producer metrics' ``SampledStat`` and the
-Sender's recording), ``kclient/_clock.c`` (the system clock's ``monotonic_ms``),
-``kclient/sender/_step.c`` with ``_step_request.c`` and ``_step_run.c`` (the Sender's step),
-``kclient/sender/_complete.c`` with ``_complete_batch.c``, ``_complete_config.c`` and ``_complete_locked.c`` (a
-Produce answer's common case, see ``produce_responses.py``, and the buffer pool's,
-incomplete batches' and produce result's small locked methods),
-``kclient/network/_channel.c`` with ``_send.c`` (the network channel's ``NetworkSend``,
-``NetworkReceive`` and plain-TCP reads and writes; ``_selector.c``, the selector's ``poll``,
-``send`` and ``is_channel_ready`` and the event loop's ``select``), ``kclient/network/_client.c``
-with ``_client_send.c`` (the network client's common-case answers, and its sends) and
-``kclient/sender/_drain.c`` with ``_drain_ready.c``, ``_drain_walk.c`` and ``_drain_build.c``
-(the accumulator's ``ready`` and ``drain``, see ``sender/drain.py``). It is
-``optional``: without a C compiler or the Python headers the build prints a warning and
-kclient installs without it, running its pure-Python record code instead. After editing
-the C file, rebuild it in place with ``.venv/bin/python setup.py build_ext --inplace``.
+``pip install`` (``-e`` too) compiles the hot-path modules listed in ``kclient/_compiled.py``
+with mypyc (the Sender's step, the accumulator's drain, the network client, selector and
+channel: the same ``.py`` files the pure-Python build runs), and the hand-written C that owns
+its data: ``kclient/record/_speedups.c`` (with ``_column.c``, the Arrow columns
+``send_batch`` reads in place, ``_append.c``, ``_send.c``, ``_lock.c``, ``_template.c``,
+``_open.c`` and ``_crc32c.c``), ``kclient/record/_validate.c`` (the broker's record checks),
+``kclient/sender/_murmur2.c``, ``kclient/aio/_future.c`` (kclient.aio's record future and
+its helpers), ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition
+ProduceRequest and its answer, see ``produce_fast``) and ``kclient/_clock.c`` (the system
+clock's ``monotonic_ms``). The C extensions are ``optional``: without a C compiler or the
+Python headers the build prints a warning and kclient runs its pure-Python code instead
+(``tests/test_build.py`` fails then, as it does when a compiled module is missing). After
+editing a compiled module or a C file, rebuild in place with
+``.venv/bin/python setup.py build_ext --inplace``.
 """
 
+import importlib.util
+import os
+
+from mypyc.build import mypycify
 from setuptools import Extension, setup
+
+# kclient/_compiled.py alone, without importing the kclient package (and its dependencies)
+_spec = importlib.util.spec_from_file_location(
+    "_kclient_compiled",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "kclient", "_compiled.py"),
+)
+assert _spec is not None and _spec.loader is not None
+_compiled = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_compiled)
+MODULES: list[str] = _compiled.MODULES
 
 setup(
     ext_modules=[
+        *mypycify(MODULES, opt_level="3", group_name="kclient"),
         Extension(
             "kclient.record._speedups",
             [
@@ -71,17 +75,9 @@ setup(
             [
                 "kclient/aio/_future.c",
                 "kclient/aio/_settle.c",
-                "kclient/aio/_watch.c",
-                "kclient/aio/_driver.c",
-                "kclient/aio/_send_wait.c",
                 "kclient/aio/_future_module.c",
             ],
-            depends=[
-                "kclient/aio/_future.h",
-                "kclient/_fallback_method.h",
-                "kclient/_pycall.h",
-                "kclient/_slots.h",
-            ],
+            depends=["kclient/aio/_future.h"],
             optional=True,
         ),
         Extension(
@@ -91,95 +87,5 @@ setup(
             optional=True,
         ),
         Extension("kclient._clock", ["kclient/_clock.c"], optional=True),
-        Extension(
-            "kclient.sender._step",
-            [
-                "kclient/sender/_step.c",
-                "kclient/sender/_step_request.c",
-                "kclient/sender/_step_run.c",
-            ],
-            depends=[
-                "kclient/sender/_step.h",
-                "kclient/_pycall.h",
-                "kclient/_slots.h",
-                "kclient/_fallback_method.h",
-            ],
-            optional=True,
-        ),
-        Extension(
-            "kclient.sender._stats",
-            ["kclient/sender/_stats.c"],
-            optional=True,
-        ),
-        Extension(
-            "kclient.sender._complete",
-            [
-                "kclient/sender/_complete.c",
-                "kclient/sender/_complete_batch.c",
-                "kclient/sender/_complete_config.c",
-                "kclient/sender/_complete_locked.c",
-            ],
-            depends=[
-                "kclient/sender/_complete.h",
-                "kclient/_slots.h",
-                "kclient/_pycall.h",
-                "kclient/_fallback_method.h",
-                "kclient/record/_lock.h",
-            ],
-            optional=True,
-        ),
-        Extension(
-            "kclient.network._channel",
-            [
-                "kclient/network/_channel.c",
-                "kclient/network/_send.c",
-                "kclient/network/_selector.c",
-                "kclient/network/_selector_util.c",
-                "kclient/network/_loop_select.c",
-            ],
-            depends=[
-                "kclient/network/_channel.h",
-                "kclient/network/_send.h",
-                "kclient/network/_selector.h",
-                "kclient/_fallback_method.h",
-                "kclient/_pycall.h",
-                "kclient/_slots.h",
-            ],
-            optional=True,
-        ),
-        Extension(
-            "kclient.network._client",
-            [
-                "kclient/network/_client.c",
-                "kclient/network/_client_send.c",
-                "kclient/network/_client_ready.c",
-                "kclient/network/_client_poll.c",
-                "kclient/network/_client_poll_io.c",
-            ],
-            depends=[
-                "kclient/network/_client.h",
-                "kclient/network/_send.h",
-                "kclient/_fallback_method.h",
-                "kclient/_pycall.h",
-                "kclient/_slots.h",
-            ],
-            optional=True,
-        ),
-        Extension(
-            "kclient.sender._drain",
-            [
-                "kclient/sender/_drain.c",
-                "kclient/sender/_drain_ready.c",
-                "kclient/sender/_drain_walk.c",
-                "kclient/sender/_drain_build.c",
-            ],
-            depends=[
-                "kclient/sender/_drain.h",
-                "kclient/_slots.h",
-                "kclient/record/_lock.h",
-                "kclient/record/_writer.h",
-            ],
-            optional=True,
-        ),
     ]
 )

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kclient import errors
+# first: with KCLIENT_PURE_PYTHON set it makes the compiled modules load from source
+from kclient import (
+    _compiled,  # noqa: F401
+    errors,
+)
 from kclient.config import ProducerConfig
 from kclient.errors import KafkaError
 from kclient.network.cluster import PartitionInfo, TopicPartition

@@ -17,18 +17,14 @@ import pytest
 
 import kclient.errors
 from kclient.aio import (
-    AIOKafkaProducer,
     OffsetAndMetadata,
     RecordMetadata,
     TopicPartition,
     errors,
 )
-from kclient.aio.completions import NATIVE
 from kclient.network.bootstrap_refusals import BootstrapRefusedError
 from kclient.testing.client import ClientRequest
 from tests.test_aio_loop import LoopMockClient, ScriptedErrorsClient, producer, run
-
-HOW = ["c", "python"] if NATIVE else ["python"]
 
 
 class LogAppendTimeClient(LoopMockClient):
@@ -42,17 +38,10 @@ class LogAppendTimeClient(LoopMockClient):
         return answer
 
 
-def _send_and_wait(p: AIOKafkaProducer, how: str) -> Any:
-    if how == "c":
-        return p.send_and_wait
-    return lambda *args, **kwargs: AIOKafkaProducer.send_and_wait(p, *args, **kwargs)
-
-
-@pytest.mark.parametrize("how", HOW)
-def test_send_and_wait_gives_aiokafkas_fields(how: str) -> None:
+def test_send_and_wait_gives_aiokafkas_fields() -> None:
     async def main(client: LoopMockClient) -> list[RecordMetadata]:
         async with producer(client) as p:
-            saw = _send_and_wait(p, how)
+            saw = p.send_and_wait
             return [
                 await saw("t", b"x", timestamp_ms=5),
                 await saw("t", b"y", timestamp_ms=6),

@@ -1,8 +1,7 @@
-"""``send_and_wait`` in C (``AioSendAndWait``, ``_send_wait.c``: no Python frame, no
-coroutine object of Python's) against the Python it replaces (``producer.py``'s
-``send_and_wait``, which the class attribute still is): the same results, nothing queued
-until awaited, a cancelled wait leaves the record to be delivered, errors raised at the
-await, a never-awaited call warned about, and asyncio takes both as coroutines.
+"""``send_and_wait``: the results and where the records land, nothing queued until it is
+awaited, a cancelled wait leaves the record to be delivered, errors raised at the await, a
+never-awaited call warned about, asyncio takes it as a coroutine, and a subclass's own
+``send`` is what it calls.
 
 No sockets: ``LoopMockClient`` answers like a broker from loop callbacks.
 """
@@ -12,48 +11,21 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 
 from kclient.aio import AIOKafkaProducer
-from kclient.aio.completions import NATIVE
 from kclient.errors import IllegalStateError
-from kclient.sender.future import RecordMetadata
 from tests.test_aio_loop import LoopMockClient, producer, run, turns
 
-pytestmark = pytest.mark.skipif(
-    not NATIVE, reason="no C send_and_wait (extension not built, or KCLIENT_PURE_PYTHON set)"
-)
-HOW = ["c", "python"]
-SendAndWait = Callable[..., Awaitable[RecordMetadata]]
 
-
-def send_and_wait(p: AIOKafkaProducer, how: str) -> SendAndWait:
-    if how == "c":
-        return p.send_and_wait
-    return lambda *args, **kwargs: AIOKafkaProducer.send_and_wait(p, *args, **kwargs)
-
-
-def test_the_c_path_is_the_one_in_use() -> None:
-    async def main() -> None:
-        async with producer(LoopMockClient()) as p:
-            call = p.send_and_wait("t", b"x")
-            assert type(call).__name__ == "SendWait"
-            assert asyncio.iscoroutine(call)
-            await call
-
-    run(main())
-
-
-@pytest.mark.parametrize("how", HOW)
-def test_results_and_where_the_records_land_are_the_same(how: str) -> None:
+def test_results_and_where_the_records_land_are_the_same() -> None:
     client = LoopMockClient(partitions=2)
 
     async def main() -> list[tuple[int, int, int]]:
         async with producer(client) as p:
-            saw = send_and_wait(p, how)
+            saw = p.send_and_wait
             landed = [await saw("t", b"%d" % i, partition=i % 2) for i in range(6)]
             landed.append(await saw("t", b"h", None, 1, 5, [("h", b"v")]))  # the general way
             landed.append(await saw(topic="t", value=b"k", key=b"key", partition=0))
@@ -64,14 +36,13 @@ def test_results_and_where_the_records_land_are_the_same(how: str) -> None:
     assert list(client.records[("t", 1)][-1].headers) == [("h", b"v")]
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_nothing_is_queued_until_it_is_awaited_and_tasks_take_it(how: str) -> None:
+def test_nothing_is_queued_until_it_is_awaited_and_tasks_take_it() -> None:
     client = LoopMockClient()
 
     async def main() -> None:
         async with producer(client) as p:
-            saw = send_and_wait(p, how)
-            await saw("t", b"first")  # the topic known: the C way next
+            saw = p.send_and_wait
+            await saw("t", b"first")  # the topic known: the common case next
             later = saw("t", b"later")
             await turns(5)
             assert client.produce_requests == 1
@@ -83,14 +54,13 @@ def test_nothing_is_queued_until_it_is_awaited_and_tasks_take_it(how: str) -> No
     run(main())
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_a_cancelled_wait_leaves_the_record_to_be_delivered(how: str) -> None:
+def test_a_cancelled_wait_leaves_the_record_to_be_delivered() -> None:
     client = LoopMockClient()
 
     async def main() -> None:
         async with producer(client) as p:
-            saw = send_and_wait(p, how)
-            assert (await saw("t", b"first")).offset == 0  # the topic known: the C way next
+            saw = p.send_and_wait
+            assert (await saw("t", b"first")).offset == 0  # the topic known: the common case next
             client.hold = True
             task = asyncio.create_task(saw("t", b"held"))  # type: ignore[arg-type]
             await turns(10)
@@ -106,13 +76,12 @@ def test_a_cancelled_wait_leaves_the_record_to_be_delivered(how: str) -> None:
     assert [r.value for r in client.records[("t", 0)]] == [b"first", b"held", b"next"]
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_a_wait_resumes_when_its_answer_comes(how: str) -> None:
+def test_a_wait_resumes_when_its_answer_comes() -> None:
     client = LoopMockClient()
 
     async def main() -> None:
         async with producer(client) as p:
-            saw = send_and_wait(p, how)
+            saw = p.send_and_wait
             await saw("t", b"first")
             client.hold = True
             task = asyncio.create_task(saw("t", b"held"))  # type: ignore[arg-type]
@@ -125,32 +94,30 @@ def test_a_wait_resumes_when_its_answer_comes(how: str) -> None:
     run(main())
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_a_stopped_producer_raises_at_the_await(how: str) -> None:
+def test_a_stopped_producer_raises_at_the_await() -> None:
     async def main() -> None:
         p = producer(LoopMockClient())
         await p.start()
         await p.stop()
-        call = send_and_wait(p, how)("t", b"late")
+        call = p.send_and_wait("t", b"late")
         with pytest.raises(IllegalStateError, match="stopped"):
             await call
 
     run(main())
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_throw_and_close_before_it_starts_end_it(how: str) -> None:
+def test_throw_and_close_before_it_starts_end_it() -> None:
     client = LoopMockClient()
 
     async def main() -> None:
         async with producer(client) as p:
-            await send_and_wait(p, how)("t", b"first")
-            thrown: Any = send_and_wait(p, how)("t", b"thrown")
+            await p.send_and_wait("t", b"first")
+            thrown: Any = p.send_and_wait("t", b"thrown")
             with pytest.raises(KeyError):
                 thrown.throw(KeyError("in"))
             with pytest.raises(RuntimeError, match="cannot reuse"):
                 await thrown
-            closed: Any = send_and_wait(p, how)("t", b"closed")
+            closed: Any = p.send_and_wait("t", b"closed")
             closed.close()
             with pytest.raises(RuntimeError, match="cannot reuse"):
                 await closed
@@ -159,13 +126,12 @@ def test_throw_and_close_before_it_starts_end_it(how: str) -> None:
     run(main())
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_a_call_never_awaited_is_warned_about(how: str) -> None:
+def test_a_call_never_awaited_is_warned_about() -> None:
     async def main() -> list[str]:
         async with producer(LoopMockClient()) as p:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                send_and_wait(p, how)("t", b"never")
+                p.send_and_wait("t", b"never")
                 gc.collect()
             return [str(w.message) for w in caught if w.category is RuntimeWarning]
 
@@ -173,8 +139,7 @@ def test_a_call_never_awaited_is_warned_about(how: str) -> None:
     assert "send_and_wait' was never awaited" in message
 
 
-@pytest.mark.parametrize("how", HOW)
-def test_a_subclass_s_own_send_is_what_send_and_wait_calls(how: str) -> None:
+def test_a_subclass_s_own_send_is_what_send_and_wait_calls() -> None:
     sent: list[object] = []
 
     class Counting(AIOKafkaProducer):
@@ -184,7 +149,7 @@ def test_a_subclass_s_own_send_is_what_send_and_wait_calls(how: str) -> None:
 
     async def main() -> list[int]:
         async with Counting(bootstrap_servers="127.0.0.1:1", kafka_client=LoopMockClient()) as p:
-            saw = send_and_wait(p, how)
+            saw = p.send_and_wait
             return [(await saw("t", b"%d" % i)).offset for i in range(3)]
 
     assert run(main()) == [0, 1, 2]

@@ -1,7 +1,8 @@
-"""A batch's group of ``kclient.aio`` futures made and settled in C (``_watch.c``:
-``new_group``, ``BatchWatch``) against the Python it replaces (``completions.py``:
-``_new_group``, ``_BatchWatch``): the same outcome for every future, the same callbacks in
-the same order, the same log line when settling fails.
+"""A batch's group of ``kclient.aio`` futures (``completions.py``: ``track``,
+``_BatchWatch``): every future gets its record's outcome once the batch completes, the
+callbacks run in the order the records were sent, records with errors of their own or in a
+split batch are settled on their own, and a bug while settling is logged, not raised into
+the Sender's step.
 
 No sockets: batches complete as the Sender completes them (``ProduceResult.set`` or
 ``supersede``, then the watchers), inside a pretend step or outside one.
@@ -18,31 +19,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kclient.aio import completions as completions_module
-from kclient.aio.completions import NATIVE, BatchCompletions
+from kclient.aio.completions import BatchCompletions
 from kclient.errors import NotEnoughReplicasError
 from kclient.network.cluster import TopicPartition
 from kclient.sender.future import FutureRecordMetadata, ProduceResult
 
-pytestmark = pytest.mark.skipif(
-    not NATIVE, reason="asyncio futures here (extension not built, or KCLIENT_PURE_PYTHON set)"
-)
-IMPLEMENTATIONS = ["c", "python"]
 TP = TopicPartition("t", 3)
 
 
 class Step:
-    """A pretend Sender step over completions whose groups are made by ``how``."""
+    """A pretend Sender step over completions."""
 
-    def __init__(self, how: str) -> None:
+    def __init__(self) -> None:
         self.running = False
         loop = asyncio.get_running_loop()
         self.completions = BatchCompletions(loop, functools.partial(getattr, self, "running"))
-        if how == "python":  # the same futures, the Python group and watch
-            c = self.completions
-            c.track = functools.partial(
-                completions_module._native.track, c._groups, loop, c._new_group
-            )
 
     async def track(self, result: ProduceResult, count: int, first: int = 0) -> list[Any]:
         records = [FutureRecordMetadata(result, i, 1000 + i, -1, i) for i in range(count)]
@@ -79,18 +70,6 @@ def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 10))
 
 
-def test_the_c_path_is_the_one_in_use() -> None:
-    async def main() -> None:
-        step = Step("c")
-        result = ProduceResult(TP)
-        await step.track(result, 1)
-        [watch] = result._watchers or []
-        assert type(watch).__name__ == "BatchWatch"
-        assert type(watch).__module__ == "kclient.aio._future"
-
-    run(main())
-
-
 @settings(max_examples=60, deadline=None)
 @given(
     count=st.integers(1, 6),
@@ -100,7 +79,7 @@ def test_the_c_path_is_the_one_in_use() -> None:
     append_ms=st.sampled_from([-1, 5_000]),
     in_step=st.booleans(),
 )
-def test_a_completed_batch_settles_the_same_in_c_and_python(  # noqa: PLR0917 -- given's
+def test_a_completed_batch_settles_every_future_and_runs_callbacks_in_send_order(  # noqa: PLR0917
     count: int,
     cancelled: set[int],
     failed: bool,
@@ -108,36 +87,42 @@ def test_a_completed_batch_settles_the_same_in_c_and_python(  # noqa: PLR0917 --
     append_ms: int,
     in_step: bool,
 ) -> None:
-    def once(how: str) -> tuple[list[object], list[tuple[int, object]], int]:
-        seen: list[tuple[int, object]] = []
+    seen: list[tuple[int, object]] = []
 
-        async def main() -> tuple[list[object], list[tuple[int, object]], int]:
-            step = Step(how)
-            result = ProduceResult(TP)
-            futures = await step.track(result, count)
-            for i, future in enumerate(futures):
-                if i in cancelled:
-                    future.cancel()
-                future.add_done_callback(lambda f, i=i: seen.append((i, outcome(f))))
-            seen.clear()  # a cancel's callbacks run at once on the loop: not the subject
-            await asyncio.sleep(0)
-            seen.clear()
-            error = NotEnoughReplicasError("t-3: not enough") if failed else None
-            step.complete(
-                result, error, base_offset=base_offset, append_ms=append_ms, in_step=in_step
-            )
-            await asyncio.sleep(0)
-            return [outcome(f) for f in futures], list(seen), len(step.completions._groups)
+    async def main() -> tuple[list[object], list[tuple[int, object]], int]:
+        step = Step()
+        result = ProduceResult(TP)
+        futures = await step.track(result, count)
+        for i, future in enumerate(futures):
+            if i in cancelled:
+                future.cancel()
+            future.add_done_callback(lambda f, i=i: seen.append((i, outcome(f))))
+        seen.clear()  # a cancel's callbacks run at once on the loop: not the subject
+        await asyncio.sleep(0)
+        seen.clear()
+        error = NotEnoughReplicasError("t-3: not enough") if failed else None
+        step.complete(result, error, base_offset=base_offset, append_ms=append_ms, in_step=in_step)
+        await asyncio.sleep(0)
+        return [outcome(f) for f in futures], list(seen), len(step.completions._groups)
 
-        return run(main())  # type: ignore[no-any-return]
+    error = NotEnoughReplicasError("t-3: not enough") if failed else None
+    expected: list[object] = []
+    for i in range(count):
+        if i in cancelled:
+            expected.append("cancelled")
+        elif failed:
+            expected.append(repr(error))
+        else:
+            logged = append_ms >= 0
+            offset = base_offset + i if base_offset >= 0 else -1
+            expected.append(("t", 3, offset, append_ms if logged else 1000 + i, -1, i, int(logged)))
+    callbacks = [(i, e) for i, e in enumerate(expected) if e != "cancelled"]
+    assert run(main()) == (expected, callbacks, 0)
 
-    assert once("c") == once("python")
 
-
-@pytest.mark.parametrize("how", IMPLEMENTATIONS)
-def test_records_with_errors_of_their_own_get_them(how: str) -> None:
+def test_records_with_errors_of_their_own_get_them() -> None:
     async def main() -> list[object]:
-        step = Step(how)
+        step = Step()
         result = ProduceResult(TP)
         futures = await step.track(result, 3)
         step.complete(result, record_errors={1: NotEnoughReplicasError("record 1 refused")})
@@ -150,10 +135,9 @@ def test_records_with_errors_of_their_own_get_them(how: str) -> None:
     assert got[2] == ("t", 3, 42, 1002, -1, 2, 0)
 
 
-@pytest.mark.parametrize("how", IMPLEMENTATIONS)
-def test_records_of_a_split_batch_follow_it_to_their_new_batches(how: str) -> None:
+def test_records_of_a_split_batch_follow_it_to_their_new_batches() -> None:
     async def main() -> list[object]:
-        step = Step(how)
+        step = Step()
         old, first, second = ProduceResult(TP), ProduceResult(TP), ProduceResult(TP)
         futures = await step.track(old, 3)
         for watcher in old.supersede([(first, 0), (first, 1), (second, 0)]):
@@ -167,10 +151,9 @@ def test_records_of_a_split_batch_follow_it_to_their_new_batches(how: str) -> No
     assert [row[2] for row in run(main())] == [100, 101, 200]  # type: ignore[index]
 
 
-@pytest.mark.parametrize("how", IMPLEMENTATIONS)
-def test_a_record_queued_after_its_batch_completed_still_settles(how: str) -> None:
+def test_a_record_queued_after_its_batch_completed_still_settles() -> None:
     async def main() -> object:
-        step = Step(how)
+        step = Step()
         result = ProduceResult(TP)
         step.complete(result, base_offset=9)
         [future] = await step.track(result, 1)
@@ -180,12 +163,11 @@ def test_a_record_queued_after_its_batch_completed_still_settles(how: str) -> No
     assert run(main()) == ("t", 3, 9, 1000, -1, 0, 0)
 
 
-@pytest.mark.parametrize("how", IMPLEMENTATIONS)
 def test_a_batch_that_cannot_be_settled_is_logged_and_the_step_goes_on(
-    how: str, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def main() -> None:
-        step = Step(how)
+        step = Step()
         result = ProduceResult(TP)
         await step.track(result, 2)
         step.completions._groups[result].append("not a row")  # a bug in the bookkeeping

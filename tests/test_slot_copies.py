@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 from kclient.network.kafka_client import (
     ClientRequest,
     ClientResponse,
     new_client_request,
     new_client_response,
 )
-from kclient.record import _accel
 from kclient.slot_copies import copier
 
 
@@ -37,12 +34,6 @@ def test_a_copied_request_and_response_are_what_the_constructors_make() -> None:
     assert other.body is None and response.body == {"x": 1}  # nothing shared by accident
     other.disconnected = True
     assert not response.disconnected
-
-
-@pytest.mark.skipif(not _accel.ACCELERATED, reason="the C accelerator is not built")
-def test_copies_are_made_by_the_template_when_the_accelerator_is_built() -> None:
-    assert type(new_client_request).__name__ == "SlotTemplate"
-    assert type(new_client_response).__name__ == "SlotTemplate"
 
 
 def test_a_sample_with_a_mutable_member_left_unnamed_gets_its_constructor() -> None:

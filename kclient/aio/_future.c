@@ -17,22 +17,18 @@
  * callback or an exception is added.
  *
  * Ready is what send() returns: an awaitable (and, to asyncio.create_task, a coroutine)
- * whose await gives its value at once, with no frame. AioSend is AIOKafkaProducer.send's
- * common case (the record queued by KafkaProducer's C send_open, then tracked) without a
- * Python frame; AioSendAndWait (_send_wait.c) is send_and_wait's, and LoopDriver
- * (_driver.c) the hot methods of the Sender's driver on the loop.
+ * whose await gives its value at once, with no frame.
  *
- * kclient/aio/completions.py is the code that calls these; its pure-Python path (asyncio
- * futures, KCLIENT_PURE_PYTHON=1) is the reference. Threads: the event loop's, GIL held.
+ * Like CPython's _asyncio.Future, these types own their state: nothing here reads another
+ * class's attributes. kclient/aio/completions.py calls them with plain values; its
+ * pure-Python path (asyncio futures, KCLIENT_PURE_PYTHON=1) settles asyncio futures the
+ * same way. Threads: the event loop's, GIL held.
  */
 #include "_future.h"
 
 PyObject *kaio_CancelledError, *kaio_InvalidStateError;
 PyTypeObject *kaio_RecordMetadataType;
 PyObject *kaio_str_call_soon, *kaio_str_call_exception_handler, *kaio_str_context;
-PyTypeObject *kaio_RecordType, *kaio_ResultType;
-Py_ssize_t kaio_record_slots[R_COUNT], kaio_result_slots[P_COUNT];
-PyObject *kaio_record_names[R_COUNT], *kaio_result_names[P_COUNT];
 PyObject *kaio_kwnames_context;
 
 static void
@@ -415,6 +411,20 @@ Future_next(FutureObject *self)
     return NULL;
 }
 
+/* The await protocol without a StopIteration (am_send, which the interpreter's await uses):
+ * the future itself while pending, then its result (PYGEN_RETURN) or its exception. */
+static PySendResult
+Future_am_send(FutureObject *self, PyObject *Py_UNUSED(arg), PyObject **presult)
+{
+    if (self->state == PENDING) {
+        self->blocking = 1;
+        *presult = Py_NewRef(self);
+        return PYGEN_NEXT;
+    }
+    *presult = Future_result(self, NULL);
+    return *presult == NULL ? PYGEN_ERROR : PYGEN_RETURN;
+}
+
 /* asyncio's gather reads a cancelled child's message, or asks it for its error. */
 static PyObject *
 Future_get_cancel_message(FutureObject *self, void *Py_UNUSED(closure))
@@ -556,7 +566,10 @@ static PyGetSetDef Future_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyAsyncMethods Future_async = {.am_await = (unaryfunc)Future_await};
+static PyAsyncMethods Future_async = {
+    .am_await = (unaryfunc)Future_await,
+    .am_send = (sendfunc)Future_am_send,
+};
 
 PyTypeObject kaio_FutureType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.RecordFuture",

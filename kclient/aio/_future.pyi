@@ -5,7 +5,7 @@ import contextvars
 from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar
 
-from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
+from kclient.sender.future import RecordMetadata
 
 _T = TypeVar("_T")
 
@@ -45,29 +45,13 @@ class Ready(Generic[_T]):
     def throw(self, error: Any, value: Any = None, tb: Any = None) -> None: ...
     def close(self) -> None: ...
 
-class Tracker:
-    """``BatchCompletions.track`` in C: ``tracker(record)`` is the ``Ready`` of its future."""
-
-    def __init__(
-        self,
-        completions: Any,
-        groups: dict[ProduceResult, list[Any]],
-        loop: asyncio.AbstractEventLoop,
-        pending: list[Any],
-        in_step: Callable[[], bool],
-    ) -> None: ...
-    def __call__(self, record: FutureRecordMetadata) -> Ready[RecordFuture]: ...
-
-class BatchWatch:
-    def __init__(self, tracker: Tracker, result: ProduceResult) -> None: ...
-    def _notify(self) -> None: ...
-    def _watch(self) -> None: ...
-
-def track(
-    groups: dict[ProduceResult, list[Any]],
+def add_row(
+    rows: list[Any],
     loop: asyncio.AbstractEventLoop,
-    new_group: Callable[[FutureRecordMetadata], Any],
-    record: FutureRecordMetadata,
+    offset_delta: int,
+    timestamp_ms: int,
+    key_size: int,
+    value_size: int,
 ) -> Ready[RecordFuture]: ...
 def settle_ok(
     rows: list[Any],
@@ -90,26 +74,3 @@ def dispatch(
     loop: asyncio.AbstractEventLoop,
     current_task: Callable[[asyncio.AbstractEventLoop], object],
 ) -> None: ...
-
-class AioSend:
-    """``AIOKafkaProducer.send``'s common case in C; ``general`` for the rest."""
-
-    def __init__(self, general: Callable[..., Any]) -> None: ...
-    def __get__(self, obj: Any, owner: Any = None) -> Callable[..., Any]: ...
-
-class LoopDriver:
-    """``loop_sender.PyLoopSender``'s hot methods in C (a base of ``CLoopSender``)."""
-
-    sender: Any
-    selector: Any
-    scheduled: bool
-    running: bool
-    stopped: bool
-    pending: list[Any]
-    after_step: Callable[[], None]
-    def is_running(self) -> bool: ...
-    def schedule(self) -> None: ...
-    def run_now(self) -> None: ...
-    def run(self) -> None: ...
-    def on_ready(self) -> None: ...
-    def _after_step(self) -> None: ...

@@ -1,12 +1,12 @@
 /*
- * kclient.aio._future's Ready (send()'s return: an awaitable already done), track (a new
- * RecordFuture in its batch's group) and the per-batch settle whose callbacks run in one
- * pass (run_callbacks). See _future.c for the design; completions.py calls these.
+ * kclient.aio._future's Ready (send()'s return: an awaitable already done) and the
+ * per-batch settle of RecordFutures whose callbacks run in one pass (run_callbacks). See
+ * _future.c for the design; completions.py calls these with plain values (rows of ints, a
+ * topic, offsets), never a Python object of another class to read.
  *
  * Threads: the event loop's, GIL held.
  */
 #include "_future.h"
-#include "../_pycall.h" /* take_exception */
 
 /* ---- Ready: an awaitable that is already done ----------------------------------------- */
 
@@ -23,12 +23,6 @@ ready_create(PyObject *value)
         self->value = Py_NewRef(value);
     }
     return (PyObject *)self;
-}
-
-PyObject *
-ready_value(PyObject *ready)
-{
-    return ((ReadyObject *)ready)->value;
 }
 
 static PyObject *
@@ -57,6 +51,13 @@ Ready_next(ReadyObject *self)
     return stop_iteration(self->value);
 }
 
+static PySendResult
+Ready_am_send(ReadyObject *self, PyObject *Py_UNUSED(arg), PyObject **presult)
+{
+    *presult = Py_NewRef(self->value);
+    return PYGEN_RETURN;
+}
+
 static PyObject *
 Ready_send(ReadyObject *self, PyObject *Py_UNUSED(arg))
 {
@@ -65,8 +66,8 @@ Ready_send(ReadyObject *self, PyObject *Py_UNUSED(arg))
 
 /* throw(type[, value[, tb]]) of an awaitable that does not catch: raise what it was given.
  * Always NULL. */
-PyObject *
-kaio_raise_thrown(PyObject *args)
+static PyObject *
+raise_thrown(PyObject *args)
 {
     PyObject *type, *value = NULL, *tb = NULL;
     if (!PyArg_UnpackTuple(args, "throw", 1, 3, &type, &value, &tb)) {
@@ -84,7 +85,7 @@ kaio_raise_thrown(PyObject *args)
 static PyObject *
 Ready_throw(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    return kaio_raise_thrown(args);
+    return raise_thrown(args);
 }
 
 static PyObject *
@@ -107,7 +108,10 @@ static PyMethodDef Ready_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyAsyncMethods Ready_async = {.am_await = (unaryfunc)Ready_await};
+static PyAsyncMethods Ready_async = {
+    .am_await = (unaryfunc)Ready_await,
+    .am_send = (sendfunc)Ready_am_send,
+};
 
 PyTypeObject kaio_ReadyType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kclient.aio._future.Ready",
@@ -122,78 +126,41 @@ PyTypeObject kaio_ReadyType = {
     .tp_methods = Ready_methods,
 };
 
-/* ---- tracking and settling a batch's records ------------------------------------------ */
+/* ---- settling a batch's records ------------------------------------------------------ */
 
-/* A new future for record (just queued), its row (future, offset delta, timestamp ms, key
- * size, value size) appended to rows (its batch's group, flat): Ready(future), or the
- * future itself when `ready` is 0. */
+/* add_row(rows, loop, offset_delta, timestamp_ms, key_size, value_size) -> Ready(future):
+ * a new RecordFuture of loop, its row (future, offset delta, timestamp ms, key size, value
+ * size) appended to rows (a batch's group, flat: no tuple per record, one object fewer for
+ * the garbage collector to walk). The values are the caller's; nothing is read here. */
 PyObject *
-kaio_track_row(PyObject *rows, PyObject *loop, PyObject *record, int ready)
+aio_add_row(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (!PyList_Check(rows)) {
-        PyErr_SetString(PyExc_TypeError, "track(): a group must be a list");
+    if (nargs != 6 || !PyList_CheckExact(args[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "add_row(rows: list, loop, offset_delta, timestamp_ms, key_size, "
+                        "value_size)");
         return NULL;
     }
-    PyObject *future = (PyObject *)future_create(&kaio_FutureType, loop);
+    PyObject *rows = args[0];
+    PyObject *future = (PyObject *)future_create(&kaio_FutureType, args[1]);
     if (future == NULL) {
         return NULL;
     }
-    PyObject *row[5] = {future, NULL, NULL, NULL, NULL};
-    int rc = 0;
-    for (int i = 0; i < 4 && rc == 0; i++) {
-        row[i + 1] = kaio_record_attr(record, R_OFFSET_DELTA + i);
-        rc = row[i + 1] == NULL ? -1 : 0;
+    Py_ssize_t size = PyList_GET_SIZE(rows);
+    int rc = PyList_Append(rows, future);
+    for (int i = 2; i < 6 && rc == 0; i++) {
+        rc = PyList_Append(rows, args[i]);
     }
-    /* flat, no tuple per record: one object fewer for the garbage collector to walk */
-    for (int i = 0; i < 5 && rc == 0; i++) {
-        rc = PyList_Append(rows, row[i]);
-    }
-    for (int i = 1; i < 5; i++) {
-        Py_XDECREF(row[i]);
-    }
-    if (rc < 0) {
+    if (rc < 0) { /* no half row left behind */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        (void)PyList_SetSlice(rows, size, PyList_GET_SIZE(rows), NULL);
+        PyErr_Restore(type, value, tb);
         Py_DECREF(future);
         return NULL;
     }
-    if (!ready) {
-        return future;
-    }
-    PyObject *awaitable = ready_create(future);
+    PyObject *ready = ready_create(future);
     Py_DECREF(future);
-    return awaitable;
-}
-
-/* track(groups, loop, new_group, record) -> Ready(future): a new future for record, its row
- * appended to groups[record._produce_result]; new_group(record) answers instead when there
- * is no group for that batch yet. (Tracker is this with the group made in C; this form
- * runs completions.py's _new_group: the tests compare the two.) */
-PyObject *
-aio_track(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "track(groups, loop, new_group, record)");
-        return NULL;
-    }
-    PyObject *groups = args[0], *loop = args[1], *record = args[3];
-    if (!PyDict_Check(groups)) {
-        PyErr_SetString(PyExc_TypeError, "track(): groups must be a dict");
-        return NULL;
-    }
-    PyObject *result = kaio_record_attr(record, R_PRODUCE_RESULT);
-    if (result == NULL) {
-        return NULL;
-    }
-    PyObject *rows = PyDict_GetItemWithError(groups, result);
-    Py_DECREF(result);
-    if (rows == NULL) {
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
-        return PyObject_CallOneArg(args[2], record);
-    }
-    Py_INCREF(rows);
-    PyObject *ready = kaio_track_row(rows, loop, record, 1);
-    Py_DECREF(rows);
     return ready;
 }
 
@@ -338,6 +305,22 @@ aio_settle_one(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
         }
     }
     Py_RETURN_NONE;
+}
+
+/* The exception being raised, taken off the error indicator: its value, normalized and
+ * with its traceback attached (a new reference), as `except ... as exc` binds it. */
+static PyObject *
+take_exception(void)
+{
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL) {
+        PyException_SetTraceback(value, tb);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
 }
 
 /* A callback run directly raised an Exception: to the loop's exception handler, as the

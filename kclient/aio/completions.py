@@ -32,12 +32,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import os
 import sys
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
-from kclient.record._accel import PURE_PYTHON_ENV
+from kclient._compiled import pure_python
 from kclient.sender.future import (
     FutureRecordMetadata,
     ProduceResult,
@@ -52,18 +51,15 @@ if TYPE_CHECKING:
 Future: TypeAlias = "RecordFuture | asyncio.Future[RecordMetadata]"
 """What ``await send(...)`` gives: ``await`` it for the record's ``RecordMetadata``."""
 
-_native: Any
-try:
-    from kclient.aio import _future as _native
-except ImportError:  # not built: asyncio futures
-    _native = None
-if os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0"):
-    _native = None
+_native: Any = None
+if not pure_python():
+    try:
+        from kclient.aio import _future as _native
+    except ImportError:  # not built: asyncio futures
+        _native = None
 
 NATIVE = _native is not None
 """Whether ``send``'s futures are ``RecordFuture``\\ s (the C extension), not asyncio's."""
-AioSend: Any = _native.AioSend if NATIVE else None
-AioSendAndWait: Any = _native.AioSendAndWait if NATIVE else None
 
 log = logging.getLogger(__name__)
 _new_metadata = tuple.__new__
@@ -114,7 +110,8 @@ class _BatchWatch:
         except Exception:  # a bug here must not take the Sender's step down
             log.exception("settling the futures of a batch for %s failed", self._result.tp)
 
-    _watch = _notify
+    def _watch(self) -> None:
+        self._notify()
 
 
 class BatchCompletions:
@@ -133,52 +130,58 @@ class BatchCompletions:
         self.pending: list[Any] = []
         """(future, callback, context) flat: callbacks of settled futures not run yet. Always
         this list (the driver holds it too: ``LoopSender.pending``), emptied as it is run."""
-        self.track: Callable[[FutureRecordMetadata], Any]
-        """The ``Ready`` of a new future for ``record`` (just queued by ``send``)."""
-        self._create_future: Callable[[], asyncio.Future[Any]] = loop.create_future
+        self._new_future: Callable[[], Any] = loop.create_future
+        """A pending future of ``loop``: a ``RecordFuture`` with the extension."""
+        self._ready: Callable[[Any], Any] = PyReady
+        """The awaitable ``track`` returns: ``Ready`` with the extension."""
+        self._add_row: Callable[[list[Any], asyncio.AbstractEventLoop, int, int, int, int], Any]
+        self._add_row = self._py_add_row
+        """A new future's row appended to its group; the future's ``Ready``."""
         self.after_step: Callable[[], None] = self.dispatch
-        """``dispatch`` (in C with the extension: no Python frame)."""
-        if NATIVE:  # a batch's group made (Tracker) and settled (BatchWatch) in C
-            self.track = _native.Tracker(self, self._groups, loop, self.pending, in_step)
+        """``dispatch`` (the extension's ``dispatch`` when built: the same, no frame)."""
+        if NATIVE:
+            self._new_future = functools.partial(_native.RecordFuture, loop)
+            self._ready = _native.Ready
+            self._add_row = _native.add_row
             self.after_step = functools.partial(_native.dispatch, self.pending, loop, _current_task)
-        else:
-            self.track = self._track
-            if type(loop).create_future is asyncio.BaseEventLoop.create_future:
-                # what it does, without its Python frame
-                self._create_future = functools.partial(asyncio.Future, loop=loop)
+        elif type(loop).create_future is asyncio.BaseEventLoop.create_future:
+            # what it does, without its Python frame
+            self._new_future = functools.partial(asyncio.Future, loop=loop)
 
-    def _new_group(self, record: FutureRecordMetadata) -> Any:
-        """``track`` of the first record of a batch: the batch gets a group, watched. (The
-        reference of the C ``Tracker``, which calls this for a batch already done.)"""
-        result = record._produce_result
-        if result.done or result.superseded:  # not expected: completions come later
-            future = _native.RecordFuture(self._loop)
-            record.add_done_callback(functools.partial(self._settle_one, future))
-            return _native.Ready(future)
-        self._groups[result] = []
-        result.watch(_BatchWatch(self._settle, result))
-        return self.track(record)
-
-    def _track(self, record: FutureRecordMetadata) -> PyReady[asyncio.Future[RecordMetadata]]:
-        """``track`` with asyncio futures (no extension)."""
-        future: asyncio.Future[RecordMetadata] = self._create_future()
+    def track(self, record: FutureRecordMetadata) -> Any:
+        """The awaitable of a new future for ``record`` (just queued by ``send``): its row
+        goes to its batch's group; the first record of a batch makes the group and watches
+        the batch."""
         result = record._produce_result
         rows = self._groups.get(result)
         if rows is None:
             if result.done or result.superseded:  # not expected: completions come later
+                future = self._new_future()
                 record.add_done_callback(functools.partial(self._settle_one, future))
-                return PyReady(future)
+                return self._ready(future)
             rows = self._groups[result] = []
             result.watch(_BatchWatch(self._settle, result))
-        rows.extend(
-            (
-                future,
-                record._offset_delta,
-                record._timestamp_ms,
-                record._key_size,
-                record._value_size,
-            )
+        return self._add_row(
+            rows,
+            self._loop,
+            record._offset_delta,
+            record._timestamp_ms,
+            record._key_size,
+            record._value_size,
         )
+
+    def _py_add_row(  # noqa: PLR0917 -- the extension's add_row
+        self,
+        rows: list[Any],
+        loop: asyncio.AbstractEventLoop,
+        offset_delta: int,
+        timestamp_ms: int,
+        key_size: int,
+        value_size: int,
+    ) -> PyReady[asyncio.Future[RecordMetadata]]:
+        """``add_row`` without the extension: an asyncio future of ``loop``."""
+        future: asyncio.Future[RecordMetadata] = self._new_future()
+        rows.extend((future, offset_delta, timestamp_ms, key_size, value_size))
         return PyReady(future)
 
     def dispatch(self) -> None:
@@ -193,15 +196,8 @@ class BatchCompletions:
         if self.pending and not self._in_step():  # not in a Sender step: the loop's way
             _native.run_callbacks(self.pending, self._loop, False)
 
-    def _settle_failed(self, result: ProduceResult, error: BaseException) -> None:
-        """The C ``BatchWatch`` could not settle ``result``'s group (a bug): logged, as
-        ``_BatchWatch`` logs it."""
-        log.error("settling the futures of a batch for %s failed", result.tp, exc_info=error)
-
     def _settle(self, result: ProduceResult) -> None:
-        """``result``'s batch completed (or was split): settle its records' futures. (The
-        reference of the C ``BatchWatch``, which calls this for a split batch or record
-        errors.)"""
+        """``result``'s batch completed (or was split): settle its records' futures."""
         rows = self._groups.pop(result)
         each = iter(rows)
         if result.superseded or result.record_errors is not None:

@@ -11,9 +11,6 @@ due if no I/O comes: see ``loop_sender``), and whether it returned anything in
 ``returned_events`` (then the next step is due at once, as a thread's ``poll`` returns
 early and its loop goes round).
 
-``LoopSelector`` is ``CLoopSelector`` when the C accelerator is on (``select`` in C,
-``C_SELECT``), else ``PyLoopSelector``, the reference.
-
 Owned by the event loop's thread, like everything in ``kclient.aio``.
 """
 
@@ -22,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import selectors
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 _READ = selectors.EVENT_READ
 _WRITE = selectors.EVENT_WRITE
@@ -35,11 +32,9 @@ def _fd(fileobj: Any) -> int:
     return fd
 
 
-class PyLoopSelector(selectors.BaseSelector):
+class LoopSelector(selectors.BaseSelector):
     """``select`` never blocks: it returns the readiness the loop reported since the last
-    call (level-triggered, as epoll: a socket still readable is reported again).
-
-    The reference of ``CLoopSelector`` (``select`` in C, :mod:`kclient.network._channel`)."""
+    call (level-triggered, as epoll: a socket still readable is reported again)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_ready: Callable[[], None]) -> None:
         self._loop = loop
@@ -115,31 +110,3 @@ class PyLoopSelector(selectors.BaseSelector):
                 self._watch(fd, key.events, 0)
         self._keys.clear()
         self._ready.clear()
-
-
-C_SELECT = False
-"""Whether ``LoopSelector`` is ``CLoopSelector`` (``select`` in C)."""
-if TYPE_CHECKING:
-    LoopSelector = PyLoopSelector
-else:
-    LoopSelector = PyLoopSelector
-    try:
-        from kclient.network import _channel
-    except ImportError:  # not built: the Python reference
-        pass
-    else:  # defined when built (the tests compare both), used when the accelerator is on
-        from kclient.network.channel import C_ACCELERATED
-
-        _loop_readable = _channel.loop_readable
-
-        class CLoopSelector(PyLoopSelector):
-            """``PyLoopSelector`` with ``select`` and the reader callback in C."""
-
-            select = _channel.LoopSelect(PyLoopSelector.select)
-
-            def _readable(self, fd: int) -> None:
-                _loop_readable(self, fd)
-
-        if C_ACCELERATED:
-            LoopSelector = CLoopSelector
-            C_SELECT = True

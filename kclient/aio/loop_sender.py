@@ -24,10 +24,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kclient import producer as producer_module
-from kclient.aio.completions import NATIVE, _native
 from kclient.aio.loop_selector import LoopSelector
 from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
@@ -35,7 +34,6 @@ from kclient.errors import IllegalStateError, KafkaError
 from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import KafkaProducer, _live_producers
-from kclient.sender.sender import Sender
 
 log = logging.getLogger(__name__)
 
@@ -51,17 +49,37 @@ class LoopClient(KafkaClient, Protocol):
     on_ready: Callable[[], None]
 
 
-class PyLoopSender:
-    """Runs ``sender.run_once`` on ``loop`` when there is something to do. (The reference
-    of ``CLoopSender``, whose hot methods are C: ``LoopDriver``, ``_driver.c``.)"""
+class Steps(Protocol):
+    """What ``LoopSender`` drives: the ``Sender``'s step, its network part, and its failure
+    (a scripted one in tests)."""
+
+    def run_once(self) -> int: ...
+
+    def poll_network(self) -> int: ...
+
+    def fail_on_error(self, exc: BaseException) -> None: ...
+
+
+class ReadySelector(Protocol):
+    """What ``LoopSender`` reads of its selector after a step (``LoopSelector``)."""
+
+    @property
+    def returned_events(self) -> bool: ...
+
+    @property
+    def requested_timeout_ms(self) -> int: ...
+
+
+class LoopSender:
+    """Runs ``sender.run_once`` on ``loop`` when there is something to do."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._time: Callable[[], float] = loop.time
         if type(loop).time is asyncio.BaseEventLoop.time:  # what it does, without its frame
             self._time = time.monotonic
-        self.sender: Sender | None = None
-        self.selector: LoopSelector | None = None
+        self.sender: Steps | None = None
+        self.selector: ReadySelector | None = None
         self.scheduled = False
         self._handle: asyncio.Handle | None = None
         self.running = False
@@ -163,7 +181,7 @@ class PyLoopSender:
             self._timer = self._loop.call_at(at, self._on_timer)
             self._timer_at = at
 
-    def _failed(self, sender: Sender, exc: BaseException) -> None:
+    def _failed(self, sender: Steps, exc: BaseException) -> None:
         """A step raised: fail what is pending, stop, tell the producer."""
         try:
             sender.fail_on_error(exc)
@@ -176,7 +194,7 @@ class PyLoopSender:
     def _step_over(self) -> int:
         """The step is over: its count (a task resumed by ``after_step`` may run another,
         which ``_steps`` then shows), the turns waiting for it ended, the pass after it (when
-        it has something to do). The C driver's ``step_over`` is the same."""
+        it has something to do)."""
         self.running = False
         steps = self._steps = self._steps + 1
         if self._turns:
@@ -220,19 +238,6 @@ class PyLoopSender:
         self._turns = []
 
 
-LoopSender: type[PyLoopSender] = PyLoopSender
-"""``CLoopSender`` with the C extension (unless ``KCLIENT_PURE_PYTHON``), else the Python."""
-if TYPE_CHECKING:
-    CLoopSender = PyLoopSender
-elif NATIVE:
-
-    class CLoopSender(_native.LoopDriver, PyLoopSender):
-        """``PyLoopSender`` with ``schedule``, ``run_now``, ``run``, ``on_ready`` and
-        ``_after_step`` in C, on the same state (the C type's members)."""
-
-    LoopSender = CLoopSender
-
-
 class LoopProducer(KafkaProducer):
     """``KafkaProducer`` whose Sender runs on ``loop`` (see the module docstring)."""
 
@@ -242,7 +247,7 @@ class LoopProducer(KafkaProducer):
         loop: asyncio.AbstractEventLoop,
         kafka_client: LoopClient | None = None,
     ) -> None:
-        driver: PyLoopSender = LoopSender(loop)
+        driver = LoopSender(loop)
         self.driver = driver
         self.resolver: LoopResolver | None = None
         client: KafkaClient

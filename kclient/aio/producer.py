@@ -11,7 +11,7 @@ metadata) and tries again until the user's ``max_block_ms`` (default 60000) runs
 cancelled ``send`` has queued nothing; a ``send`` that returned has queued its record,
 which is then delivered or failed and reported through the future it returned. Its
 common case queues the record at the call and returns an awaitable already done (no
-coroutine; with the C extension, no Python frame either: ``AioSend``, ``_future.c``).
+coroutine).
 
 A scripted ``kafka_client`` (tests) without ``on_ready`` keeps the Sender on its own
 thread, as ``KafkaProducer`` has it; completions then cross to the loop in bursts, one
@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from kclient.aio.batch import BatchBuilder, BatchDelivery
-from kclient.aio.completions import NATIVE, AioSend, AioSendAndWait, BatchCompletions, Future
+from kclient.aio.completions import BatchCompletions, Future
 from kclient.aio.config import producer_settings
 from kclient.aio.loop_sender import LoopProducer
 from kclient.aio.threaded import ThreadCompletions
@@ -78,10 +78,6 @@ class AIOKafkaProducer:
         """The futures of ``send``, settled once per batch (the Sender on the loop)."""
         self._run_now: Callable[[], None] | None = None
         """The driver's ``run_now`` (the Sender on the loop)."""
-        self._fast: tuple[Any, ...] | None = None
-        """(producer, its completions' ``track``, the driver's ``run_now``) while ``send`` and
-        ``send_and_wait`` may take their C path (``AioSend``, ``AioSendAndWait``): started,
-        the Sender on the loop, not stopped."""
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -101,9 +97,9 @@ class AIOKafkaProducer:
             self._on_loop = True
             driver = producer.driver
             completions = self._completions = BatchCompletions(self._loop, driver.is_running)
-            if NATIVE:  # the callbacks of settled futures run after the driver's step
-                driver.pending = completions.pending
-                driver.after_step = completions.after_step
+            # the callbacks of the futures a step settled run right after it
+            driver.pending = completions.pending
+            driver.after_step = completions.after_step
             self._run_now = driver.run_now
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
@@ -148,13 +144,10 @@ class AIOKafkaProducer:
             except BaseException:
                 await self.stop()
                 raise
-        if self._completions is not None and not self._stopped:
-            self._fast = (producer, self._completions.track, self._run_now)
 
     async def stop(self) -> None:
         """Abort a transaction left open, deliver what was sent (or fail it at
         ``delivery.timeout.ms``), then close. Calling it again does nothing."""
-        self._fast = None
         producer = self._producer
         if producer is None or self._stopped:
             self._stopped = True
@@ -539,10 +532,3 @@ class AIOKafkaProducer:
     def __repr__(self) -> str:
         state = "stopped" if self._stopped else ("started" if self._producer else "new")
         return f"<kclient.aio.AIOKafkaProducer {state}>"
-
-
-if NATIVE:  # the common case of send(_and_wait) without a Python frame (``_future.c``)
-    AIOKafkaProducer.send = AioSend(AIOKafkaProducer.send)  # type: ignore[method-assign]
-    AIOKafkaProducer.send_and_wait = AioSendAndWait(  # type: ignore[method-assign]
-        AIOKafkaProducer.send_and_wait
-    )

@@ -21,12 +21,6 @@ once TCP is connected; it is ``connected`` only after the handshake. Sends are t
 regrouped into chunks of up to 64 KiB (TLS encrypts a copy anyway; ``sendmsg`` does not
 exist for TLS sockets), and a read drains what the TLS layer already decrypted, which
 ``select`` cannot see. See ``kclient.tls``.
-
-``NetworkSend``, ``NetworkReceive`` and ``KafkaChannel``'s ``write`` and plain-TCP ``read``
-run in C (:mod:`kclient.network._channel`) when the accelerator is built and
-``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); ``PyNetworkSend``,
-``PyNetworkReceive`` and ``PyKafkaChannel`` here are the reference, and the TLS paths
-(``write_to_tls``, ``_read_tls``) are this module's Python for both.
 """
 
 from __future__ import annotations
@@ -36,12 +30,10 @@ import os
 import socket
 import ssl
 import struct
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from kclient import tls
 from kclient.errors import ProtocolDecodeError
-from kclient.record._accel import ACCELERATED
 
 Buffer = bytes | bytearray | memoryview
 
@@ -72,49 +64,8 @@ def format_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-class _SendShared:
-    """What both NetworkSends share: the TLS write (chunks) and the remaining bytes."""
-
-    if not TYPE_CHECKING:  # hidden from mypy, which refuses assignments to subclass slots
-        __slots__ = ()
-    _buffers: list[Buffer]
-    _index: int
-    _tls_chunked: bool
-    remaining: int
-    destination: int
-    size: int
-    _advance: Callable[[int], None]
-
-    def remaining_bytes(self) -> bytes:
-        """The bytes not written yet, joined (for tests and debugging; copies)."""
-        return b"".join(self._buffers[self._index :])
-
-    def write_to_tls(self, sock: ssl.SSLSocket) -> int:
-        """``write_to`` for a TLS socket: chunk by chunk, retrying a chunk the socket
-        refused with the very same bytes (as OpenSSL requires)."""
-        if self.remaining == 0:
-            return 0
-        if not self._tls_chunked:
-            self._buffers = tls.tls_chunks(self._buffers[self._index :])
-            self._index = 0
-            self._tls_chunked = True
-        total = 0
-        while self.remaining:
-            written = tls.send_some(sock, self._buffers[self._index])
-            if not written:
-                break
-            self._advance(written)
-            total += written
-        return total
-
-    def __repr__(self) -> str:
-        return f"NetworkSend(destination={self.destination}, size={self.size})"
-
-
-class PyNetworkSend(_SendShared):
-    """A request (or any frame) to write to one node: a list of buffers, written in order.
-
-    The reference of ``kclient.network._channel.NetworkSend``."""
+class NetworkSend:
+    """A request (or any frame) to write to one node: a list of buffers, written in order."""
 
     __slots__ = (
         "_buffers",
@@ -186,13 +137,37 @@ class PyNetworkSend(_SendShared):
                 left = 0
         self._index = index
 
+    def remaining_bytes(self) -> bytes:
+        """The bytes not written yet, joined (for tests and debugging; copies)."""
+        return b"".join(self._buffers[self._index :])
 
-class PyNetworkReceive:
+    def write_to_tls(self, sock: ssl.SSLSocket) -> int:
+        """``write_to`` for a TLS socket: chunk by chunk, retrying a chunk the socket
+        refused with the very same bytes (as OpenSSL requires)."""
+        if self.remaining == 0:
+            return 0
+        if not self._tls_chunked:
+            self._buffers = tls.tls_chunks(self._buffers[self._index :])
+            self._index = 0
+            self._tls_chunked = True
+        total = 0
+        while self.remaining:
+            written = tls.send_some(sock, self._buffers[self._index])
+            if not written:
+                break
+            self._advance(written)
+            total += written
+        return total
+
+    def __repr__(self) -> str:
+        return f"NetworkSend(destination={self.destination}, size={self.size})"
+
+
+class NetworkReceive:
     """One size-prefixed frame from a node. ``payload`` is the body without the size.
 
     While a large frame is read, ``payload`` holds the ``filled`` bytes so far and grows
-    toward ``size`` as more arrive; once ``complete`` it is exactly ``size`` bytes. The
-    reference of ``kclient.network._channel.NetworkReceive``.
+    toward ``size`` as more arrive; once ``complete`` it is exactly ``size`` bytes.
     """
 
     __slots__ = ("filled", "payload", "size", "source")
@@ -244,29 +219,26 @@ class PeerClosedError(Exception):
     """The peer closed its end of the connection (a read returned 0 bytes)."""
 
 
-class _ChannelShared:
-    """What both KafkaChannels share: the set-up, connecting, TLS reads (Python only) and
-    the reference ``write``/``read``/``_read_once``, which the C channel replaces for
-    plain TCP."""
+class KafkaChannel:
+    """One connection to one node: the socket, its pending send and its partial receive."""
 
-    if not TYPE_CHECKING:  # hidden from mypy, which refuses assignments to subclass slots
-        __slots__ = ()
-    _receive_type: type[NetworkReceive]
-    node_id: int
-    sock: socket.socket
-    address: str
-    max_receive_bytes: int
-    tls_context: ssl.SSLContext | None
-    tls_hostname: str | None
-    tls_wait: int
-    connected: bool
-    muted: bool
-    send: NetworkSend | None
-    receive: NetworkReceive | None
-    events: int
-    _chunk: bytearray
-    _chunk_view: memoryview
-    _chunk_len: int
+    __slots__ = (
+        "_chunk",
+        "_chunk_len",
+        "_chunk_view",
+        "address",
+        "connected",
+        "events",
+        "max_receive_bytes",
+        "muted",
+        "node_id",
+        "receive",
+        "send",
+        "sock",
+        "tls_context",
+        "tls_hostname",
+        "tls_wait",
+    )
 
     def __init__(
         self,
@@ -289,8 +261,8 @@ class _ChannelShared:
         self.max_receive_bytes = max_receive_bytes
         self.connected = False
         self.muted = False
-        self.send = None
-        self.receive = None
+        self.send: NetworkSend | None = None
+        self.receive: NetworkReceive | None = None
         self.events = 0
         self._chunk = bytearray(_READ_CHUNK_BYTES)
         self._chunk_view = memoryview(self._chunk)
@@ -377,7 +349,6 @@ class _ChannelShared:
         end = self._chunk_len + n
         pos = 0
         chunk = self._chunk
-        receive_type = self._receive_type
         while end - pos >= 4:
             size = _SIZE.unpack_from(chunk, pos)[0]
             if size < 0 or size > self.max_receive_bytes:
@@ -390,12 +361,12 @@ class _ChannelShared:
                 )
             available = end - pos - 4
             if available >= size:
-                completed.append(receive_type(self.node_id, chunk[pos + 4 : pos + 4 + size]))
+                completed.append(NetworkReceive(self.node_id, chunk[pos + 4 : pos + 4 + size]))
                 pos += 4 + size
             elif size + 4 > len(chunk):
                 # only what arrived, not the announced size: the buffer grows as bytes come
                 payload = bytearray(chunk[pos + 4 : end])
-                self.receive = receive_type(self.node_id, payload, available, size)
+                self.receive = NetworkReceive(self.node_id, payload, available, size)
                 pos = end
                 break
             else:
@@ -404,63 +375,3 @@ class _ChannelShared:
             chunk[: end - pos] = chunk[pos:end]
         self._chunk_len = end - pos
         return True
-
-
-class PyKafkaChannel(_ChannelShared):
-    """One connection to one node: the socket, its pending send and its partial receive.
-
-    The reference of the C channel (``CKafkaChannel``)."""
-
-    __slots__ = (
-        "_chunk",
-        "_chunk_len",
-        "_chunk_view",
-        "address",
-        "connected",
-        "events",
-        "max_receive_bytes",
-        "muted",
-        "node_id",
-        "receive",
-        "send",
-        "sock",
-        "tls_context",
-        "tls_hostname",
-        "tls_wait",
-    )
-    _receive_type = PyNetworkReceive
-
-
-C_ACCELERATED = False
-"""Whether ``NetworkSend``, ``NetworkReceive`` and ``KafkaChannel`` are the C ones."""
-if TYPE_CHECKING:
-    NetworkSend = PyNetworkSend
-    NetworkReceive = PyNetworkReceive
-    KafkaChannel = PyKafkaChannel
-else:
-    NetworkSend = PyNetworkSend
-    NetworkReceive = PyNetworkReceive
-    KafkaChannel = PyKafkaChannel
-    try:
-        from kclient.network import _channel
-    except ImportError:  # not built: the Python reference
-        pass
-    else:  # bound when built (the tests compare both), used when the accelerator is on
-        _channel.bind(PeerClosedError, ProtocolDecodeError, ssl.SSLSocket, tls.recv_into)
-
-        class CNetworkSend(_channel.NetworkSend, _SendShared):
-            """``PyNetworkSend`` with ``__init__``, ``write_to`` and ``_advance`` in C."""
-
-            __slots__ = ()
-
-        class CKafkaChannel(_channel.Channel, _ChannelShared):
-            """``PyKafkaChannel`` with ``write`` and (plain TCP) ``read`` in C."""
-
-            __slots__ = ("connected", "events", "muted", "tls_hostname", "tls_wait")
-            _receive_type = _channel.NetworkReceive
-
-        if ACCELERATED:
-            NetworkSend = CNetworkSend
-            NetworkReceive = _channel.NetworkReceive
-            KafkaChannel = CKafkaChannel
-            C_ACCELERATED = True

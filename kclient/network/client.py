@@ -25,12 +25,11 @@ import logging
 import random
 import selectors
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from kclient import errors
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.errors import IllegalStateError
-from kclient.network import selector as selector_module
 from kclient.network.api_versions import (
     ApiVersions,
     api_name,
@@ -39,82 +38,41 @@ from kclient.network.api_versions import (
 from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.bootstrap_refusals import BootstrapRefusals
 from kclient.network.client_connections import ConnectionLifecycle
-from kclient.network.client_nodes import ClientNodes
-from kclient.network.client_unanswered import UnansweredRequests
-from kclient.network.client_writes import RequestWrites
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
-    NO_DELAY_LIMIT_MS,
     ClusterConnectionStates,
     ConnectionFailures,
     Resolver,
     resolve_all,
 )
-from kclient.network.in_flight import InFlightRequest, InFlightRequests
-from kclient.network.kafka_client import ClientRequest, ClientResponse, new_client_response
+from kclient.network.in_flight import InFlightRequests
+from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.network.metadata import Metadata, Node
 from kclient.network.metadata_response import decode_metadata_response
 from kclient.network.metadata_updater import DefaultMetadataUpdater
 from kclient.network.selector import (
     KSelector,
     NetworkReceive,
-    NetworkSend,
     Selectable,
 )
 from kclient.network.warn_limit import WarnLimiter
-from kclient.protocol import ApiKey, produce_fast
+from kclient.protocol import ApiKey
 from kclient.protocol.frame import (
-    _encode_request,
     decode_response,
-    encode_request,
     peek_correlation_id,
 )
-from kclient.record._accel import ACCELERATED
 
 log = logging.getLogger(__name__)
 
-complete_receives: (
-    Callable[[Sequence[NetworkReceive], InFlightRequests, list[ClientResponse], int], int] | None
-)
-"""``kclient.network._client.complete_receives`` when the C accelerator runs: the common case
-of ``_handle_completed_receives`` (see ``_client.c``); None runs the Python loop alone."""
-write_request: Callable[[NetworkClient, ClientRequest, int], bool] | None
-"""``kclient.network._client.write_request`` when the C accelerator runs: ``_do_send`` up to
-the write for a caller's request whose version is cached (False: it did nothing)."""
-can_send: Callable[[NetworkClient, int, int], bool] | None
-"""``kclient.network._client.can_send`` when the C accelerator runs: ``can_send_request`` as
-one call, for ``ready`` and ``send``."""
-complete_receives = write_request = can_send = None
-try:
-    from kclient.network import _client
-except ImportError:  # not built: the Python loop
-    pass
-else:  # bound when built (the tests compare both), used when the accelerator is on
-    _client.bind(
-        InFlightRequest,
-        produce_fast.decode_produce,
-        decode_response,
-        new_client_response,
-        (errors.ProtocolDecodeError, errors.UnsupportedVersionError),
-    )
-    _client.bind_send(
-        ClientRequest, produce_fast.encode_produce, encode_request, _encode_request, NetworkSend
-    )
-    if ACCELERATED:
-        complete_receives = _client.complete_receives
-        write_request = _client.write_request
-        can_send = _client.can_send
 
-
-class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, RequestWrites):
+class NetworkClient(ConnectionLifecycle):
     """``KafkaClient`` over real connections (or any ``Selectable``); connection setup
     and teardown are in ``ConnectionLifecycle`` (``client_connections.py``), the node
     queries and ``initiate_connect`` in ``ClientNodes`` (``client_nodes.py``) and what is
     kept of requests that expect no response in ``UnansweredRequests``
     (``client_unanswered.py``)."""
 
-    # slots (the instance keeps its __dict__ for the rest): C's write_request and can_send
-    # (``_client_send.c``) read these at their offsets, once per request
+    # slots (the instance keeps its __dict__ for the rest)
     __slots__ = (
         "_aborted",
         "_api_versions",
@@ -248,8 +206,6 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, Reques
         # is_ready, with what send() may skip remembered
         if not self.metadata_updater.is_update_due(now_ms) and (
             self.can_send_request(node.id, now_ms)
-            if can_send is None
-            else can_send(self, node.id, now_ms)
         ):
             self._checked[node.id] = now_ms
             return True
@@ -261,18 +217,12 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, Reques
         if self._closed:
             raise IllegalStateError("the network client is closed")
         node_id = request.destination
-        if self._checked.get(node_id) != now_ms and not (
-            self.can_send_request(node_id, now_ms)
-            if can_send is None
-            else can_send(self, node_id, now_ms)
-        ):
+        if self._checked.get(node_id) != now_ms and not (self.can_send_request(node_id, now_ms)):
             raise IllegalStateError(
                 f"node {request.destination} is not ready for a request: check "
                 "ready(node, now_ms) before send()"
             )
-        fast = write_request
-        if fast is None or not fast(self, request, now_ms):
-            self._do_send(request, False, now_ms)
+        self._do_send(request, False, now_ms)
 
     def send_internal(self, request: ClientRequest, now_ms: int) -> None:
         """Send a request the client makes itself (Metadata, ApiVersions)."""
@@ -340,13 +290,7 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, Reques
             self._handle_completed_sends(responses, now_ms)
         receives = selector.completed_receives
         if receives:
-            fast = complete_receives
-            if fast is None or self._unanswered:
-                self._handle_completed_receives(responses, now_ms, receives)
-            else:  # the plain answers in C, up to the first one that needs the Python loop
-                taken = fast(receives, in_flight, responses, now_ms)
-                if taken != len(receives):
-                    self._handle_completed_receives(responses, now_ms, receives[taken:])
+            self._handle_completed_receives(responses, now_ms, receives)
         if selector.disconnected:
             self._handle_disconnections(responses, now_ms)
         if selector.connected:
@@ -450,28 +394,5 @@ class NetworkClient(ClientNodes, UnansweredRequests, ConnectionLifecycle, Reques
                 self._callback_failed(exc)
 
     def _callback_failed(self, exc: Exception) -> None:
-        """Logs a request completion callback's exception (``_complete``, and C's poll)."""
+        """Logs a request completion callback's exception (``_complete``)."""
         log.error("%suncaught error in a request completion callback", self._prefix, exc_info=exc)
-
-
-if "_client" in globals():  # built: what write_request and can_send reach directly
-    _selector_names = vars(selector_module)  # C's KSelector (send, channel check), when built
-    _client.bind_client(
-        NetworkClient,
-        InFlightRequests,
-        _selector_names.get("CKSelector"),
-        _selector_names.get("_selector_send"),
-        log,
-        deque,
-    )
-    _client.bind_poll(_selector_names.get("CKSelector"), NO_DELAY_LIMIT_MS, ClientResponse)
-    _client.bind_ready(Node, DefaultMetadataUpdater, ClusterConnectionStates, ApiVersions)
-    C_METHODS = {  # the common case without a Python frame; the Python functions: the reference
-        "ready": _client.ClientReady,
-        "send": _client.ClientSend,
-        "poll": _client.ClientPoll,
-        "poll_ready": _client.ClientPollReady,
-    }
-    if ACCELERATED:
-        for _name, _fast in C_METHODS.items():
-            setattr(NetworkClient, _name, _fast(getattr(NetworkClient, _name)))

@@ -14,62 +14,25 @@ client: its owning thread only.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kclient import errors
 from kclient.errors import KafkaError, KafkaTimeoutError
 from kclient.network.api_versions import api_name
+from kclient.network.client_writes import RequestWrites
 from kclient.network.connection_states import ConnectionState, short_reason
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.protocol import ApiKey
 
 if TYPE_CHECKING:
-    from kclient.clock import Clock
-    from kclient.network.api_versions import ApiVersions
-    from kclient.network.authenticator import SaslClientAuthenticator
-    from kclient.network.bootstrap_refusals import BootstrapRefusals
-    from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
-    from kclient.network.in_flight import InFlightRequest, InFlightRequests
-    from kclient.network.metadata import Metadata
-    from kclient.network.metadata_updater import DefaultMetadataUpdater
-    from kclient.network.selector import Selectable
-    from kclient.network.warn_limit import WarnLimiter
+    from kclient.network.in_flight import InFlightRequest
 
 log = logging.getLogger("kclient.network.client")
 
 
-class ConnectionLifecycle:
+class ConnectionLifecycle(RequestWrites):
     """Connection setup and teardown of ``NetworkClient`` (see the module docstring)."""
-
-    if TYPE_CHECKING:  # set by NetworkClient.__init__
-        _selector: Selectable
-        _metadata: Metadata
-        _clock: Clock
-        _prefix: str
-        _before_api_versions_hint: str
-        _first_request: dict[int, int]
-        _api_versions: ApiVersions
-        _authenticator: SaslClientAuthenticator | None
-        _aborted: list[ClientResponse]
-        _unanswered: dict[int, deque[int]]
-        _correlation_id: int
-        _addresses: dict[int, str]
-        connection_states: ClusterConnectionStates
-        in_flight_requests: InFlightRequests
-        bootstrap_refusals: BootstrapRefusals
-        warnings: WarnLimiter
-        metadata_updater: DefaultMetadataUpdater
-        failures: ConnectionFailures
-
-        def _do_send(
-            self,
-            request: ClientRequest,
-            is_internal: bool,
-            now_ms: int,
-            version: int | None = None,
-        ) -> None: ...
 
     def _record_failure(
         self,

@@ -22,12 +22,16 @@ from kclient.network.selector import describe_os_error, format_address
 if TYPE_CHECKING:
     import random
     import threading
+    from collections import deque
 
+    from kclient.clock import Clock
     from kclient.errors import KafkaTimeoutError
     from kclient.network.api_versions import ApiVersions, NodeApiVersions
+    from kclient.network.authenticator import SaslClientAuthenticator
     from kclient.network.bootstrap_refusals import BootstrapRefusals, BootstrapRefusedError
     from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
     from kclient.network.in_flight import InFlightRequests
+    from kclient.network.kafka_client import ClientResponse
     from kclient.network.metadata import Metadata, Node
     from kclient.network.metadata_updater import DefaultMetadataUpdater
     from kclient.network.selector import Selectable
@@ -39,30 +43,41 @@ log = logging.getLogger("kclient.network.client")
 class ClientNodes:
     """The node side of ``NetworkClient`` (see the module docstring)."""
 
-    if TYPE_CHECKING:  # set by NetworkClient.__init__
-        _selector: Selectable
-        _metadata: Metadata
-        _rng: random.Random
-        _api_versions: ApiVersions
-        _prefix: str
-        _checked: dict[int, int]
-        _addresses: dict[int, str]
-        connection_states: ClusterConnectionStates
-        in_flight_requests: InFlightRequests
-        metadata_updater: DefaultMetadataUpdater
-        failures: ConnectionFailures
+    # set by NetworkClient.__init__; the classes between this one and NetworkClient
+    # (UnansweredRequests, RequestWrites, ConnectionLifecycle) use them too
+    _selector: Selectable
+    _metadata: Metadata
+    _clock: Clock
+    _rng: random.Random
+    _api_versions: ApiVersions
+    _authenticator: SaslClientAuthenticator | None
+    _prefix: str
+    _checked: dict[int, int]
+    _addresses: dict[int, str]
+    _unanswered: dict[int, deque[int]]
+    _aborted: list[ClientResponse]
+    _correlation_id: int
+    _before_api_versions_hint: str
+    _first_request: dict[int, int]
+    client_id: str
+    request_timeout_ms: int
+    connection_states: ClusterConnectionStates
+    in_flight_requests: InFlightRequests
+    metadata_updater: DefaultMetadataUpdater
+    failures: ConnectionFailures
+    bootstrap_refusals: BootstrapRefusals
+    bootstrap_refused_timeout_ms: int
+    warnings: WarnLimiter
 
-        bootstrap_refusals: BootstrapRefusals
-        bootstrap_refused_timeout_ms: int
-        warnings: WarnLimiter
-
-        def _record_failure(
-            self,
-            node_id: int,
-            reason: str,
-            error: KafkaError | None = None,
-            now_ms: int | None = None,
-        ) -> None: ...
+    def _record_failure(
+        self,
+        node_id: int,
+        reason: str,
+        error: KafkaError | None = None,
+        now_ms: int | None = None,
+    ) -> None:
+        """Remembers why a connection to a node failed (``ConnectionLifecycle``'s)."""
+        raise NotImplementedError
 
     # ---- nodes and connections -------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Requests that expect no response (acks=0 Produce) in ``NetworkClient``
-(``kclient/network/client.py``): ``UnansweredRequests``, a base class of ``NetworkClient``.
+(``kclient/network/client.py``): ``UnansweredRequests``, a base class of ``NetworkClient``
+(after ``ClientNodes``).
 
 Such a request completes when the selector reports it written. Its correlation id is kept
 (the last 256 per node) because some Kafka-compatible brokers answer it anyway: that answer
@@ -15,24 +16,17 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from kclient import errors
+from kclient.network.client_nodes import ClientNodes
 from kclient.protocol.frame import peek_correlation_id
 
 if TYPE_CHECKING:
-    from kclient.network.in_flight import InFlightRequests
     from kclient.network.kafka_client import ClientResponse
-    from kclient.network.selector import Selectable
 
 log = logging.getLogger("kclient.network.client")
 
 
-class UnansweredRequests:
+class UnansweredRequests(ClientNodes):
     """The acks=0 bookkeeping of ``NetworkClient`` (see the module docstring)."""
-
-    if TYPE_CHECKING:  # set by NetworkClient.__init__
-        _selector: Selectable
-        _prefix: str
-        _unanswered: dict[int, deque[int]]
-        in_flight_requests: InFlightRequests
 
     def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
         for send in self._selector.completed_sends:

@@ -2,9 +2,7 @@
 a base class of ``NetworkClient``: the version, the correlation id, the frame, the write
 (``KSelector`` writes at once), then the bookkeeping (the request in flight, the DEBUG line).
 
-``kclient.network._client.write_request`` (``_client_send.c``) is this for a caller's request
-whose version is cached, in C; this stays the reference and takes every other case. Same
-thread contract as the client: its owning thread only.
+Same thread contract as the client: its owning thread only.
 """
 
 from __future__ import annotations
@@ -14,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from kclient import errors
 from kclient.network.api_versions import api_name
+from kclient.network.client_unanswered import UnansweredRequests
 from kclient.network.in_flight import InFlightRequest
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.network.selector import NetworkSend
@@ -21,28 +20,13 @@ from kclient.protocol import ApiKey
 from kclient.protocol.frame import encode_request
 
 if TYPE_CHECKING:
-    from kclient.network.api_versions import ApiVersions
-    from kclient.network.in_flight import InFlightRequests
-    from kclient.network.metadata_updater import DefaultMetadataUpdater
-    from kclient.network.selector import Selectable
+    pass
 
 log = logging.getLogger("kclient.network.client")
 
 
-class RequestWrites:
+class RequestWrites(UnansweredRequests):
     """The write of a request (see the module docstring)."""
-
-    if TYPE_CHECKING:  # set by NetworkClient.__init__
-        _selector: Selectable
-        _prefix: str
-        _checked: dict[int, int]
-        _api_versions: ApiVersions
-        _aborted: list[ClientResponse]
-        _correlation_id: int
-        client_id: str
-        request_timeout_ms: int
-        in_flight_requests: InFlightRequests
-        metadata_updater: DefaultMetadataUpdater
 
     def _do_send(
         self, request: ClientRequest, is_internal: bool, now_ms: int, version: int | None = None
@@ -86,7 +70,7 @@ class RequestWrites:
         self._selector.send(send)
         self._sent(request, is_internal, now_ms, version, correlation_id, send)
 
-    def _sent(  # noqa: PLR0917 -- C (write_request) calls it positionally
+    def _sent(  # noqa: PLR0917
         self,
         request: ClientRequest,
         is_internal: bool,
@@ -120,7 +104,7 @@ class RequestWrites:
     def _log_sent(
         self, request: ClientRequest, version: int, correlation_id: int, send: NetworkSend
     ) -> None:
-        """The DEBUG line of a request just written (``_sent``, and ``write_request``)."""
+        """The DEBUG line of a request just written (``_sent``)."""
         log.debug(
             "%ssending %s v%d to node %d (correlation id %d, %d bytes)",
             self._prefix,

@@ -158,8 +158,6 @@ class NodeConnectionState:
 class ClusterConnectionStates:
     """The connection state of every node this client has tried to talk to."""
 
-    # slots: NetworkClient's C paths (``kclient/network/_client*.c``) read ``ready_nodes`` and
-    # ``connecting_nodes`` in place
     __slots__ = (
         "_resolver",
         "_states",

@@ -65,8 +65,6 @@ class InFlightRequest:
 class InFlightRequests:
     """Per-node deques of requests that were sent and not yet answered."""
 
-    # slots: the C write and answer paths (``kclient/network/_client*.c``) read and write
-    # them at their offsets
     __slots__ = (
         "_deadline_exact",
         "_requests",

@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from kclient.errors import BrokerResponseError, KafkaError, KafkaTimeoutError
 from kclient.network.api_versions import NodeApiVersions, api_name
 from kclient.network.metadata import Metadata, Node
-from kclient.slot_copies import copier
 
 RequestBody = Mapping[str, Any] | Callable[[int], Mapping[str, Any]]
 """A request body dict, or a function of the negotiated version that returns it."""
@@ -112,18 +111,12 @@ class ClientResponse:
         )
 
 
-new_client_request: Callable[..., ClientRequest] = copier(
-    ClientRequest(0, 0, {}, 0), tuple(ClientRequest.__dataclass_fields__), ClientRequest
-)
-"""``ClientRequest(...)`` with all nine fields positional, made by copying a template when
-the C accelerator is built (the Sender's per-request ProduceRequest)."""
-new_client_response: Callable[..., ClientResponse] = copier(
-    ClientResponse(ClientRequest(0, 0, {}, 0), None, 0),
-    ("request", "body", "received_time_ms", "api_version", "correlation_id"),
-    ClientResponse,
-)
-"""``ClientResponse(request, body, received_time_ms, api_version, correlation_id)`` made by
-copying a template when the C accelerator is built (every answered request)."""
+new_client_request: Callable[..., ClientRequest] = ClientRequest
+"""``ClientRequest(...)`` with all nine fields positional (the Sender's per-request
+ProduceRequest)."""
+new_client_response: Callable[..., ClientResponse] = ClientResponse
+"""``ClientResponse(request, body, received_time_ms, api_version, correlation_id)`` (every
+answered request)."""
 
 
 class KafkaClient(Protocol):

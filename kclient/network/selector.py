@@ -30,12 +30,6 @@ setup timeout; a failed handshake is a disconnect whose error says why and which
 
 Every ``OSError`` is caught here and reported in ``disconnected`` as a ``KafkaError`` that
 names the node and its address. Nothing above this module touches sockets.
-
-``KSelector`` is ``CKSelector`` when the C accelerator is on (``C_POLL``): ``poll``,
-``is_channel_ready`` and ``send``'s common case (a connected channel, no send in progress)
-run in C (``_selector.c``), handing anything unusual (a connection being set up, a failure,
-an interest change, a due idle check) to the Python methods here. ``PyKSelector`` is the
-reference; the tests run both.
 """
 
 from __future__ import annotations
@@ -44,13 +38,10 @@ import logging
 import selectors
 import ssl
 import threading
-from typing import TYPE_CHECKING
 
 from kclient.clock import Clock
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError, ProtocolDecodeError
-from kclient.network import channel as channel_module
 from kclient.network.channel import (
-    C_ACCELERATED,
     KafkaChannel,
     NetworkReceive,
     NetworkSend,
@@ -78,7 +69,6 @@ __all__ = [
     "KafkaChannel",
     "NetworkReceive",
     "NetworkSend",
-    "PyKSelector",
     "Selectable",
     "Waker",
     "describe_os_error",
@@ -86,13 +76,9 @@ __all__ = [
 ]
 
 
-class PyKSelector(SelectorConnect):
-    """``Selectable`` over real sockets and ``selectors.DefaultSelector``.
+class KSelector(SelectorConnect):
+    """``Selectable`` over real sockets and ``selectors.DefaultSelector``."""
 
-    The reference of ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s common
-    case in C)."""
-
-    # slots: the C poll reads them at their offsets (an instance dict lookup from C costs more)
     __slots__ = (
         "_channels",
         "_clock",
@@ -115,7 +101,6 @@ class PyKSelector(SelectorConnect):
         "disconnected",
         "release_before_select",
     )
-    _channel_type: type[KafkaChannel] = KafkaChannel
 
     def __init__(
         self,
@@ -222,9 +207,9 @@ class PyKSelector(SelectorConnect):
         if self.disconnected:
             self.disconnected = {}
         if self._immediately_connected:
-            for channel in self._immediately_connected:
-                if self._channels.get(channel.node_id) is channel:
-                    self.connected.append(channel.node_id)
+            for connected in self._immediately_connected:
+                if self._channels.get(connected.node_id) is connected:
+                    self.connected.append(connected.node_id)
             self._immediately_connected = []
         if self._early_sends:
             self.completed_sends, self._early_sends = self._early_sends, []
@@ -233,10 +218,10 @@ class PyKSelector(SelectorConnect):
         # Write pending sends at once rather than waiting a select round for writability.
         if self._sending:
             write_ms = self._clock.monotonic_ms()
-            for channel in list(self._sending.values()):
-                if channel.connected:
-                    self._idle.update(channel.node_id, write_ms)
-                    self._attempt_write(channel, self.completed_sends, self.disconnected)
+            for pending in list(self._sending.values()):
+                if pending.connected:
+                    self._idle.update(pending.node_id, write_ms)
+                    self._attempt_write(pending, self.completed_sends, self.disconnected)
         # A write that completes a request (acks=0) is news for the caller.
         for send in self.completed_sends:
             if not send.awaits_response:
@@ -256,7 +241,7 @@ class PyKSelector(SelectorConnect):
         now_ms = self._clock.monotonic_ms()
         channels = self._channels
         for key, mask in events:
-            channel = key.data
+            channel: KafkaChannel | None = key.data  # None: the waker
             if channel is None:
                 self._drain_wakeup()
                 continue
@@ -403,38 +388,3 @@ def _io_error(channel: KafkaChannel, exc: OSError) -> KafkaConnectionError:
     return KafkaConnectionError(
         f"connection to node {channel.node_id} at {channel.address} lost: {describe_os_error(exc)}"
     )
-
-
-C_POLL = False
-"""Whether ``KSelector`` is ``CKSelector`` (``poll``, ``is_channel_ready`` and ``send``'s
-common case in C: :mod:`kclient.network._selector`, built into ``_channel``)."""
-if TYPE_CHECKING:
-    KSelector = PyKSelector
-else:
-    KSelector = PyKSelector
-    try:
-        from kclient.network import _channel
-    except ImportError:  # not built: the Python reference
-        pass
-    else:  # defined when built (the tests compare both), used when the accelerator is on
-        _channel.bind_selector(
-            PyKSelector,
-            IdleExpiryManager,
-            channel_module.CKafkaChannel,
-        )
-        _selector_send = _channel.selector_send
-
-        class CKSelector(PyKSelector):
-            """``PyKSelector`` with ``poll``, ``is_channel_ready`` and ``send`` (a connected
-            channel, no send in progress) in C; the Python methods do anything else."""
-
-            poll = _channel.SelectorPoll(PyKSelector.poll)
-            is_channel_ready = _channel.ChannelReady(PyKSelector.is_channel_ready)
-
-            def send(self, send: NetworkSend) -> None:
-                if not _selector_send(self, send):
-                    PyKSelector.send(self, send)
-
-        if C_ACCELERATED:
-            KSelector = CKSelector
-            C_POLL = True

@@ -1,7 +1,7 @@
 """Opening a connection in ``KSelector`` (``kclient/network/selector.py``): ``connect`` (a
 non-blocking TCP connect, with the TLS handshake's first step when it connected at once) and
 ``register`` (an already connected socket). ``SelectorConnect`` is a base class of
-``PyKSelector``; the C accelerator (``_selector.c``) leaves both to Python.
+``KSelector``.
 
 Owned by the ``KSelector``'s thread (or the event loop's), like the selector.
 """
@@ -30,23 +30,23 @@ __all__ = ["SelectorConnect", "connect_error"]
 
 
 class SelectorConnect:
-    """``connect`` and ``register`` of ``PyKSelector`` (see the module docstring)."""
+    """``connect`` and ``register`` of ``KSelector`` (see the module docstring)."""
 
-    __slots__ = ()  # PyKSelector's slots hold the state
+    # set by KSelector.__init__
+    _channels: dict[int, KafkaChannel]
+    _clock: Clock
+    _idle: IdleExpiryManager
+    _immediately_connected: list[KafkaChannel]
+    _max_receive_bytes: int
+    _receive_buffer_bytes: int
+    _send_buffer_bytes: int
+    _ssl_context: ssl.SSLContext | None
 
-    if TYPE_CHECKING:  # PyKSelector's
-        _channel_type: type[KafkaChannel]
-        _channels: dict[int, KafkaChannel]
-        _clock: Clock
-        _idle: IdleExpiryManager
-        _immediately_connected: list[KafkaChannel]
-        _max_receive_bytes: int
-        _receive_buffer_bytes: int
-        _send_buffer_bytes: int
-        _ssl_context: ssl.SSLContext | None
+    def _close_channel(self, channel: KafkaChannel) -> None:
+        raise NotImplementedError  # KSelector's
 
-        def _close_channel(self, channel: KafkaChannel) -> None: ...
-        def _set_interest(self, channel: KafkaChannel) -> None: ...
+    def _set_interest(self, channel: KafkaChannel) -> None:
+        raise NotImplementedError  # KSelector's
 
     def connect(
         self,
@@ -74,11 +74,11 @@ class SelectorConnect:
         except OSError as exc:
             sock.close()
             raise connect_error(node_id, address, exc) from exc
-        if code not in (0, *CONNECT_IN_PROGRESS):
+        if code != 0 and code not in CONNECT_IN_PROGRESS:
             sock.close()
             failure = OSError(code, os.strerror(code))
             raise connect_error(node_id, address, failure) from failure
-        channel = self._channel_type(
+        channel = KafkaChannel(
             node_id,
             sock,
             address,
@@ -105,7 +105,7 @@ class SelectorConnect:
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         sock.setblocking(False)
-        channel = self._channel_type(
+        channel = KafkaChannel(
             node_id, sock, address or str(sock.getpeername()), self._max_receive_bytes
         )
         channel.connected = True

@@ -311,8 +311,7 @@ class ProducerBatch:
             watcher._notify()
 
     def _run_callbacks(self, thunks: list[Any], wakeups: list[threading.Lock] | None) -> None:
-        """The send callbacks of a done batch, in order, then its waiters' wakeup (also
-        called by the C completion, ``kclient/sender/_complete.c``)."""
+        """The send callbacks of a done batch, in order, then its waiters' wakeup."""
         result = self.result
         each = iter(thunks)
         rows: Iterator[tuple[Any, ...]] = zip(each, each, each, each, each, strict=True)

@@ -9,10 +9,6 @@ Thread safety: ``allocate`` runs on callers' threads (``KafkaProducer.send``),
 ``deallocate`` on the Sender thread; both take the pool's lock. Deadlines come from the
 injected clock; the condition wait itself is a seam (``wait``) so tests can time out
 without sleeping.
-
-``try_allocate`` (``send``'s way to memory) runs in C (``kclient.sender._complete``'s
-``TryAllocateMethod``, no Python frame) when the accelerator is built and
-``KCLIENT_PURE_PYTHON`` is unset; the Python method is the reference and its fallback.
 """
 
 from __future__ import annotations
@@ -20,11 +16,9 @@ from __future__ import annotations
 import collections
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from kclient.clock import Clock
 from kclient.errors import BufferExhaustedError, IllegalStateError, RecordTooLargeError
-from kclient.record._accel import ACCELERATED
 from kclient.sender.future import new_lock
 
 WaitFn = Callable[[threading.Condition, int], object]
@@ -38,7 +32,7 @@ def _real_wait(condition: threading.Condition, timeout_ms: int) -> object:
 class BufferPool:
     """``buffer.memory`` bytes shared by all batches; FIFO-fair blocking allocation."""
 
-    __slots__ = (  # read and written at their offsets by kclient.sender._complete
+    __slots__ = (
         "_available",
         "_clock",
         "_closed",
@@ -53,7 +47,7 @@ class BufferPool:
         self.total_bytes = total_bytes
         self._clock = clock
         self._wait = wait or _real_wait
-        self._lock = new_lock()  # the C Lock when built (see future.new_lock)
+        self._lock = new_lock()  # see future.new_lock
         self._available = total_bytes
         self._waiters: collections.deque[threading.Condition] = collections.deque()
         self._closed = False
@@ -149,17 +143,3 @@ class BufferPool:
     def queued(self) -> int:
         """Callers blocked waiting for memory (the accumulator treats > 0 as 'exhausted')."""
         return len(self._waiters)
-
-
-py_try_allocate = BufferPool.try_allocate
-"""The Python reference (and the C method's fallback)."""
-c_try_allocate: Any = None
-"""``kclient.sender._complete.TryAllocateMethod`` over the reference, when built."""
-try:
-    from kclient.sender._complete import TryAllocateMethod
-except ImportError:  # not built (or from older sources): the Python reference
-    pass
-else:
-    c_try_allocate = TryAllocateMethod(py_try_allocate)
-    if ACCELERATED:
-        BufferPool.try_allocate = c_try_allocate  # type: ignore[method-assign]

@@ -7,25 +7,16 @@ partition per node, up to the request size, starting each node where its last dr
 stopped so no partition starves. Sender thread only; it takes each topic's lock while it
 looks at that topic's deques.
 
-``ready`` and ``drain`` run in C (:mod:`kclient.sender._drain`, ``CBatchDrainer``) when the
-accelerator is built and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``);
-``PyBatchDrainer`` here is the reference, and the C code's fallback for arguments it does not
-take. ``_pending_steps`` (few batches over many partitions) is Python for both.
+Compiled with mypyc in the accelerated build (``kclient/_compiled.py``).
 """
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Iterable, Mapping, Sequence
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-from crc32c import crc32c
+from typing import NamedTuple
 
 from kclient.network.cluster import Cluster, Node, PartitionInfo, TopicPartition
-from kclient.record import _accel
-from kclient.record.compression import CompressionType
-from kclient.sender import batch as _batch
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.topic_queues import TopicQueues
@@ -49,7 +40,7 @@ class ReadyCheckResult(NamedTuple):
     unknown_leader_topics: frozenset[str] | set[str] = frozenset()
 
 
-class PyBatchDrainer:
+class BatchDrainer:
     """Ready checks and drains over the accumulator's topics; remembers where each node's
     drain stopped, the muted partitions, and when the oldest queued batch expires."""
 
@@ -156,7 +147,6 @@ class PyBatchDrainer:
         size = 0
         count = len(parts)
         start = self._drain_index.get(node.id, 0) % count if count > 1 else 0
-        tm = self._tm
         muted = self.muted
         # Batches queued anywhere when the walk starts: once each is drained, every partition
         # left would be skipped, so the walk stops early.
@@ -180,25 +170,16 @@ class PyBatchDrainer:
             partition = info.partition
             if muted and (info.topic, partition) in muted:
                 continue
+            room = max_request_size - size if ready else None
             with queues.lock:
-                dq = queues.deques.get(partition)
-                if not dq:
-                    continue
-                first = dq[0]
-                if first.in_retry and first.retry_at_ms > now_ms:
-                    continue
-                if ready and size + first.estimated_size_bytes > max_request_size:
+                taken = self._take_first(queues, partition, room, now_ms)
+            if not isinstance(taken, ProducerBatch):
+                if taken:  # it does not fit: this request is full
                     self.more_ready = True
                     self._drain_index[node.id] = (start + step) % count
                     return _close_all(ready)
-                if tm is not None and not tm.can_send(queues.tps[partition], first):
-                    continue
-                batch = dq.popleft()
-                queues.queued -= 1
-                if dq:
-                    self.more_ready = True
-                if tm is not None:
-                    tm.assign_sequence(batch)
+                continue
+            batch = taken
             size += batch.estimated_size_bytes
             batch.drained_ms = max(batch.drained_ms, now_ms)
             ready.append(batch)
@@ -207,6 +188,31 @@ class PyBatchDrainer:
                 break
         self._drain_index[node.id] = (start + 1) % count
         return _close_all(ready)
+
+    def _take_first(
+        self, queues: TopicQueues, partition: int, room: int | None, now_ms: int
+    ) -> ProducerBatch | bool:
+        """The first batch of the partition's deque, taken (the caller holds the topic's
+        lock); False when there is none to send now, True when it is larger than ``room``
+        bytes (None: any size fits)."""
+        dq = queues.deques.get(partition)
+        if not dq:
+            return False
+        first = dq[0]
+        if first.in_retry and first.retry_at_ms > now_ms:
+            return False
+        if room is not None and first.estimated_size_bytes > room:
+            return True
+        tm = self._tm
+        if tm is not None and not tm.can_send(queues.tps[partition], first):
+            return False
+        batch = dq.popleft()
+        queues.queued -= 1
+        if dq:
+            self.more_ready = True
+        if tm is not None:
+            tm.assign_sequence(batch)
+        return batch
 
     def _pending_steps(
         self,
@@ -245,50 +251,3 @@ def _close_all(batches: list[ProducerBatch]) -> list[ProducerBatch]:
     for batch in batches:
         batch.close()
     return batches
-
-
-BatchDrainer: type[PyBatchDrainer] = PyBatchDrainer
-"""The drainer the accumulator uses: ``CBatchDrainer`` when ``C_ACCELERATED``."""
-C_ACCELERATED = False
-try:
-    from kclient.sender import _drain
-except ImportError:  # not built (no compiler at install time), or an older build
-    _HAVE_C = False
-else:
-    _HAVE_C = True
-if _HAVE_C:
-    # Configured even under KCLIENT_PURE_PYTHON (then for the tests alone, with Python builders
-    # and threading locks, which it reads through getattr and ``with``).
-    c_builder: type[Any] | None = None
-    c_lock: type[Any] | None = None
-    if _accel.ACCELERATED:
-        from kclient.record._speedups import Lock as c_lock
-        from kclient.record.builder import CRecordBatchBuilder as c_builder
-    _drain.configure(
-        TopicQueues,
-        ProducerBatch,
-        PartitionInfo,
-        Cluster,
-        c_builder,
-        c_lock,
-        collections.deque,
-        ReadyCheckResult,
-        _batch._refuse,
-        PyBatchDrainer.ready,
-        PyBatchDrainer.drain,
-        CompressionType.NONE,
-        crc32c,
-    )
-
-    class CBatchDrainer(_drain.Drainer):
-        """``PyBatchDrainer`` with ``ready``/``drain`` in C (same state, same results)."""
-
-        __slots__ = ()
-        # the reference's, for the calls the C code hands back to it
-        _drain_node = PyBatchDrainer._drain_node
-        _pending_steps = PyBatchDrainer._pending_steps
-
-    if _accel.ACCELERATED:
-        if not TYPE_CHECKING:
-            BatchDrainer = CBatchDrainer
-        C_ACCELERATED = True

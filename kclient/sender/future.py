@@ -11,11 +11,6 @@ future, which then registers itself as a *watcher* of the batch result and gets 
 condition of its own unless one of those is used on it.
 
 Completion happens on the Sender thread; waiting on any thread.
-
-``ProduceResult.watch`` runs in C (``kclient.sender._complete``'s ``WatchMethod``, no Python
-frame) when the accelerator is built and ``KCLIENT_PURE_PYTHON`` is unset; the Python
-method is the reference and its fallback. (A batch's completion itself is in C too, see
-``kclient/sender/produce_responses.py``.)
 """
 
 from __future__ import annotations
@@ -35,8 +30,7 @@ log = logging.getLogger(__name__)
 
 new_lock: Callable[[], Any] = threading.Lock
 """A ``ProduceResult``'s (and ``IncompleteBatches``' and ``BufferPool``'s) lock:
-``kclient.record._speedups.Lock`` (``threading.Lock``'s API), which
-``kclient.sender._complete`` takes and gives without a Python call, when the accelerator is
+``kclient.record._speedups.Lock`` (``threading.Lock``'s API) when the accelerator is
 built; else ``threading.Lock``."""
 if ACCELERATED:
     from kclient.record import _speedups
@@ -426,17 +420,3 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         if error is not None:
             return f"<FutureRecordMetadata {tp} failed: {error!r}>"
         return f"<FutureRecordMetadata {tp} offset={self._metadata(result).offset}>"
-
-
-py_watch = ProduceResult.watch
-"""The Python reference (and the C method's fallback)."""
-c_watch: Any = None
-"""``kclient.sender._complete.WatchMethod`` over the reference, when built."""
-try:
-    from kclient.sender._complete import WatchMethod
-except ImportError:  # not built (or from older sources): the Python reference
-    pass
-else:
-    c_watch = WatchMethod(py_watch)
-    if ACCELERATED:
-        ProduceResult.watch = c_watch  # type: ignore[method-assign]

@@ -3,19 +3,13 @@
 Batches are added by callers' threads (``send`` creating a batch) and removed by the
 Sender thread when they complete; ``flush`` and ``close`` read it from their own threads.
 Every method takes the one lock.
-
-``add`` (a new batch, on ``send``'s path) runs in C (``kclient.sender._complete``'s
-``IncompleteAddMethod``, no Python frame) when the accelerator is built and
-``KCLIENT_PURE_PYTHON`` is unset; the Python method is the reference and its fallback.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any
 
-from kclient.record._accel import ACCELERATED
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.future import new_lock
 
@@ -23,7 +17,7 @@ from kclient.sender.future import new_lock
 class IncompleteBatches:
     """A thread-safe set of the batches that have not completed, for flush and close."""
 
-    __slots__ = ("_batches", "_last_batch_id", "_lock")  # kclient.sender._complete's offsets
+    __slots__ = ("_batches", "_last_batch_id", "_lock")
 
     def __init__(self) -> None:
         self._lock = new_lock()
@@ -75,17 +69,3 @@ class IncompleteBatches:
                 if remaining is not None and remaining <= 0:
                     return False
                 batch.result.wait(remaining)
-
-
-py_add = IncompleteBatches.add
-"""The Python reference (and the C method's fallback)."""
-c_add: Any = None
-"""``kclient.sender._complete.IncompleteAddMethod`` over the reference, when built."""
-try:
-    from kclient.sender._complete import IncompleteAddMethod
-except ImportError:  # not built (or from older sources): the Python reference
-    pass
-else:
-    c_add = IncompleteAddMethod(py_add)
-    if ACCELERATED:
-        IncompleteBatches.add = c_add  # type: ignore[method-assign]

@@ -4,34 +4,39 @@ Recorded by the Sender thread alone (per batch and per request, never per record
 recording takes no lock; ``KafkaProducer.metrics()`` reads a snapshot from any thread.
 Like Java's defaults, rates, averages and maxima cover two 30-second samples
 (``metrics.num.samples`` of ``metrics.sample.window.ms``).
-
-The recording runs in C (:mod:`kclient.sender._stats`: ``SampledStat.record`` and the
-``SenderMetrics.record_*`` methods, no Python frame per call) when the accelerator is built
-and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); ``PySampledStat`` and
-``PySenderStats`` here are the reference. The readers (``rate_per_s``, ``avg``, ``max``,
-``snapshot``) are the same Python code for both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
-
-from kclient.record._accel import ACCELERATED
+from typing import Protocol
 
 WINDOW_MS = 30_000
 SAMPLES = 2
 
 
-class _StatReaders:
-    """Rate, average and max of a stat's live samples (``_samples``: a list of
-    [window start ms, sum, count, max], oldest first, replaced rather than mutated when a
-    window rolls, or a new list on each read in C)."""
+class SampledStat:
+    """Sum, count and max over the last ``samples`` windows of ``window_ms``."""
 
-    __slots__ = ()
-    _samples: list[list[float]]
-    window_ms: int
-    samples: int
+    __slots__ = ("_samples", "samples", "window_ms")
+
+    def __init__(self, window_ms: int = WINDOW_MS, samples: int = SAMPLES) -> None:
+        self.window_ms = window_ms
+        self.samples = samples
+        # each sample: [window start ms, sum, count, max]; replaced rather than mutated when
+        # a window rolls, for readers on other threads
+        self._samples: list[list[float]] = []
+
+    def record(self, value: float, now_ms: int) -> None:
+        samples = self._samples
+        if not samples or now_ms - samples[-1][0] >= self.window_ms:
+            kept = samples[1 - self.samples :] if self.samples > 1 else []
+            self._samples = samples = [*kept, [now_ms, 0.0, 0.0, value]]
+        current = samples[-1]
+        current[1] += value
+        current[2] += 1
+        if value > current[3]:  # noqa: PLR1730 -- max() is a call
+            current[3] = value
 
     def _live(self, now_ms: int) -> list[list[float]]:
         span_ms = self.window_ms * self.samples
@@ -56,32 +61,8 @@ class _StatReaders:
         return float(max((s[3] for s in live), default=0.0))
 
 
-class PySampledStat(_StatReaders):
-    """Sum, count and max over the last ``samples`` windows of ``window_ms``."""
-
-    __slots__ = ("_samples", "samples", "window_ms")
-
-    def __init__(self, window_ms: int = WINDOW_MS, samples: int = SAMPLES) -> None:
-        self.window_ms = window_ms
-        self.samples = samples
-        # each sample: [window start ms, sum, count, max]
-        self._samples = []
-
-    def record(self, value: float, now_ms: int) -> None:
-        samples = self._samples
-        if not samples or now_ms - samples[-1][0] >= self.window_ms:
-            # replace the list rather than mutate it, for readers on other threads
-            kept = samples[1 - self.samples :] if self.samples > 1 else []
-            self._samples = samples = [*kept, [now_ms, 0.0, 0.0, value]]
-        current = samples[-1]
-        current[1] += value
-        current[2] += 1
-        if value > current[3]:  # noqa: PLR1730 -- max() is a call
-            current[3] = value
-
-
 class Stat(Protocol):
-    """What SenderMetrics needs of a stat (``PySampledStat`` or the C one)."""
+    """What SenderMetrics needs of a stat (``SampledStat``, or a test's)."""
 
     def record(self, value: float, now_ms: int) -> None: ...
     def rate_per_s(self, now_ms: int) -> float: ...
@@ -89,21 +70,23 @@ class Stat(Protocol):
     def max(self, now_ms: int) -> float: ...
 
 
-class PySenderStats:
-    """The Sender's stats and totals and its recording per request and per batch (the
-    reference of ``kclient.sender._stats.SenderStats``); the stats are set by
-    ``SenderMetrics.__init__``."""
+class SenderMetrics:
+    """The producer's metrics, by Java metric name: the Sender's stats and totals, its
+    recording per request and per batch, and a snapshot for any thread."""
 
-    records_sent: Stat
-    record_errors: Stat
-    record_retries: Stat
-    batch_size: Stat
-    records_per_request: Stat
-    compression_rate: Stat
-    request_latency: Stat
-    outgoing_bytes: Stat
-    records_sent_total = 0
-    record_errors_total = 0
+    def __init__(self, now_ms: Callable[[], int]) -> None:
+        self._now_ms = now_ms
+        self.records_sent: Stat = SampledStat()
+        self.record_errors: Stat = SampledStat()
+        self.record_retries: Stat = SampledStat()
+        self.batch_size: Stat = SampledStat()
+        self.records_per_request: Stat = SampledStat()
+        self.compression_rate: Stat = SampledStat()
+        self.request_latency: Stat = SampledStat()
+        self.outgoing_bytes: Stat = SampledStat()
+        self.batch_splits = 0
+        self.records_sent_total = 0
+        self.record_errors_total = 0
 
     def record_request(self, batches: int, records: int, size_bytes: int, now_ms: int) -> None:
         self.records_per_request.record(records, now_ms)
@@ -128,33 +111,6 @@ class PySenderStats:
     def record_latency(self, latency_ms: int, now_ms: int) -> None:
         self.request_latency.record(latency_ms, now_ms)
 
-
-if TYPE_CHECKING:
-    _MetricsBase = PySenderStats  # the attributes the recorder (C or Python) has
-else:
-    _MetricsBase = object
-
-
-class _Metrics(_MetricsBase):
-    """SenderMetrics' stats and snapshot, over either recorder (C or Python)."""
-
-    def _new_stat(self) -> Stat:
-        raise NotImplementedError
-
-    def __init__(self, now_ms: Callable[[], int]) -> None:
-        self._now_ms = now_ms
-        self.records_sent = self._new_stat()
-        self.record_errors = self._new_stat()
-        self.record_retries = self._new_stat()
-        self.batch_size = self._new_stat()
-        self.records_per_request = self._new_stat()
-        self.compression_rate = self._new_stat()
-        self.request_latency = self._new_stat()
-        self.outgoing_bytes = self._new_stat()
-        self.batch_splits = 0
-        self.records_sent_total = 0
-        self.record_errors_total = 0
-
     def snapshot(self) -> dict[str, float]:
         now_ms = self._now_ms()
         return {
@@ -172,43 +128,3 @@ class _Metrics(_MetricsBase):
             "outgoing-byte-rate": self.outgoing_bytes.rate_per_s(now_ms),
             "batch-split-total": float(self.batch_splits),
         }
-
-
-class PySenderMetrics(_Metrics, PySenderStats):
-    """The producer's metrics, by Java metric name, recorded in Python (the reference)."""
-
-    def _new_stat(self) -> Stat:
-        return PySampledStat()
-
-
-C_ACCELERATED = False
-"""Whether ``SampledStat`` and ``SenderMetrics`` record in C."""
-SampledStat: Callable[[], Stat] = PySampledStat
-if TYPE_CHECKING:
-    SenderMetrics = PySenderMetrics
-else:
-    SenderMetrics = PySenderMetrics
-    try:
-        from kclient.sender import _stats
-    except ImportError:  # not built: the Python reference
-        pass
-    else:
-
-        class CSampledStat(_stats.SampledStat, _StatReaders):
-            """``PySampledStat`` with ``record`` in C."""
-
-            __slots__ = ()
-
-            def __new__(cls, window_ms=WINDOW_MS, samples=SAMPLES):
-                return super().__new__(cls, window_ms, samples)
-
-        class CSenderMetrics(_Metrics, _stats.SenderStats):
-            """The producer's metrics, by Java metric name, recorded in C."""
-
-            def _new_stat(self):
-                return CSampledStat()
-
-        if ACCELERATED:
-            SampledStat = CSampledStat
-            SenderMetrics = CSenderMetrics
-            C_ACCELERATED = True

@@ -7,12 +7,6 @@ its batch: success (DUPLICATE_SEQUENCE_NUMBER too, under idempotence), a retry a
 backoff when the error is retriable and ``retries`` and ``delivery.timeout.ms`` allow, a
 split on MESSAGE_TOO_LARGE, or failure with the broker's error naming the partition (and
 per-record errors). Runs on the Sender thread, inside ``client.poll``'s callbacks.
-
-An answer's common case (every partition answered with error code 0, or
-DUPLICATE_SEQUENCE_NUMBER under idempotence) runs in C (:mod:`kclient.sender._complete`:
-``_handle_produce_response`` becomes its ``AnswerMethod``, no Python frame) when the
-accelerator is built and ``KCLIENT_PURE_PYTHON`` is unset (``C_ACCELERATED``); it calls
-the Python methods here for every other partition and answer, and is tested against them.
 """
 
 from __future__ import annotations
@@ -26,7 +20,6 @@ from kclient import errors
 from kclient.errors import KafkaError, RecordTooLargeError
 from kclient.network.cluster import TopicPartition
 from kclient.network.kafka_client import ClientResponse
-from kclient.record._accel import ACCELERATED
 from kclient.sender.batch import ProducerBatch
 
 if TYPE_CHECKING:
@@ -48,16 +41,16 @@ _UNKNOWN_PRODUCER_ID = errors.UnknownProducerIdError.code
 class ProduceResponses:
     """Completing, retrying, splitting or failing batches from Produce answers."""
 
-    if TYPE_CHECKING:  # set by Sender.__init__
-        _accumulator: RecordAccumulator
-        _metadata: Metadata
-        _tm: TransactionManager | None
-        _guarantee_order: bool
-        _retries: int
-        _prefix: str
-        _in_flight_batches: dict[TopicPartition, list[ProducerBatch]]
-        _wakeups: list[threading.Lock]
-        metrics: SenderMetrics
+    # set by Sender.__init__
+    _accumulator: RecordAccumulator
+    _metadata: Metadata
+    _tm: TransactionManager | None
+    _guarantee_order: bool
+    _retries: int
+    _prefix: str
+    _in_flight_batches: dict[TopicPartition, list[ProducerBatch]]
+    _wakeups: list[threading.Lock]
+    metrics: SenderMetrics
 
     def _handle_produce_response(
         self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse
@@ -235,37 +228,3 @@ class ProduceResponses:
         batches = self._in_flight_batches.get(batch.tp)
         if batches and batch in batches:
             batches.remove(batch)
-
-
-C_ACCELERATED = False
-"""Whether ``_handle_produce_response`` takes an answer's common case in C."""
-py_handle_produce_response = ProduceResponses._handle_produce_response
-"""The Python reference (and the C method's fallback)."""
-c_handle_produce_response: Any = None
-"""``kclient.sender._complete.AnswerMethod`` over the reference, when built."""
-try:
-    from kclient.sender import _complete
-except ImportError:  # not built: the Python reference
-    pass
-else:
-    from kclient.sender.accumulator import RecordAccumulator
-    from kclient.sender.batch import FinalState
-    from kclient.sender.buffer_pool import BufferPool
-    from kclient.sender.future import ProduceResult, new_lock
-    from kclient.sender.incomplete import IncompleteBatches
-
-    _complete.configure(
-        ClientResponse,
-        ProducerBatch,
-        ProduceResult,
-        RecordAccumulator,
-        IncompleteBatches,
-        BufferPool,
-        FinalState.SUCCEEDED,
-        _DUPLICATE_SEQUENCE,
-        new_lock if ACCELERATED else None,  # the C Lock, taken without a call
-    )
-    c_handle_produce_response = _complete.AnswerMethod(py_handle_produce_response)
-    if ACCELERATED:
-        ProduceResponses._handle_produce_response = c_handle_produce_response  # type: ignore[method-assign]
-        C_ACCELERATED = True

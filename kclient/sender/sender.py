@@ -32,7 +32,6 @@ from kclient.network.cluster import Cluster, TopicPartition
 from kclient.network.kafka_client import ClientRequest, KafkaClient, new_client_request
 from kclient.network.selector import release_all
 from kclient.protocol import ApiKey
-from kclient.record import _accel
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
@@ -50,13 +49,6 @@ PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not 
 PRODUCE_MAX_VERSION_TV1 = 11
 TOPIC_REFRESH_INTERVAL_MS = 1_000
 _NO_TIMEOUT_MS = 2**63 - 1
-
-_step: Any = None
-if _accel.ACCELERATED:
-    try:
-        from kclient.sender import _step
-    except ImportError:  # not built: the Python step
-        _step = None
 
 
 class Sender(ProduceResponses):
@@ -117,11 +109,6 @@ class Sender(ProduceResponses):
         """No in-flight batch reaches delivery.timeout.ms before this (a lower bound)."""
         self._last_cluster: Cluster | None = None
         self._last_topic_refresh_ms = -TOPIC_REFRESH_INTERVAL_MS
-        self._send_data: Callable[[int], int] = self._send_producer_data
-        """``_send_producer_data``, or its common case in C (``kclient.sender._step``,
-        which calls the Python for the rest) when the accelerator is built."""
-        if _step is not None:
-            self._send_data = functools.partial(_step.send_data, self)
         self.running = True
         self.force_close_requested = False
         self.on_failure: Callable[[KafkaError], None] | None = None
@@ -238,7 +225,7 @@ class Sender(ProduceResponses):
                 txn_timeout_ms = self._txn.run_once(now_ms)
             elif not tm.has_producer_id:
                 self._maybe_init_producer_id(now_ms)
-        poll_timeout_ms = self._send_data(now_ms)
+        poll_timeout_ms = self._send_producer_data(now_ms)
         if self._txn is not None:
             poll_timeout_ms = min(poll_timeout_ms, txn_timeout_ms)
         elif tm is not None and not tm.has_producer_id:
@@ -468,26 +455,3 @@ def _built(batch: ProducerBatch) -> bytes:
     if data is None:
         raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
     return data
-
-
-py_run_once = Sender.run_once
-"""The Python ``run_once`` (the reference; ``_step.RunOnceMethod``'s fallback when built)."""
-py_poll_network = Sender.poll_network
-"""The Python ``poll_network`` (the reference; ``_step.PollNetworkMethod``'s fallback)."""
-if _step is not None:  # what its one-batch ProduceRequest (_send_produce_request's) is made
-    # of, and the types whose objects it reads the fast way (see _step.c)
-    _step.configure(
-        new_client_request,
-        ApiKey.PRODUCE,
-        PRODUCE_MIN_VERSION,
-        PRODUCE_MAX_VERSION,
-        log,
-        logging.DEBUG,
-        Sender,
-        RecordAccumulator,
-        ProducerBatch,
-    )
-    # run_once and poll_network without their Python frames (_step_run.c), the Python
-    # methods their fallback (and the reference: py_run_once, py_poll_network)
-    Sender.run_once = _step.RunOnceMethod(py_run_once)  # type: ignore[method-assign]
-    Sender.poll_network = _step.PollNetworkMethod(py_poll_network)  # type: ignore[method-assign]

@@ -1,52 +1,24 @@
-"""The selector's implementations side by side (``CKSelector``: ``poll``, ``send`` and
-``is_channel_ready`` in C; ``PyKSelector``, the reference; and the C selector over the
-Python channel, which takes the C code's by-name paths), driven by scripted sockets and a
-scripted readiness source: no sockets, no sleeps (the waker's eventfd is the only file).
+"""KSelector driven by scripted sockets and a scripted readiness source: no sockets, no
+sleeps (the waker's eventfd is the only file).
 
-Each scenario runs on every implementation; ``snapshot`` is what a caller can see after a
-step (the result lists, the errors and their messages, the interest asked of the selector,
-the select timeouts, the bytes written) plus the state the next poll depends on."""
+``snapshot`` is what a caller can see after a step (the result lists, the errors and their
+messages, the interest asked of the selector, the select timeouts, the bytes written) plus
+the state the next poll depends on."""
 
 from __future__ import annotations
 
 import selectors
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kclient.network import channel, selector
+from kclient.network.channel import NetworkSend
+from kclient.network.selector import KSelector
 from kclient.testing import MockClock
 from tests.network.channel_impls import FakeSocket
 
 READ = selectors.EVENT_READ
 WRITE = selectors.EVENT_WRITE
-
-
-class PySelector(selector.PyKSelector):
-    _channel_type = channel.PyKafkaChannel
-
-
-class CSelector(selector.CKSelector):
-    _channel_type = channel.CKafkaChannel
-
-
-class CSelectorPyChannel(selector.CKSelector):
-    _channel_type = channel.PyKafkaChannel
-
-
-@dataclass(frozen=True)
-class Impl:
-    name: str
-    selector: Any
-    send: Any  # NetworkSend class
-
-
-PY = Impl("python", PySelector, channel.PyNetworkSend)
-C = Impl("c", CSelector, channel.CNetworkSend)
-C_PY_CHANNEL = Impl("c-poll-py-channel", CSelectorPyChannel, channel.PyNetworkSend)
-FAST = [C, C_PY_CHANNEL]
-FAST_IDS = [impl.name for impl in FAST]
 
 
 class Sock(FakeSocket):
@@ -124,13 +96,12 @@ class ScriptedSelector(selectors.BaseSelector):
 
 
 class Harness:
-    """One implementation's selector over scripted sockets, with a mock clock."""
+    """A KSelector over scripted sockets, with a mock clock."""
 
-    def __init__(self, impl: Impl, max_idle_ms: int = 60_000, max_receive: int = 1 << 20) -> None:
-        self.impl = impl
+    def __init__(self, max_idle_ms: int = 60_000, max_receive: int = 1 << 20) -> None:
         self.clock = MockClock()
         self.readiness = ScriptedSelector()
-        self.sel = impl.selector(
+        self.sel = KSelector(
             self.clock,
             connections_max_idle_ms=max_idle_ms,
             max_receive_bytes=max_receive,
@@ -149,7 +120,7 @@ class Harness:
         return sock
 
     def send(self, node_id: int, payload: bytes, awaits_response: bool = True) -> None:
-        self.sel.send(self.impl.send(node_id, [payload], awaits_response=awaits_response))
+        self.sel.send(NetworkSend(node_id, [payload], awaits_response=awaits_response))
 
     def close(self) -> None:
         self.sel.close()
@@ -187,19 +158,14 @@ def snapshot(h: Harness) -> dict[str, Any]:
     }
 
 
-def run_both(
-    scenario: Callable[[Harness], list[Any]], fast: Impl, **kwargs: Any
-) -> tuple[list[Any], list[Any]]:
-    """The scenario's observations on the reference and on ``fast`` (each step's snapshot
-    or raised error is observed by the scenario itself)."""
-    results = []
-    for impl in (PY, fast):
-        h = Harness(impl, **kwargs)
-        try:
-            results.append(scenario(h))
-        finally:
-            h.close()
-    return results[0], results[1]
+def run(scenario: Callable[[Harness], list[Any]], **kwargs: Any) -> list[Any]:
+    """The scenario's observations (each step's snapshot or raised error is observed by the
+    scenario itself)."""
+    h = Harness(**kwargs)
+    try:
+        return scenario(h)
+    finally:
+        h.close()
 
 
 def outcome(call: Callable[[], object]) -> tuple[str, str]:

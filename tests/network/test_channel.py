@@ -1,5 +1,4 @@
-"""NetworkSend / KafkaChannel reads over a scripted fake socket: partial writes, framing.
-Every test runs against both implementations (C and the Python reference)."""
+"""NetworkSend / KafkaChannel reads over a scripted fake socket: partial writes, framing."""
 
 import struct
 from typing import Any
@@ -7,27 +6,16 @@ from typing import Any
 import pytest
 
 from kclient.errors import ProtocolDecodeError
-from kclient.network import channel as channel_module
 from kclient.network.channel import PeerClosedError
-from kclient.record import ACCELERATED
-from tests.network.channel_impls import IMPL_IDS, IMPLS, C, FakeSocket, Impl, c_channel, frame
+from tests.network.channel_impls import CHANNEL, FakeSocket, Impl, frame
 
-IMPL = pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+IMPL = pytest.mark.parametrize("impl", [CHANNEL], ids=["kclient"])
 
 
 def channel(impl: Impl, sock: FakeSocket, limit: int = 1 << 20) -> Any:
     ch = impl.channel(3, sock, "10.0.0.3:9092", limit)
     ch.connected = True
     return ch
-
-
-def test_the_c_channel_runs_when_the_accelerator_is_on() -> None:
-    assert channel_module.C_ACCELERATED == ACCELERATED
-    assert issubclass(C.send, c_channel.NetworkSend)
-    assert issubclass(C.channel, c_channel.Channel)
-    assert issubclass(channel_module.NetworkSend, c_channel.NetworkSend) == ACCELERATED
-    assert issubclass(channel_module.KafkaChannel, c_channel.Channel) == ACCELERATED
-    assert (channel_module.NetworkReceive is c_channel.NetworkReceive) == ACCELERATED
 
 
 @IMPL

@@ -1,7 +1,7 @@
-"""The C channel against the Python reference on random input: the same frames, errors (with
-their messages) and state after every read, the same bytes, return values and socket calls
-after every write. A small read chunk (set on both) brings its edges within reach: frames
-straddling it, frames larger than it."""
+"""The network channel on random input: whole frames and the right errors (with their
+messages) however the bytes arrive, every byte written once and in order however the socket
+takes them. A small read chunk brings its edges within reach: frames straddling it, frames
+larger than it."""
 
 from __future__ import annotations
 
@@ -17,18 +17,9 @@ from hypothesis import strategies as st
 
 from kclient.errors import ProtocolDecodeError
 from kclient.network.channel import PeerClosedError
-from tests.network.channel_impls import (
-    IMPL_IDS,
-    IMPLS,
-    PY,
-    C,
-    FakeSocket,
-    Impl,
-    frame,
-    new_channel,
-)
+from tests.network.channel_impls import CHANNEL, FakeSocket, Impl, frame, new_channel
 
-IMPL = pytest.mark.parametrize("impl", IMPLS, ids=IMPL_IDS)
+IMPL = pytest.mark.parametrize("impl", [CHANNEL], ids=["kclient"])
 PROPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -99,7 +90,7 @@ def pieces(data: bytes, lengths: list[int]) -> list[bytes]:
     close_after=st.booleans(),
     cut=st.integers(0, 20),
 )
-def test_frames_come_out_whole_and_alike_however_the_bytes_arrive(
+def test_frames_come_out_whole_however_the_bytes_arrive(
     *,
     sizes: list[int],
     lengths: list[int],
@@ -116,15 +107,14 @@ def test_frames_come_out_whole_and_alike_however_the_bytes_arrive(
     chunks: list[bytes | BaseException] = list(pieces(data, [1] if one_byte_reads else lengths))
     if close_after:
         chunks.append(b"")
-    traces = [read_trace(impl, chunks, 1000, chunk_bytes, tls_mode) for impl in IMPLS]
-    assert traces[0] == traces[1]
-    got = completed_payloads(traces[0])
+    trace = read_trace(CHANNEL, chunks, 1000, chunk_bytes, tls_mode)
+    got = completed_payloads(trace)
     if close_after:
-        assert traces[0][-1][1][:2] == ("raised", "PeerClosedError")
+        assert trace[-1][1][:2] == ("raised", "PeerClosedError")
         assert got == bodies[: len(got)]
     else:
         assert got == bodies
-        assert not traces[0] or traces[0][-1][1][:2] == (None, 0)  # nothing left over
+        assert not trace or trace[-1][1][:2] == (None, 0)  # nothing left over
 
 
 @PROPS
@@ -134,17 +124,16 @@ def test_frames_come_out_whole_and_alike_however_the_bytes_arrive(
     lengths=st.lists(st.integers(1, 300), min_size=1, max_size=5),
     chunk_bytes=st.sampled_from([None, 16, 64]),
 )
-def test_a_bad_size_fails_the_same_after_the_frames_before_it(
+def test_a_bad_size_fails_after_the_frames_before_it(
     sizes: list[int], bad: int, lengths: list[int], chunk_bytes: int | None
 ) -> None:
     bodies = [body(i, n) for i, n in enumerate(sizes)]
     data = b"".join(struct.pack(">i", len(b)) + b for b in bodies)
     data += struct.pack(">i", bad) + b"trailing bytes"
     chunks: list[bytes | BaseException] = list(pieces(data, lengths))
-    traces = [read_trace(impl, chunks, 500, chunk_bytes) for impl in IMPLS]
-    assert traces[0] == traces[1]
-    assert completed_payloads(traces[0]) == bodies
-    raised = traces[0][-1][1]
+    trace = read_trace(CHANNEL, chunks, 500, chunk_bytes)
+    assert completed_payloads(trace) == bodies
+    raised = trace[-1][1]
     assert raised[:2] == ("raised", "ProtocolDecodeError")
     assert raised[2] == (
         f"node 3 at 10.0.0.3:9092 announced a response of {bad} bytes, more than "
@@ -264,12 +253,8 @@ socket_takes = st.lists(
 
 @PROPS
 @given(buffers=buffer_lists, takes=socket_takes)
-def test_partial_writes_send_every_byte_once_in_order_alike(
-    buffers: list[Any], takes: list[Any]
-) -> None:
-    (c_trace, c_end), (py_trace, py_end) = (write_trace(impl, buffers, takes) for impl in IMPLS)
-    assert c_trace == py_trace
-    assert c_end == py_end
+def test_partial_writes_send_every_byte_once_in_order(buffers: list[Any], takes: list[Any]) -> None:
+    c_trace, c_end = write_trace(CHANNEL, buffers, takes)
     expected = b"".join(memoryview(b).cast("B").tobytes() for b in buffers)
     assert c_end[0] == expected
     assert c_trace[0][0] == len(expected)
@@ -305,12 +290,6 @@ def test_more_buffers_than_iov_max_go_in_gathered_writes_of_at_most_1024(impl: I
     assert send.completed
 
 
-def test_many_buffers_and_random_takes_write_alike() -> None:
-    parts = [bytes([i % 256]) * (1 + i % 5) for i in range(3000)]
-    takes = [(i * 7919) % 5000 for i in range(60)]
-    assert write_trace(C, parts, takes) == write_trace(PY, parts, takes)
-
-
 @IMPL
 def test_buffers_are_kept_by_reference_not_copied(impl: Impl) -> None:
     data = bytearray(b"abcdef")
@@ -320,14 +299,10 @@ def test_buffers_are_kept_by_reference_not_copied(impl: Impl) -> None:
     assert send._buffers[1] is data
 
 
-def test_bad_buffers_raise_the_same_errors() -> None:
+def test_bad_buffers_are_refused() -> None:
     for bad in ([b"ok", "text"], 5, [b"x", memoryview(array("i", [1, 2, 3, 4]))[::2]]):
-        raised = []
-        for impl in IMPLS:
-            with pytest.raises(Exception) as info:
-                impl.send(1, bad)
-            raised.append((type(info.value), str(info.value)))
-        assert raised[0] == raised[1]
+        with pytest.raises((TypeError, ValueError)):
+            CHANNEL.send(1, bad)
 
 
 @IMPL

@@ -5,13 +5,9 @@ from __future__ import annotations
 
 from array import array
 
-import pytest
-
 from kclient import errors
 from kclient.sender.bulk import SendBatchResult
 from tests.sender.sender_helpers import Harness, batches_in, make, ok
-
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
 
 TOO_LARGE = errors.MessageTooLargeError.code
 

@@ -9,8 +9,6 @@ import pytest
 from kclient import errors
 from tests.sender.sender_helpers import make, produce_response
 
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
-
 
 @pytest.mark.parametrize(
     ("broker_message", "expected"),

@@ -13,8 +13,6 @@ from tests.sender.sender_helpers import (
     produce_response,
 )
 
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
-
 NOT_LEADER = errors.NotLeaderOrFollowerError.code
 TOO_LARGE = errors.MessageTooLargeError.code
 

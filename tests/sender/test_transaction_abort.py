@@ -23,8 +23,6 @@ from tests.sender.txn_helpers import (
     in_transaction,
 )
 
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
-
 GROUP = ConsumerGroupMetadata("readers", generation_id=7, member_id="m-1", group_instance_id="i")
 
 

@@ -24,8 +24,6 @@ from tests.sender.txn_helpers import (
     make_txn,
 )
 
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
-
 
 def _in_transaction(**kwargs: object) -> TxnHarness:
     return in_transaction(**kwargs)

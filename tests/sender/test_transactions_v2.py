@@ -24,8 +24,6 @@ from tests.sender.txn_helpers import (
     make_txn,
 )
 
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
-
 GROUP = ConsumerGroupMetadata("readers", generation_id=7, member_id="m-1")
 
 

@@ -11,8 +11,6 @@ from kclient.network.cluster import TopicPartition
 from kclient.testing import MockClock
 from tests.sender.txn_helpers import COMMIT, END, OFFSETS, S, TxnBroker, TxnHarness, in_transaction
 
-pytestmark = pytest.mark.usefixtures("both_sender_steps")  # C and Python send steps
-
 GROUP = ConsumerGroupMetadata("readers")
 MISSING = TopicPartition("no-such-topic", 0)
 

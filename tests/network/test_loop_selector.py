@@ -1,6 +1,5 @@
-"""LoopSelector's C ``select`` and reader callback (``CLoopSelector``) against the Python
-reference (``PyLoopSelector``), over a fake event loop that records what it is asked to
-watch: the same readiness, timeouts and callbacks, step by step. No sockets, no loop."""
+"""kclient.aio's LoopSelector: ``select`` and the reader callback over a fake event loop that
+records what it is asked to watch. No sockets, no loop."""
 
 from __future__ import annotations
 
@@ -8,10 +7,7 @@ import selectors
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from kclient.aio import loop_selector
-from kclient.network import channel
 
 READ = selectors.EVENT_READ
 WRITE = selectors.EVENT_WRITE
@@ -77,7 +73,6 @@ def run(cls: type, script: list[tuple[Any, ...]]) -> list[Any]:
 
 
 SCRIPTS = {
-    "one readable": [("register", 5, READ), ("r", 5), ("select", 0.25), ("select", None)],
     "several": [
         ("register", 5, READ),
         ("register", 6, READ | WRITE),
@@ -92,35 +87,11 @@ SCRIPTS = {
         ("select", None, {}),
         ("select", None, {"timeout": 2}),
     ],
-    "interest dropped while ready": [
-        ("register", 5, READ | WRITE),
-        ("w", 5),
-        ("r", 5),
-        ("modify", 5, READ),
-        ("select", 1),
-        ("w", 5),  # no writer any more
-    ],
-    "unregistered while ready": [
-        ("register", 5, READ),
-        ("register", 6, READ),
-        ("r", 5),
-        ("r", 6),
-        ("unregister", 5),
-        ("select", 3),
-        ("select", 3),
-    ],
-    "odd timeouts": [("select", "x"), ("select", -0.5), ("select", 10**20)],
 }
 
 
-@pytest.mark.parametrize("name", list(SCRIPTS))
-def test_c_select_and_readable_match_the_python(name: str) -> None:
-    script = SCRIPTS[name]
-    assert run(loop_selector.CLoopSelector, script) == run(loop_selector.PyLoopSelector, script)
-
-
 def test_what_select_returns() -> None:
-    seen = run(loop_selector.CLoopSelector, SCRIPTS["several"])
+    seen = run(loop_selector.LoopSelector, SCRIPTS["several"])
     assert seen[5][0] == {6: READ | WRITE, 7: READ}  # the reader callback marks its fd
     assert seen[7][0] == [
         (6, READ | WRITE, "data6", READ | WRITE),
@@ -130,11 +101,3 @@ def test_what_select_returns() -> None:
     assert seen[7][1] == [0, 1, 2, 3]  # each callback ran the step (on_ready)
     assert seen[8][0] == [(1, False)]  # nothing since: a timeout of int(1.5 ms)
     assert seen[10][0] == [(5, READ, "data5", READ), (3_600_000, True)]
-
-
-def test_the_accelerator_is_what_the_loop_producer_uses() -> None:
-    assert loop_selector.C_SELECT is channel.C_ACCELERATED  # KCLIENT_PURE_PYTHON: Python
-    expected = (
-        loop_selector.CLoopSelector if channel.C_ACCELERATED else loop_selector.PyLoopSelector
-    )
-    assert loop_selector.LoopSelector is expected

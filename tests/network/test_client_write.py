@@ -1,9 +1,5 @@
-"""NetworkClient.send's C write (``kclient.network._client.write_request``: the frame, the
-C KSelector's own send called directly, the in-flight entry, ``InFlightRequests.add``, the
-DEBUG line) against the Python ``_do_send`` + ``_sent``, on a real KSelector over scripted
-sockets: the same bytes on the wire, the same in-flight state, the same early completions
-and failures, the same log lines, for whole, partial and failed writes, on the C KSelector
-(called directly), on a subclass of it and on the Python one (called by method)."""
+"""NetworkClient.send's write (the frame, KSelector's send, the in-flight entry, the DEBUG
+line) and its poll's callbacks, on a real KSelector over scripted sockets."""
 
 from __future__ import annotations
 
@@ -15,8 +11,6 @@ from typing import Any
 from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from kclient.network import ClientRequest, Metadata, NetworkClient, Node, selector_connect
 from kclient.network import selector as selector_module
@@ -26,18 +20,8 @@ from kclient.network.connection_states import Address
 from kclient.protocol import ApiKey
 from kclient.protocol.frame import encode_response, frame_bytes
 from kclient.testing import MockClock, api_versions_body, metadata_update_with
-from tests.network.client_impls import c_paths
 from tests.network.selector_impls import ScriptedSelector, Sock
 
-try:
-    from kclient.network import _client
-except ImportError:  # not built: nothing to compare
-    _client = None  # type: ignore[assignment]
-
-pytestmark = pytest.mark.skipif(
-    _client is None or not hasattr(selector_module, "CKSelector"),
-    reason="the C accelerator is not built",
-)
 PRODUCE_BODY = {
     "transactional_id": None,
     "acks": 1,
@@ -48,15 +32,6 @@ PRODUCE_BODY = {
 
 def _resolve(host: str, port: int) -> list[Address]:
     return [(socket.AF_INET, "10.0.0.1", port)]
-
-
-def _selectors() -> dict[str, Any]:
-    c_selector = selector_module.CKSelector
-
-    class SubSelector(c_selector):  # type: ignore[misc,valid-type]
-        """Not the C KSelector itself: write_request calls its send by method."""
-
-    return {"c": c_selector, "c-subclass": SubSelector, "python": selector_module.PyKSelector}
 
 
 def make_client(selector_type: Any, socks: dict[int, Sock], timeout_ms: int) -> NetworkClient:
@@ -118,93 +93,55 @@ def observe(client: NetworkClient, socks: dict[int, Sock]) -> dict[str, Any]:
     }
 
 
-# one request: node, acks=0 or not, its own timeout (None: the client's), how much the
-# socket takes of it (None: all), and the clock's step before it
-REQUEST = st.tuples(
-    st.sampled_from([0, 0, 1]),
-    st.booleans(),
-    st.sampled_from([None, None, 0, 700]),
-    st.sampled_from([None, None, None, 3, 0, "fail"]),
-    st.sampled_from([0, 0, 5]),
-)
-
-
-def play(
-    selector_name: str, c_write: bool, script: list[tuple[Any, ...]], timeout_ms: int
-) -> list[Any]:
+def play(script: list[tuple[Any, ...]], timeout_ms: int) -> list[Any]:
     socks = {0: Sock(), 1: Sock()}
-    client = make_client(_selectors()[selector_name], socks, timeout_ms)
+    client = make_client(selector_module.KSelector, socks, timeout_ms)
     clock: Any = client._clock
     seen: list[Any] = []
-    with c_paths(c_write):
-        for node_id, acks0, own_timeout_ms, takes, step_ms in script:
-            clock.advance(step_ms)
-            now = clock.monotonic_ms()
-            sock = socks[node_id]
-            if takes == "fail":
-                sock.takes.append(ConnectionResetError(104, "reset by peer"))
-            elif takes is not None:
-                sock.takes.append(takes)
-            request = ClientRequest(
-                node_id,
-                ApiKey.PRODUCE,
-                dict(PRODUCE_BODY),
-                now - 1,
-                expect_response=not acks0,
-                request_timeout_ms=own_timeout_ms,
-            )
-            try:
-                ready = client.ready(Node(node_id, f"b{node_id}", 9092), now)
-                if ready:
-                    client.send(request, now)
-                seen.append(("sent", ready))
-            except Exception as exc:
-                seen.append(("raised", type(exc).__name__, str(exc)))
-            seen.append(observe(client, socks))
+    for node_id, acks0, own_timeout_ms, takes, step_ms in script:
+        clock.advance(step_ms)
+        now = clock.monotonic_ms()
+        sock = socks[node_id]
+        if takes == "fail":
+            sock.takes.append(ConnectionResetError(104, "reset by peer"))
+        elif takes is not None:
+            sock.takes.append(takes)
+        request = ClientRequest(
+            node_id,
+            ApiKey.PRODUCE,
+            dict(PRODUCE_BODY),
+            now - 1,
+            expect_response=not acks0,
+            request_timeout_ms=own_timeout_ms,
+        )
+        try:
+            ready = client.ready(Node(node_id, f"b{node_id}", 9092), now)
+            if ready:
+                client.send(request, now)
+            seen.append(("sent", ready))
+        except Exception as exc:
+            seen.append(("raised", type(exc).__name__, str(exc)))
+        seen.append(observe(client, socks))
     assert seen[0] == ("sent", True)  # the first request is always written (or fails)
     return seen
 
 
-PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@PROPS
-@given(
-    st.lists(REQUEST, min_size=1, max_size=12),
-    st.sampled_from(["c", "c-subclass", "python"]),
-    st.sampled_from([30_000, 5]),
-)
-def test_the_c_write_matches_the_python_one(
-    script: list[tuple[Any, ...]], selector_name: str, timeout_ms: int
-) -> None:
-    assert play(selector_name, True, script, timeout_ms) == play(
-        selector_name, False, script, timeout_ms
-    )
-
-
 @pytest.mark.parametrize("level", [logging.DEBUG, logging.INFO])
-def test_the_c_write_logs_what_the_python_one_logs(
-    caplog: pytest.LogCaptureFixture, level: int
-) -> None:
+def test_each_write_is_logged_at_debug(caplog: pytest.LogCaptureFixture, level: int) -> None:
     script = [(0, False, None, None, 0), (1, True, 700, None, 1), (0, False, None, 3, 0)]
-    lines = []
-    for c_write in (True, False):
-        caplog.clear()
-        with caplog.at_level(level, logger="kclient.network.client"):
-            play("c", c_write, script, 30_000)
-        lines.append([(r.levelname, r.getMessage()) for r in caplog.records])
-    assert lines[0] == lines[1]
-    sent = [message for _, message in lines[0] if "sending PRODUCE v" in message]
+    with caplog.at_level(level, logger="kclient.network.client"):
+        play(script, 30_000)
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records]
+    sent = [message for _, message in lines if "sending PRODUCE v" in message]
     assert len(sent) == (3 if level == logging.DEBUG else 0)
 
 
-def test_the_c_write_puts_the_request_on_the_wire_and_in_flight() -> None:
+def test_a_write_puts_the_request_on_the_wire_and_in_flight() -> None:
     socks = {0: Sock()}
-    client = make_client(selector_module.CKSelector, socks, 30_000)
-    with c_paths(True):
-        request = ClientRequest(0, ApiKey.PRODUCE, dict(PRODUCE_BODY), 0, request_timeout_ms=700)
-        assert client.ready(Node(0, "b0", 9092), 0)
-        client.send(request, 0)
+    client = make_client(selector_module.KSelector, socks, 30_000)
+    request = ClientRequest(0, ApiKey.PRODUCE, dict(PRODUCE_BODY), 0, request_timeout_ms=700)
+    assert client.ready(Node(0, "b0", 9092), 0)
+    client.send(request, 0)
     (entry,) = list(client.in_flight_requests)
     assert entry.request is request and entry.request_timeout_ms == 700
     assert entry.send.completed and entry.correlation_id == 0
@@ -241,12 +178,12 @@ class RefusedSocket:
         pass
 
 
-def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> list[Any]:
-    """Requests written on the C KSelector, then answered (whole, in pieces, wrong, or the
-    connection closed) and polled (``poll`` or ``poll_ready``) with NetworkClient's C poll
-    (``c_poll``) or the Python one: what each poll returns, the callbacks, the state."""
+def play_polls(script: list[tuple[Any, ...]], raising: bool) -> list[Any]:
+    """Requests written on a KSelector, then answered (whole, in pieces, wrong, or the
+    connection closed) and polled (``poll`` or ``poll_ready``): what each poll returns, the
+    callbacks, the state."""
     socks = {0: Sock(), 1: Sock()}
-    client = make_client(selector_module.CKSelector, socks, 30_000)
+    client = make_client(selector_module.KSelector, socks, 30_000)
     clock: Any = client._clock
     readiness: Any = client._selector._selector  # type: ignore[attr-defined]
     seen: list[Any] = []
@@ -256,7 +193,7 @@ def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> li
         if raising and response.correlation_id % 2:
             raise ValueError(f"callback {response.correlation_id} failed")
 
-    with c_paths(c_poll), mock.patch.object(selector_connect.socket, "socket", RefusedSocket):
+    with mock.patch.object(selector_connect.socket, "socket", RefusedSocket):
         for node_id, how, poll_kind, step_ms in script:
             clock.advance(step_ms)
             now = clock.monotonic_ms()
@@ -294,48 +231,21 @@ def play_polls(c_poll: bool, script: list[tuple[Any, ...]], raising: bool) -> li
     return seen
 
 
-POLL_STEP = st.tuples(
-    st.sampled_from([0, 0, 1]),
-    st.sampled_from(["whole"] * 5 + ["split", "mismatch", "closed"]),
-    st.sampled_from(["poll", "poll_ready"]),
-    st.sampled_from([0, 0, 7]),
-)
-
-
-@pytest.mark.skipif(_client is None or not hasattr(_client, "ClientPoll"), reason="not built")
-@PROPS
-@given(st.lists(POLL_STEP, min_size=1, max_size=10), st.booleans())
-def test_the_c_poll_matches_the_python_one_on_the_c_selector(
-    script: list[tuple[Any, ...]], raising: bool
-) -> None:
-    assert play_polls(True, script, raising) == play_polls(False, script, raising)
-
-
-def test_a_failing_callback_is_logged_as_the_python_logs_it(
+def test_a_failing_callback_is_logged_and_the_others_still_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     script = [(0, "whole", "poll_ready", 0), (0, "whole", "poll", 0), (0, "whole", "poll", 1)]
-    lines = []
-    for c_poll in (True, False):
-        caplog.clear()
-        with caplog.at_level(logging.ERROR, logger="kclient.network.client"):
-            seen = play_polls(c_poll, script, raising=True)
-        lines.append(
-            [
-                (r.levelname, r.getMessage(), r.exc_info and str(r.exc_info[1]))
-                for r in caplog.records
-            ]
+    with caplog.at_level(logging.ERROR, logger="kclient.network.client"):
+        seen = play_polls(script, raising=True)
+    lines = [
+        (r.levelname, r.getMessage(), r.exc_info and str(r.exc_info[1])) for r in caplog.records
+    ]
+    called = [e[1] for e in seen if isinstance(e, tuple) and e[0] == "callback"]
+    assert called == [0, 1, 2]  # the failing one does not stop the others
+    assert lines == [
+        (
+            "ERROR",
+            "[kclient clientId=kclient] uncaught error in a request completion callback",
+            "callback 1 failed",
         )
-        called = [e[1] for e in seen if isinstance(e, tuple) and e[0] == "callback"]
-        assert called == [0, 1, 2]  # the failing one does not stop the others
-    assert (
-        lines[0]
-        == lines[1]
-        == [
-            (
-                "ERROR",
-                "[kclient clientId=kclient] uncaught error in a request completion callback",
-                "callback 1 failed",
-            )
-        ]
-    )
+    ]

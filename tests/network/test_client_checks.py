@@ -1,8 +1,6 @@
-"""NetworkClient's fast paths against its reference: the C loop over completed receives
-(``kclient.network._client``) against the Python one, and the per-request shortcuts (the
-check ``send`` skips after ``ready``, the cached version per node and api) against what they
-stand for. Random scripts of sends, answers, broken answers, disconnects, timeouts and
-version changes on MockSelector + MockClock: same responses, same errors, same state."""
+"""NetworkClient's per-request shortcuts (the check ``send`` skips after ``ready``, the cached
+version per node and api) against what they stand for, on random scripts of sends, answers,
+broken answers, disconnects, timeouts and version changes on MockSelector + MockClock."""
 
 from __future__ import annotations
 
@@ -20,20 +18,10 @@ from kclient.network import ClientRequest, ClientResponse, Metadata, NetworkClie
 from kclient.network.api_versions import NodeApiVersions
 from kclient.network.config import NetworkClientConfig
 from kclient.network.connection_states import NO_DELAY_LIMIT_MS, Address, ConnectionState
-from kclient.network.in_flight import InFlightRequest
-from kclient.network.kafka_client import new_client_response
-from kclient.network.selector import NetworkReceive
-from kclient.protocol import SUPPORTED_VERSIONS, ApiKey, frame, produce_fast
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.testing import MockClock, MockSelector, api_versions_body, metadata_update_with
 from kclient.testing.selector import SentRequest, response_payload
-from tests.network.client_impls import c_paths
 
-try:
-    from kclient.network import _client
-except ImportError:  # not built: only the reference runs
-    _client = None  # type: ignore[assignment]
-
-needs_c = pytest.mark.skipif(_client is None, reason="the C accelerator is not built")
 PROPS = settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 NODES = (0, 1)
 SOME_NODE = st.sampled_from([0, 0, 0, 1])  # mostly one: its requests get answered
@@ -243,10 +231,6 @@ def step(run: Run, op: tuple[Any, ...]) -> None:
     elif kind == "poll_ready":  # an event loop's callback: the I/O only
         responses = client.poll_ready(now)
         run.log.append(("poll_ready", [summary(r) for r in responses]))
-    now = run.clock.monotonic_ms()
-    for node_id in NODES:  # C's check as one call against the Python one's
-        python = bool(client.can_send_request(node_id, now))
-        assert _client is None or _client.can_send(client, node_id, now) is python
     run.log.append(state(run))
 
 
@@ -297,61 +281,20 @@ def play(ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
     return run.log
 
 
-def _with(c: bool, ops: list[tuple[Any, ...]], max_in_flight: int) -> list[Any]:
-    """The script's transcript with the C paths (``c``) or with the Python ones alone."""
-    with c_paths(c):
-        return play(ops, max_in_flight)
-
-
-@needs_c
-@PROPS
-@given(st.lists(OPS, min_size=8, max_size=50), st.sampled_from([1, 2, 5]))
-def test_c_sends_and_receives_match_the_python_ones(
-    ops: list[tuple[Any, ...]], max_in_flight: int
-) -> None:
-    assert _with(True, ops, max_in_flight) == _with(False, ops, max_in_flight)
-
-
 @PROPS
 @given(st.lists(OPS, min_size=8, max_size=50), st.sampled_from([1, 2, 5]))
 def test_sends_checked_once_and_cached_versions_hold(
     ops: list[tuple[Any, ...]], max_in_flight: int
 ) -> None:
     # step() asserts each send against the full check and each version against a fresh
-    # lookup; here in the mode the accelerator setting selects
+    # lookup
     play(ops, max_in_flight)
-
-
-@needs_c
-def test_the_c_loop_takes_plain_answers_and_leaves_the_rest() -> None:
-    run = make_run(5)
-    for op in WARM_UP:
-        step(run, op)
-    now = run.clock.monotonic_ms()
-    for _ in range(3):
-        assert run.client.ready(run.node(0), now)
-        step(run, ("send", 0, "produce", None, True))  # and written
-    step(run, ("answer", ["ok", "mismatch", "ok"], False))
-    receives = run.selector._receives[0]
-    payloads = list(receives)
-    receives.clear()
-    batch = [NetworkReceive(0, p) for p in payloads]
-    responses: list[ClientResponse] = []
-    in_flight = run.client.in_flight_requests
-    assert _client.complete_receives(batch, in_flight, responses, now) == 1
-    assert in_flight.count == 2
-    assert [r.correlation_id for r in responses] == [
-        run.selector.requests(0, ApiKey.PRODUCE)[0].header.correlation_id
-    ]
-    body = responses[0].body
-    assert body is not None
-    assert body["responses"][0]["partition_responses"][0]["base_offset"] == 5
 
 
 @pytest.mark.parametrize("change", ["disconnect", "send", "poll"])
 def test_send_checks_again_when_the_node_changed_since_ready(change: str) -> None:
     run = make_run(1 if change == "send" else 5)
-    # one answered Produce first: the version is cached (the C write_request's case)
+    # one answered Produce first: the version is cached
     for op in [*WARM_UP, ("send", 0, "produce", None, True), ("answer", ["ok"], True)]:
         step(run, op)
     client, now = run.client, run.clock.monotonic_ms()
@@ -368,49 +311,3 @@ def test_send_checks_again_when_the_node_changed_since_ready(change: str) -> Non
     request = ClientRequest(0, ApiKey.PRODUCE, dict(PRODUCE_BODY), now)
     with pytest.raises(errors.IllegalStateError, match="node 0 is not ready for a request"):
         client.send(request, now)
-
-
-@needs_c
-def test_an_unexpected_decode_failure_propagates_after_the_answers_taken() -> None:
-    run = make_run(5)
-    for op in [*WARM_UP, ("send", 0, "produce", None, True), ("send", 0, "produce", None, True)]:
-        step(run, op)
-    step(run, ("answer", ["ok", "ok"], False))
-    payloads = list(run.selector._receives[0])
-    run.selector._receives[0].clear()
-    calls: list[int] = []
-
-    def decode_once(api_version: int, frame: Any) -> Any:
-        calls.append(api_version)
-        if len(calls) > 1:
-            raise RuntimeError("not a decode error")
-        return produce_fast.decode_produce(api_version, frame)
-
-    in_flight = run.client.in_flight_requests
-    responses: list[ClientResponse] = []
-    _client.bind(*_bound(decode_produce=decode_once))
-    try:
-        with pytest.raises(RuntimeError, match="not a decode error"):
-            _client.complete_receives(
-                [NetworkReceive(0, p) for p in payloads], in_flight, responses, 0
-            )
-    finally:
-        _client.bind(*_bound())
-    assert len(responses) == 1
-    assert in_flight.count == 1  # the first answer's request left; the second's is in flight
-    assert [r.correlation_id for r in in_flight] == [
-        run.selector.requests(0, ApiKey.PRODUCE)[1].header.correlation_id
-    ]
-
-
-def _bound(**replaced: Any) -> tuple[Any, ...]:
-    """What client.py binds (``_client.bind``'s arguments), some replaced."""
-    values = {
-        "in_flight_request": InFlightRequest,
-        "decode_produce": produce_fast.decode_produce,
-        "decode_response": frame.decode_response,
-        "new_client_response": new_client_response,
-        "decode_errors": (errors.ProtocolDecodeError, errors.UnsupportedVersionError),
-    }
-    values.update(replaced)
-    return tuple(values.values())

@@ -1,7 +1,6 @@
-"""The accumulator's ready check and drain in C (``kclient.sender._drain``, built by the test
-command: if it is missing the import below fails) against the Python reference
-(``PyBatchDrainer``): random accumulator states, ready and drain rounds on a moving clock,
-and the same answers and the same state left behind, call by call."""
+"""The accumulator's ready check and drain (``BatchDrainer``): the edges of readiness, the
+start index that moves from drain to drain, requests cut at their size, the lock left free
+when the transaction manager fails."""
 
 from __future__ import annotations
 
@@ -13,29 +12,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import kclient.sender._drain as c_drain
 from kclient.network.cluster import Cluster, Node, PartitionInfo, TopicPartition
-from kclient.record import ACCELERATED, CompressionType, RecordBatch
+from kclient.record import CompressionType, RecordBatch
 from kclient.record.builder import PyRecordBatchBuilder, RecordBatchBuilder
 from kclient.sender import drain
 from kclient.sender.batch import ProducerBatch, _refuse
 from kclient.sender.topic_queues import TopicQueues
 
-IMPLS = ["c", "python"]
+IMPLS = ["kclient"]
 NODES = [Node(i, "127.0.0.1", 9092 + i) for i in range(3)]
 BATCH_SIZE = 300
 
 
-def test_the_c_drainer_runs_when_the_accelerator_is_on() -> None:
-    assert drain.C_ACCELERATED == ACCELERATED
-    assert issubclass(drain.BatchDrainer, c_drain.Drainer) == ACCELERATED
-
-
 def new_drainer(impl: str, tm: object) -> Any:
-    if impl == "c":
-        assert drain.CBatchDrainer.__mro__[1] is c_drain.Drainer
-        return drain.CBatchDrainer(tm)  # type: ignore[arg-type]
-    return drain.PyBatchDrainer(tm)  # type: ignore[arg-type]
+    return drain.BatchDrainer(tm)  # type: ignore[arg-type]
 
 
 @dataclass
@@ -242,13 +232,16 @@ def run(impl: str, s: Scenario) -> list[Any]:
     return seen
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(scenarios())
-def test_c_and_python_drainers_agree(s: Scenario) -> None:
-    assert run("c", s) == run("python", s)
+def test_random_states_drain_whole_batches_and_leave_every_lock_free(s: Scenario) -> None:
+    # run() decodes every built batch (its CRC checked) and checks each topic's lock is free
+    # after every call
+    seen = run("kclient", s)
+    assert len(seen) == 2 * len(s.rounds)
 
 
-def test_rotation_and_request_cuts_agree_over_many_drains() -> None:
+def test_rotation_and_request_cuts_over_many_drains() -> None:
     """One node leading 20 partitions of two topics, refilled between drains: the start
     index moves on each drain and a small request size cuts the walk."""
     s = Scenario(
@@ -286,8 +279,7 @@ def test_rotation_and_request_cuts_agree_over_many_drains() -> None:
                 )
             )
         results[impl] = seen
-    assert results["c"] == results["python"]
-    assert len({s[1][3][0] for s in results["c"]}) > 5  # the start index moved around
+    assert len({s[1][3][0] for s in results["kclient"]}) > 5  # the start index moved around
 
 
 EDGES = {
@@ -302,7 +294,7 @@ EDGES = {
 
 
 @pytest.mark.parametrize("edge", EDGES)
-def test_edges_of_readiness_agree(edge: str) -> None:
+def test_edges_of_readiness(edge: str) -> None:
     spec, linger_ms, ready_ids, drained_ids = EDGES[edge]
     s = Scenario(
         nodes=1,
@@ -316,8 +308,7 @@ def test_edges_of_readiness_agree(edge: str) -> None:
         delivery_timeout_ms=120_000,
         rounds=[(0, False, False, 1 << 20)],
     )
-    c, py = run("c", s), run("python", s)
-    assert c == py
+    c = run("kclient", s)
     assert c[0][0] == ready_ids
     assert [b[0] for b in c[1][0].get(0, [])] == drained_ids
 
@@ -341,7 +332,6 @@ def test_one_drain_takes_every_queued_batch_when_the_request_has_room(batches: i
         drainer = new_drainer(impl, None)
         drained = drainer.drain(topics, cluster, nodes, 1 << 20, NOW_MS)
         answers.append(([b.flush_id for b in drained[0]], state(topics, drainer, None)))
-    assert answers[0] == answers[1]
     assert answers[0][0] == list(range(1, batches + 1))
 
 
@@ -370,7 +360,7 @@ def test_an_error_from_the_transaction_manager_leaves_the_lock_free(impl: str) -
     assert topics["a"].queued == 1
 
 
-def test_keyword_calls_give_the_same_answers() -> None:
+def test_keyword_calls() -> None:
     s = Scenario(
         nodes=2,
         topics={"a": [0, 1, None]},
@@ -405,5 +395,4 @@ def test_keyword_calls_give_the_same_answers() -> None:
                 state(topics, drainer, None),
             )
         )
-    assert answers[0] == answers[1]
     assert answers[0][0] == [0, 1]

@@ -1,39 +1,25 @@
-"""A Produce answer's common case in C (``kclient.sender._complete``, built by the test
-command: if it is missing the import below fails) against the Python reference
-(``produce_responses.py_handle_produce_response``): the same scripts of sends, answers
-(error codes mixed in, partitions left out or unknown, disconnects), expiries, send
-callbacks (some raising), watchers (``kclient.aio``'s ``_BatchWatch``, done callbacks) and
-waiters for buffer memory, with and without idempotence, give the same calls in the same
-order and the same state after every step. Then the send side's small locked methods in C
-(``BufferPool.try_allocate``, ``IncompleteBatches.add``, ``ProduceResult.watch``) against
-theirs."""
+"""A Produce answer through the Sender: scripts of sends, answers (error codes mixed in),
+expiries, send callbacks (some raising), watchers (``kclient.aio``'s ``_BatchWatch``, done
+callbacks) and waiters for buffer memory, in the order a caller sees them, and the locks
+an answer takes left free."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
-import kclient.sender._complete as c_complete
 from kclient import errors
 from kclient.aio.completions import _BatchWatch
-from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.protocol import ApiKey
-from kclient.record import ACCELERATED
-from kclient.sender import buffer_pool, future, incomplete, produce_responses
+from kclient.sender import future
 from kclient.sender.batch import ProducerBatch
-from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordMetadata
 from kclient.sender.idempotence import TransactionManager
-from kclient.sender.incomplete import IncompleteBatches
 from kclient.sender.sender import Sender
 from kclient.testing import MockClock
 from kclient.testing.client import MockClient, metadata_update_with
@@ -54,26 +40,6 @@ ERRORS = [
     errors.UnknownProducerIdError.code,
     errors.TopicAuthorizationFailedError.code,  # fails
 ]
-
-
-class PySender(Sender):
-    _handle_produce_response = produce_responses.py_handle_produce_response
-
-
-class CSender(Sender):
-    _handle_produce_response = produce_responses.c_handle_produce_response
-
-
-def test_the_c_answer_runs_when_the_accelerator_is_on() -> None:
-    assert produce_responses.C_ACCELERATED == ACCELERATED
-    assert isinstance(produce_responses.c_handle_produce_response, c_complete.AnswerMethod)
-    method = (
-        Sender.__dict__.get("_handle_produce_response")
-        or vars(produce_responses.ProduceResponses)["_handle_produce_response"]
-    )
-    assert isinstance(method, c_complete.AnswerMethod) == ACCELERATED
-    # on the class it is the Python function (signature, docstring)
-    assert CSender._handle_produce_response is produce_responses.py_handle_produce_response
 
 
 # ---- the script ---------------------------------------------------------------------------
@@ -122,49 +88,6 @@ class Scenario:
     idempotent: bool
     ordered: bool  # max.in.flight 1 (guarantee_message_order), without idempotence
     steps: list[Step]
-
-
-def answers() -> st.SearchStrategy[Answer]:
-    code = st.one_of(
-        st.just(OK),
-        st.just(OK),
-        st.just(OK),
-        st.just(DUPLICATE),
-        st.none(),
-        st.sampled_from(ERRORS),
-    )
-    return st.builds(
-        Answer,
-        st.integers(0, 7),
-        st.lists(code, min_size=5, max_size=5),
-        st.integers(0, 10_000),
-        st.sampled_from([-1, -1, 1_700_000_000_000]),
-        st.booleans(),
-        st.integers(0, 9).map(lambda n: n == 0),
-    )
-
-
-steps = st.one_of(
-    st.builds(
-        Send,
-        st.integers(0, len(TPS) - 1),
-        st.integers(1, 4),
-        st.sampled_from(["none", "record", "raise"]),
-        st.booleans(),
-    ),
-    answers(),
-    answers(),
-    st.builds(Expire),
-    st.builds(Watch, st.integers(0, 7), st.sampled_from(["aio", "done", "wait"])),
-    st.builds(Waiter),
-)
-
-
-@st.composite
-def scenarios(draw: st.DrawFn) -> Scenario:
-    idempotent = draw(st.booleans())
-    ordered = not idempotent and draw(st.booleans())
-    return Scenario(idempotent, ordered, draw(st.lists(steps, min_size=1, max_size=30)))
 
 
 # ---- running a script -------------------------------------------------------------------
@@ -381,21 +304,9 @@ def state(
     )
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(scenarios())
-def test_c_and_python_answer_alike(scenario: Scenario) -> None:
-    python = run(scenario, PySender)
-    c = run(scenario, CSender)
-    assert c == python
-
-
 def test_a_successful_answer_completes_everything_before_the_caller_resumes() -> None:
     """One answer for two partitions: each batch's callbacks, watchers, memory and memory
-    waiter, in the Python order (the C path alone; the property test compares the two)."""
+    waiter, in order."""
     scenario = Scenario(
         idempotent=True,
         ordered=False,
@@ -411,8 +322,7 @@ def test_a_successful_answer_completes_everything_before_the_caller_resumes() ->
             Answer(0, [OK, OK, DUPLICATE], 40, -1, False, False),
         ],
     )
-    events = run(scenario, CSender)
-    assert events == run(scenario, PySender)
+    events = run(scenario, Sender)
     answered = events[events.index(("step", repr(scenario.steps[-1]))) :]
     kinds = [e[0] for e in answered if e[0] != "log"]
     assert kinds == [
@@ -438,137 +348,25 @@ def test_a_successful_answer_completes_everything_before_the_caller_resumes() ->
     ]
 
 
-@pytest.mark.parametrize("sender_class", [PySender, CSender])
-def test_an_answer_for_a_batch_that_expired_meanwhile_changes_nothing(
-    sender_class: type[Sender],
-) -> None:
+def test_an_answer_for_a_batch_that_expired_meanwhile_changes_nothing() -> None:
     scenario = Scenario(
         idempotent=False,
         ordered=False,
         steps=[Send(1, 1, "record"), Expire(), Answer(0, [OK], 7, -1, False, False)],
     )
-    events = run(scenario, sender_class)
+    events = run(scenario, Sender)
     final = events[-1]
     assert final[12] == [("KafkaTimeoutError", final[12][0][1])]
     assert final[1] == 1 << 20
     assert final[6] == 0 and final[7] == 1
 
 
-# ---- the send side's small locked methods ---------------------------------------------------
-
-
-def test_the_c_locked_methods_run_when_the_accelerator_is_on() -> None:
-    for cls, name, c_method in [
-        (BufferPool, "try_allocate", buffer_pool.c_try_allocate),
-        (IncompleteBatches, "add", incomplete.c_add),
-        (ProduceResult, "watch", future.c_watch),
-    ]:
-        assert (vars(cls)[name] is c_method) == ACCELERATED
-        assert getattr(cls, name).__name__ == name  # on the class: the Python function
-
-
-class Waits:
-    def notify(self) -> None:
-        pass
-
-
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["try", "try", "try_keyword", "deallocate", "wait", "leave", "close"]),
-            st.integers(0, 400),
-        ),
-        max_size=40,
-    )
-)
-def test_try_allocate_c_and_python_alike(ops: list[tuple[str, int]]) -> None:
-    def run_ops(c: bool) -> list[Any]:
-        pool = BufferPool(1_000, MockClock())
-        try_allocate = (
-            buffer_pool.c_try_allocate.__get__(pool)
-            if c
-            else functools.partial(buffer_pool.py_try_allocate, pool)
-        )
-        seen: list[Any] = []
-        for op, size in ops:
-            if op == "try":
-                seen.append(try_allocate(size))
-            elif op == "try_keyword":
-                seen.append(try_allocate(size=size))
-            elif op == "deallocate":
-                try:
-                    pool.deallocate(size)
-                except IllegalStateError as e:
-                    seen.append(str(e))
-            elif op == "wait":
-                pool._waiters.append(Waits())  # type: ignore[arg-type]
-            elif op == "leave" and pool._waiters:
-                pool._waiters.popleft()
-            elif op == "close":
-                pool.close()
-            seen.append((pool.available_bytes, pool.queued, pool._lock.locked()))
-        return seen
-
-    assert run_ops(True) == run_ops(False)
-
-
-class Tagged:
-    def __init__(self, flush_id: int) -> None:
-        self.flush_id = flush_id
-
-
-@given(st.lists(st.tuples(st.sampled_from(["add", "add", "remove"]), st.integers(0, 9))))
-def test_incomplete_add_c_and_python_alike(ops: list[tuple[str, int]]) -> None:
-    def run_ops(c: bool) -> list[Any]:
-        incomplete_batches = IncompleteBatches()
-        add = (
-            incomplete.c_add.__get__(incomplete_batches)
-            if c
-            else functools.partial(incomplete.py_add, incomplete_batches)
-        )
-        batches = [Tagged(n * 3 % 7) for n in range(10)]
-        seen: list[Any] = []
-        for op, n in ops:
-            if op == "add":
-                add(batches[n])
-            else:
-                incomplete_batches.remove(batches[n])  # type: ignore[arg-type]
-            members = {batches.index(b) for b in incomplete_batches.copy()}  # type: ignore[arg-type]
-            seen.append((members, incomplete_batches.last_batch_id))
-        return seen
-
-    assert run_ops(True) == run_ops(False)
-
-
-@given(st.lists(st.sampled_from(["watch", "watch", "set", "supersede"]), max_size=12))
-def test_watch_c_and_python_alike(ops: list[str]) -> None:
-    def run_ops(c: bool) -> list[Any]:
-        result = ProduceResult(TopicPartition("t", 0))
-        watch = future.c_watch.__get__(result) if c else functools.partial(future.py_watch, result)
-        watchers = [_BatchWatch(lambda r: None, result) for _ in ops]
-        seen: list[Any] = []
-        for i, op in enumerate(ops):
-            if op == "watch":
-                seen.append(watch(watchers[i]))
-            elif op == "set" and not result.done:
-                seen.append([watchers.index(w) for w in result.set(i, -1, None)])  # type: ignore[arg-type]
-            elif op == "supersede" and not result.done:
-                seen.append([watchers.index(w) for w in result.supersede([])])  # type: ignore[arg-type]
-            seen.append(result._lock.locked())
-        return seen
-
-    assert run_ops(True) == run_ops(False)
-
-
-@pytest.mark.parametrize("sender_type", [CSender, PySender])
-def test_the_locks_an_answer_takes_are_free_again(sender_type: type[Sender]) -> None:
+def test_the_locks_an_answer_takes_are_free_again() -> None:
     """A delivered batch: its result's, the incomplete batches' and the buffer pool's locks
-    (the C Lock when the accelerator is on, which the C answer takes and gives without a
-    call) are free."""
+    are free."""
     from tests.sender.sender_helpers import make, ok
 
     h = make(topics={"t": 1})
-    h.sender.__class__ = sender_type
     (sent,) = h.send("t", 0)
     h.run()
     batch = h.acc.incomplete_batches()[0]
@@ -576,7 +374,6 @@ def test_the_locks_an_answer_takes_are_free_again(sender_type: type[Sender]) -> 
     h.run()
     assert sent.result(timeout=0).offset == 7
     lock_type = type(future.new_lock())
-    assert (lock_type is not type(threading.Lock())) == ACCELERATED
     for lock in (batch.result._lock, h.acc.incomplete._lock, h.acc.pool._lock):
         assert not lock.locked()
     for lock in (batch.result._lock, h.acc.incomplete._lock, h.acc.pool._lock):

@@ -1,0 +1,98 @@
+"""The hot-path modules that the accelerated build compiles with mypyc.
+
+``setup.py`` hands ``MODULES`` to ``mypycify``: each becomes a C extension built from the
+very ``.py`` file next to it, so the Python is the one implementation and ``mypy --strict``
+checks the program that runs. With ``KCLIENT_PURE_PYTHON`` set (to anything but ``0``) the
+finder in ``kclient/__init__.py`` loads these modules from their ``.py`` source instead,
+so the pure-Python build really runs Python. Constants only: any thread.
+
+A class in these modules is a native (mypyc) class: its attributes are the ones its
+``__init__`` assigns and its methods cannot be replaced on the class or the instance. A
+class that Python code outside this list subclasses, or that tests give attributes,
+says so with ``@mypyc_attr(allow_interpreted_subclasses=True)`` or
+``@mypyc_attr(native_class=False)``.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+PURE_PYTHON_ENV = "KCLIENT_PURE_PYTHON"
+"""Set to a non-empty value other than ``0``: run the Python source of every module,
+compiled or hand-written C alike."""
+
+
+def pure_python() -> bool:
+    """Whether ``KCLIENT_PURE_PYTHON`` asks for the pure-Python build (read at import)."""
+    return os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0")
+
+
+MODULES = [
+    # the Sender's step and its answers (Java's Sender, completeBatch)
+    "kclient/sender/sender.py",
+    "kclient/sender/produce_responses.py",
+    "kclient/sender/drain.py",
+    "kclient/sender/metrics.py",
+    "kclient/sender/buffer_pool.py",
+    "kclient/sender/incomplete.py",
+    # the network client (Java's NetworkClient, Selector, KafkaChannel, InFlightRequests)
+    "kclient/network/client.py",
+    "kclient/network/client_nodes.py",
+    "kclient/network/client_connections.py",
+    "kclient/network/client_unanswered.py",
+    "kclient/network/client_writes.py",
+    "kclient/network/selector.py",
+    "kclient/network/selector_connect.py",
+    "kclient/network/channel.py",
+    "kclient/network/in_flight.py",
+    "kclient/network/idle_expiry.py",
+    "kclient/network/kafka_client.py",
+    "kclient/network/connection_states.py",
+    # kclient.aio: its futures' batch groups, the Sender's driver and the selector on the event loop
+    "kclient/aio/completions.py",
+    "kclient/aio/loop_sender.py",
+    "kclient/aio/loop_selector.py",
+]
+"""Paths relative to the project root, as ``mypycify`` takes them."""
+
+
+def module_names() -> list[str]:
+    """``MODULES`` as dotted module names (``kclient.sender.sender``)."""
+    return [path.removesuffix(".py").replace("/", ".") for path in MODULES]
+
+
+class SourceFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules of ``MODULES`` as their ``.py`` source, ahead of the compiled
+    extension that the ordinary path finder would pick (extensions come first there)."""
+
+    def __init__(self, root: str, names: Sequence[str]) -> None:
+        self._paths = {name: os.path.join(root, *name.split(".")) + ".py" for name in names}
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        source = self._paths.get(fullname)
+        if source is None or not os.path.exists(source):
+            return None
+        return importlib.util.spec_from_file_location(fullname, source)
+
+
+def install_source_finder() -> None:
+    """Makes ``MODULES`` load from source (the pure-Python build); once per process."""
+    if any(isinstance(finder, SourceFinder) for finder in sys.meta_path):
+        return
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.meta_path.insert(0, SourceFinder(root, module_names()))
+
+
+if pure_python():  # imported first by kclient/__init__.py, before any compiled module
+    install_source_finder()
