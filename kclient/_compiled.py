@@ -54,6 +54,9 @@ MODULES = [
     "kclient/network/idle_expiry.py",
     "kclient/network/kafka_client.py",
     "kclient/network/connection_states.py",
+    "kclient/network/cluster.py",
+    "kclient/network/metadata_updater.py",
+    "kclient/network/api_versions.py",
 ]
 """Paths relative to the project root, as ``mypycify`` takes them."""
 
