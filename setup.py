@@ -9,9 +9,11 @@ its data: ``kclient/record/_speedups.c`` (with ``_column.c``, the Arrow columns
 ``kclient/sender/_murmur2.c``, ``kclient/aio/_future.c`` (kclient.aio's record future and
 its helpers), ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition
 ProduceRequest and its answer, see ``produce_fast``) and ``kclient/_clock.c`` (the system
-clock's ``monotonic_ms``). The C extensions are ``optional``: without a C compiler or the
-Python headers the build prints a warning and kclient runs its pure-Python code instead
-(``tests/test_build.py`` fails then, as it does when a compiled module is missing). After
+clock's ``monotonic_ms``). Every extension, compiled or hand-written, is ``optional``:
+without a C compiler or the Python headers the build prints a warning and kclient runs its
+pure-Python code instead (``tests/test_build.py`` fails then, as it does when any one
+compiled module or C extension is missing). mypy (which brings mypyc) is a build
+requirement in pyproject.toml. After
 editing a compiled module or a C file, rebuild in place with
 ``.venv/bin/python setup.py build_ext --inplace``.
 """
@@ -32,9 +34,13 @@ _compiled = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_compiled)
 MODULES: list[str] = _compiled.MODULES
 
+COMPILED = mypycify(MODULES, opt_level="3", group_name="kclient")
+for _extension in COMPILED:  # as the C extensions: without a compiler the .py modules run
+    _extension.optional = True
+
 setup(
     ext_modules=[
-        *mypycify(MODULES, opt_level="3", group_name="kclient"),
+        *COMPILED,
         Extension(
             "kclient.record._speedups",
             [

@@ -54,6 +54,9 @@ MODULES = [
     "kclient/network/idle_expiry.py",
     "kclient/network/kafka_client.py",
     "kclient/network/connection_states.py",
+    "kclient/network/cluster.py",
+    "kclient/network/metadata_updater.py",
+    "kclient/network/api_versions.py",
     # kclient.aio: its futures' batch groups, the Sender's driver and the selector on the event loop
     "kclient/aio/completions.py",
     "kclient/aio/loop_sender.py",
