@@ -15,11 +15,14 @@ says so with ``@mypyc_attr(allow_interpreted_subclasses=True)`` or
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
@@ -97,5 +100,40 @@ def install_source_finder() -> None:
     sys.meta_path.insert(0, SourceFinder(root, module_names()))
 
 
-if pure_python():  # imported first by kclient/__init__.py, before any compiled module
+def stale_modules(root: str | None = None) -> list[str]:
+    """The ``MODULES`` whose source differs from what was compiled (``setup.py`` records
+    each one's SHA-256 in the generated ``kclient/_compiled_sources.py``): a checkout
+    edited or updated without a rebuild. Empty when nothing was built by ``setup.py`` or a
+    source is not there to compare (an installation without the ``.py`` files)."""
+    try:
+        built: dict[str, str] = importlib.import_module("kclient._compiled_sources").DIGESTS
+    except ImportError:
+        return []
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    stale = []
+    for path in MODULES:
+        try:
+            with open(os.path.join(root, path), "rb") as source:
+                digest = hashlib.sha256(source.read()).hexdigest()
+        except OSError:
+            continue
+        if built.get(path) != digest:
+            stale.append(path)
+    return stale
+
+
+# imported first by kclient/__init__.py, before any compiled module
+if pure_python():
+    install_source_finder()
+elif _stale := stale_modules():
+    # The compiled modules call each other's classes directly: all of them run from
+    # source, or none.
+    warnings.warn(
+        f"kclient: {_stale[0]}"
+        + (f" and {len(_stale) - 1} more compiled modules" if len(_stale) > 1 else "")
+        + " changed since they were compiled; running the pure-Python build. Rebuild: "
+        "pip install -e . (or python setup.py build_ext --inplace)",
+        RuntimeWarning,
+        stacklevel=2,
+    )
     install_source_finder()

@@ -104,3 +104,38 @@ def test_each_compiled_module_runs_the_build_under_test(name: str) -> None:
         assert origin.endswith(".py"), f"{name} is {origin} under {PURE_PYTHON_ENV}"
     else:
         assert not origin.endswith(".py"), f"{name} runs its source ({origin}), not compiled"
+
+
+def test_the_compiled_modules_were_built_from_these_sources() -> None:
+    from kclient._compiled import stale_modules
+
+    assert stale_modules() == []
+
+
+def test_a_compiled_module_edited_without_a_rebuild_runs_the_pure_python_build() -> None:
+    """A checkout edited (or updated) after the last build: the compiled code would not be
+    the code in the files, so kclient says so and runs every compiled module from source
+    (not some: they call each other's classes directly)."""
+    import subprocess
+
+    script = """
+import sys, types, warnings
+built = types.ModuleType("kclient._compiled_sources")
+built.DIGESTS = {"kclient/sender/sender.py": "0" * 64}
+sys.modules["kclient._compiled_sources"] = built
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import kclient
+    import kclient.network.client, kclient.sender.sender
+print(kclient.sender.sender.__file__)
+print(kclient.network.client.__file__)
+print(*[str(w.message) for w in caught if w.category is RuntimeWarning], sep="\\n")
+"""
+    env = {k: v for k, v in os.environ.items() if k != PURE_PYTHON_ENV}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    sender, client, warning = out.stdout.splitlines()[:3]
+    assert sender.endswith("sender.py") and client.endswith("client.py")
+    assert "kclient/sender/sender.py and" in warning and "pip install -e ." in warning
