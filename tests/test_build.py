@@ -133,7 +133,12 @@ print(*[str(w.message) for w in caught if w.category is RuntimeWarning], sep="\\
 """
     env = {k: v for k, v in os.environ.items() if k != PURE_PYTHON_ENV}
     out = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     sender, client, warning = out.stdout.splitlines()[:3]
