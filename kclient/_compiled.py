@@ -122,17 +122,24 @@ def stale_modules(root: str | None = None) -> list[str]:
     return stale
 
 
-# imported first by kclient/__init__.py, before any compiled module
-if pure_python():
+# imported first by kclient/__init__.py, before any compiled module (setup.py loads this
+# file under another name, for MODULES alone)
+if __name__ != "kclient._compiled":
+    pass
+elif pure_python():
     install_source_finder()
 elif _stale := stale_modules():
     # The compiled modules call each other's classes directly: all of them run from
     # source, or none.
     warnings.warn(
         f"kclient: {_stale[0]}"
-        + (f" and {len(_stale) - 1} more compiled modules" if len(_stale) > 1 else "")
-        + " changed since they were compiled; running the pure-Python build. Rebuild: "
-        "pip install -e . (or python setup.py build_ext --inplace)",
+        + (
+            f" and {len(_stale) - 1} more compiled modules changed since they were"
+            if len(_stale) > 1
+            else " changed since it was"
+        )
+        + " compiled; running the pure-Python build. Rebuild: pip install -e . (or python "
+        "setup.py build_ext --inplace)",
         RuntimeWarning,
         stacklevel=2,
     )

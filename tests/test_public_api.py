@@ -40,3 +40,21 @@ def test_the_readme_imports_only_public_modules() -> None:
     imported = set(re.findall(r"^\s*from (kclient[\w.]*) import", README.read_text(), re.M))
     assert imported, "the README shows no imports: this test has nothing to check"
     assert imported <= PUBLIC_MODULES, imported - PUBLIC_MODULES
+
+
+def test_every_public_class_and_function_has_its_docstring() -> None:
+    """``help()`` shows what each public name is: none is defined in a module compiled with
+    mypyc, which drops docstrings (a class gets an empty one or "mypyc filler docstring")."""
+    import importlib
+
+    undocumented = []
+    for module_name in sorted(PUBLIC_MODULES | {"kclient.testing"}):
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            obj = getattr(module, name)
+            if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
+                continue
+            doc = (obj.__doc__ or "").strip()
+            if not doc or doc == "mypyc filler docstring":
+                undocumented.append(f"{module_name}.{name}")
+    assert undocumented == []

@@ -1,4 +1,5 @@
-"""An immutable view of a Kafka cluster: Kafka's ``Node``, ``PartitionInfo`` and ``Cluster``.
+"""An immutable view of a Kafka cluster: Kafka's ``Cluster`` (its ``Node``, ``PartitionInfo``
+and ``TopicPartition`` are in ``cluster_types``).
 
 Values only: any thread may share them. ``cluster_from_response`` builds a ``Cluster``
 from a decoded MetadataResponse body; ``Metadata.update`` swaps the new one in.
@@ -12,58 +13,13 @@ topic's sorted tuple (a dict only for a topic whose partitions are not 0..n-1).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from kclient import errors
+from kclient.network.cluster_types import Node, PartitionInfo, TopicPartition
 
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-@dataclass(frozen=True, slots=True)  # slots: NetworkClient.ready in C reads them in place
-class Node:
-    """A broker: id, host, port and rack. Bootstrap nodes have negative ids."""
-
-    id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-    @property
-    def address(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-    def __str__(self) -> str:
-        return f"{self.address} (id: {self.id} rack: {self.rack})"
-
-    def __hash__(self) -> int:
-        # The id alone (equal nodes have equal ids): the producer's step hashes a node per
-        # request, and hashing all four fields cost a tuple and a string hash each time.
-        return self.id
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionInfo:
-    """One partition: its leader (None while unknown or offline), replicas and ISR."""
-
-    topic: str
-    partition: int
-    leader: Node | None
-    replicas: tuple[Node, ...] = ()
-    in_sync_replicas: tuple[Node, ...] = ()
-    offline_replicas: tuple[Node, ...] = ()
-    leader_epoch: int | None = None
-    topic_partition: TopicPartition = field(init=False, repr=False, compare=False)
-    """(topic, partition), made once: the key the producer's maps share."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "topic_partition", TopicPartition(self.topic, self.partition))
+# the value types are re-exported from where they were defined before
+__all__ = ["Cluster", "Node", "PartitionInfo", "TopicPartition", "cluster_from_response"]
 
 
 class Cluster:

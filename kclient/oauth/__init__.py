@@ -63,6 +63,10 @@ PROVIDER_TOKEN_LIFETIME_MS = 600_000
 def callback_fetch(
     oauth_cb: Callable[..., object], config_text: str
 ) -> Callable[[int], OAuthBearerToken]:
+    """A token fetch over confluent-kafka's ``oauth_cb`` shape: ``oauth_cb(config_text)``
+    returns ``(token, expiry_s[, principal[, extensions]])``, the expiry in seconds since the
+    epoch; anything it raises becomes an ``OAuthTokenError`` naming ``'oauth_cb'``."""
+
     def fetch(now_ms: int) -> OAuthBearerToken:
         try:
             result = oauth_cb(config_text)
