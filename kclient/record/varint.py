@@ -54,7 +54,7 @@ def decode_unsigned(data: bytes, pos: int) -> tuple[int, int]:
     try:
         raw, pos = read_uvarint(data, pos, MAX_VARLONG_BYTES)
     except VarintError as exc:  # worded as the C decoder words it
-        if exc.stopped_at >= len(data):
+        if not exc.problem.startswith("is longer"):  # (a 10-byte one can end the data too)
             where = f"varint at byte {exc.stopped_at} runs past the end of the records"
         else:
             where = f"varint ending at byte {exc.stopped_at} is longer than 10 bytes"

@@ -66,6 +66,8 @@ def test_decode_errors_name_the_position() -> None:
         decode_varint(b"\x00\x80", 1)
     with pytest.raises(CorruptRecordError, match="longer than 10 bytes"):
         decode_unsigned(b"\xff" * 11, 0)
+    with pytest.raises(CorruptRecordError, match="longer than 10 bytes"):
+        decode_unsigned(b"\xff" * 10, 0)  # too long, and the data ends with it too
 
 
 def test_bits_past_64_are_dropped_as_java_does() -> None:
