@@ -52,6 +52,8 @@ def test_every_public_class_and_function_has_its_docstring() -> None:
         module = importlib.import_module(module_name)
         for name in getattr(module, "__all__", ()):
             obj = getattr(module, name)
+            if typing.get_origin(obj) is not None:  # an alias such as Callback (a class on 3.10)
+                continue
             if not (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.isbuiltin(obj)):
                 continue
             doc = (obj.__doc__ or "").strip()
