@@ -6,18 +6,15 @@ tasks)."""
 
 from __future__ import annotations
 
+from kclient.spark.columns import COLUMNS, HEADERS_TYPE, SinkSchemaError, validate_schema
+from kclient.spark.producers import ProducerCache
 from kclient.spark.sink import (
-    COLUMNS,
     DEFAULT_PRODUCER_IDLE_S,
-    HEADERS_TYPE,
     SINK_BATCH_SIZE,
     KafkaSink,
-    ProducerCache,
     SinkDeliveryError,
     SinkResult,
-    SinkSchemaError,
     foreach_batch,
-    validate_schema,
     write_dataframe,
 )
 

@@ -27,6 +27,7 @@ from kclient.network.kafka_client import KafkaClient
 from kclient.producer import KafkaProducer
 from kclient.sender.coordinator_calls import CoordinatorCalls
 from kclient.sender.txn_completion import PreparedTxn, fence_transactional_id
+from kclient.spark.columns import validate_schema
 from kclient.spark.eos import (
     MAX_ID_ATTEMPT,
     CommittedOffsets,
@@ -45,7 +46,6 @@ from kclient.spark.sink import (
     SinkResult,
     _Task,
     collect_from_workers,
-    validate_schema,
 )
 
 log = logging.getLogger(__name__)

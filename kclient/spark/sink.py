@@ -48,29 +48,13 @@ from kclient.config import ProducerConfig
 from kclient.errors import ConfigError, IllegalStateError, KafkaError
 from kclient.spark.columns import (
     COLUMNS,
-    HEADERS_TYPE,
     SinkSchemaError,
     arrow_columns,
     epoch_ms,
     to_bytes,
     validate_schema,
 )
-from kclient.spark.producers import PRODUCER_CACHE, ProducerCache, ProducerLease
-
-__all__ = [
-    "COLUMNS",
-    "DEFAULT_PRODUCER_IDLE_S",
-    "HEADERS_TYPE",
-    "SINK_BATCH_SIZE",
-    "KafkaSink",
-    "ProducerCache",
-    "SinkDeliveryError",
-    "SinkResult",
-    "SinkSchemaError",
-    "foreach_batch",
-    "validate_schema",
-    "write_dataframe",
-]
+from kclient.spark.producers import PRODUCER_CACHE, ProducerLease
 
 log = logging.getLogger(__name__)
 
