@@ -111,7 +111,7 @@ setup(
                 "kclient/aio/_settle.c",
                 "kclient/aio/_future_module.c",
             ],
-            depends=["kclient/aio/_future.h"],
+            depends=["kclient/aio/_future.h", "kclient/_pycall.h"],
             optional=True,
         ),
         Extension(

@@ -7,6 +7,7 @@
  * Threads: the event loop's, GIL held.
  */
 #include "_future.h"
+#include "../_pycall.h" /* take_exception */
 
 /* ---- Ready: an awaitable that is already done ----------------------------------------- */
 
@@ -305,22 +306,6 @@ aio_settle_one(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
         }
     }
     Py_RETURN_NONE;
-}
-
-/* The exception being raised, taken off the error indicator: its value, normalized and
- * with its traceback attached (a new reference), as `except ... as exc` binds it. */
-static PyObject *
-take_exception(void)
-{
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL) {
-        PyException_SetTraceback(value, tb);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    return value;
 }
 
 /* A callback run directly raised an Exception: to the loop's exception handler, as the

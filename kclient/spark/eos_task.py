@@ -113,20 +113,13 @@ class ExactlyOnceSink(KafkaSink):
         a killed attempt left open (else it holds the partition's last stable offset until
         ``transaction.timeout.ms``). Each failed attempt aborted its own when it could."""
         cfg = ProducerConfig(self.producer_config)
-        client = NetworkClient.create(
-            cfg.bootstrap_servers, NetworkClientConfig.from_config(cfg), clock=SYSTEM_CLOCK
-        )
+        client, calls = _coordinator_calls(cfg)
         try:
-            calls = CoordinatorCalls(client, SYSTEM_CLOCK, retry_backoff_ms=cfg.retry_backoff_ms)
+            completer = CoordinatorTxnCompleter(calls, cfg.transaction_timeout_ms, cfg.max_block_ms)
             for earlier in range(min(attempt, MAX_ID_ATTEMPT)):
                 txn_id = transactional_id(self.sink_id, partition, earlier)
                 log.info("sink %s: fencing %s (an earlier attempt)", self.sink_id, txn_id)
-                fence_transactional_id(
-                    calls,
-                    txn_id,
-                    transaction_timeout_ms=cfg.transaction_timeout_ms,
-                    timeout_ms=cfg.max_block_ms,
-                )
+                completer.fence(txn_id)
         finally:
             client.close()
 
@@ -196,14 +189,19 @@ def check_exactly_once_config(topic: object, producer_config: dict[str, Any]) ->
     return ProducerConfig({**producer_config, "transactional.id": "kclient-eos-check"})
 
 
+def _coordinator_calls(cfg: ProducerConfig) -> tuple[NetworkClient, CoordinatorCalls]:
+    """A client of ``cfg``'s cluster (the caller closes it) and coordinator calls over it."""
+    client = NetworkClient.create(
+        cfg.bootstrap_servers, NetworkClientConfig.from_config(cfg), clock=SYSTEM_CLOCK
+    )
+    return client, CoordinatorCalls(client, SYSTEM_CLOCK, retry_backoff_ms=cfg.retry_backoff_ms)
+
+
 class _DriverSession:
     """The driver's client for one batch: the store, the completer and the preflight."""
 
     def __init__(self, sink_id: str, topic: str, cfg: ProducerConfig) -> None:
-        self.client = NetworkClient.create(
-            cfg.bootstrap_servers, NetworkClientConfig.from_config(cfg), clock=SYSTEM_CLOCK
-        )
-        calls = CoordinatorCalls(self.client, SYSTEM_CLOCK, retry_backoff_ms=cfg.retry_backoff_ms)
+        self.client, calls = _coordinator_calls(cfg)
         self.calls = calls
         self.cfg = cfg
         timeout_ms = cfg.max_block_ms
