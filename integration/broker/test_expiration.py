@@ -14,10 +14,12 @@ from integration.producer.verify import consume_all
 from kclient import KafkaProducer
 from kclient.broker import EmbeddedCluster
 
+# long enough that both producers are still known when the test looks right after they
+# wrote (a loaded machine took over 300 ms between the two), short enough to wait for
 EXPIRY = {
-    "producer_id_expiration_ms": 300,
+    "producer_id_expiration_ms": 3000,
     "producer_id_expiration_check_interval_ms": 100,
-    "transactional_id_expiration_ms": 300,
+    "transactional_id_expiration_ms": 3000,
     "transaction_remove_expired_transaction_cleanup_interval_ms": 100,
 }
 
@@ -44,7 +46,7 @@ def test_idle_producers_and_transactional_ids_are_forgotten_and_may_come_back() 
         txn.commit_transaction()
         assert len(cluster.producer_ids(topic)) == 2
         assert cluster.transactions() == {"exp-tx": "CompleteCommit"}
-        _wait_for(lambda: cluster.producer_ids(topic) == [] and cluster.transactions() == {})
+        _wait_for(lambda: cluster.producer_ids(topic) == [] and cluster.transactions() == {}, 30.0)
         txn.close()
         # both come back: the idempotent producer continues its sequence as an unknown
         # producer; a new transactional producer starts over under the same id
