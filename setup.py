@@ -80,6 +80,7 @@ setup(
                 "kclient/record/_template.c",
                 "kclient/record/_open.c",
                 "kclient/record/_crc32c.c",
+                "kclient/sender/_record_future.c",
             ],
             depends=[
                 "kclient/record/_column.h",
@@ -88,6 +89,7 @@ setup(
                 "kclient/record/_append.h",
                 "kclient/record/_template.h",
                 "kclient/record/_crc32c.h",
+                "kclient/sender/_record_future.h",
                 "kclient/_slots.h",
                 "kclient/_fallback_method.h",
             ],

@@ -28,6 +28,7 @@
 #include "_lock.h"
 #include "_writer.h"
 #include "_append.h"
+#include "../sender/_record_future.h"
 
 /* ---- Appender -------------------------------------------------------------------------- */
 
@@ -92,12 +93,11 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
         (self->b_append = slot_offset(b, "_append")) < 0 ||
         (self->b_builder = slot_offset(b, "builder")) < 0 ||
         (self->b_records = slot_offset(b, "records")) < 0 ||
-        (self->b_result = slot_offset(b, "result")) < 0 ||
-        (self->f_result = slot_offset(f, "_produce_result")) < 0 ||
-        (self->f_delta = slot_offset(f, "_offset_delta")) < 0 ||
-        (self->f_ts = slot_offset(f, "_timestamp_ms")) < 0 ||
-        (self->f_key_size = slot_offset(f, "_key_size")) < 0 ||
-        (self->f_value_size = slot_offset(f, "_value_size")) < 0) {
+        (self->b_result = slot_offset(b, "result")) < 0) {
+        return -1;
+    }
+    if (!PyType_IsSubtype(f, &kclient_RecordFutureFieldsType)) {
+        PyErr_SetString(PyExc_TypeError, "Appender: future must subclass RecordFutureFields");
         return -1;
     }
     Py_INCREF(q);
@@ -116,43 +116,30 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
-/* len() of a key or value as FutureRecordMetadata keeps it: -1 for None. */
-static inline PyObject *
+/* len() of a key or value as FutureRecordMetadata keeps it: -1 for None; -2 on error. */
+static inline Py_ssize_t
 size_of(PyObject *field)
 {
     if (field == Py_None) {
-        return PyLong_FromLong(-1);
+        return -1;
     }
     Py_ssize_t n = PyBytes_CheckExact(field) ? PyBytes_GET_SIZE(field) : PyObject_Size(field);
-    return n < 0 ? NULL : PyLong_FromSsize_t(n);
+    return n < 0 ? -2 : n;
 }
 
-/* A FutureRecordMetadata with its slots set, as FutureRecordMetadata(result, delta, ...). */
+/* A FutureRecordMetadata with its fields set, as FutureRecordMetadata(result, delta, ...). */
 static PyObject *
 new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts, PyObject *key,
            PyObject *value)
 {
-    PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
-    if (future == NULL) {
+    long long timestamp_ms = PyLong_AsLongLong(ts);
+    Py_ssize_t key_size = size_of(key);
+    Py_ssize_t value_size = key_size == -2 ? -2 : size_of(value);
+    if ((timestamp_ms == -1 && PyErr_Occurred()) || value_size == -2) {
         return NULL;
     }
-    PyObject *delta_obj = PyLong_FromSsize_t(delta);
-    PyObject *key_size = size_of(key);
-    PyObject *value_size = key_size == NULL ? NULL : size_of(value);
-    if (delta_obj == NULL || key_size == NULL || value_size == NULL) {
-        Py_XDECREF(delta_obj);
-        Py_XDECREF(key_size);
-        Py_DECREF(future);
-        return NULL;
-    }
-    Py_INCREF(result);
-    Py_INCREF(ts);
-    SLOT(future, self->f_result) = result;
-    SLOT(future, self->f_delta) = delta_obj;
-    SLOT(future, self->f_ts) = ts;
-    SLOT(future, self->f_key_size) = key_size;
-    SLOT(future, self->f_value_size) = value_size;
-    return future;
+    return kclient_new_record_future(self->future_type, result, delta, timestamp_ms, key_size,
+                                     value_size);
 }
 
 /* The record's future on `batch`'s `result` and, unless `callback` is None,

@@ -13,7 +13,6 @@ typedef struct {
     Py_ssize_t q_lock, q_deques, q_sticky, q_num_partitions; /* TopicQueues */
     Py_ssize_t s_partition, s_produced, s_sticky_bytes; /* StickyPartitioner */
     Py_ssize_t b_append, b_builder, b_records, b_result; /* ProducerBatch */
-    Py_ssize_t f_result, f_delta, f_ts, f_key_size, f_value_size; /* FutureRecordMetadata */
     Py_ssize_t batch_overhead;
     PyObject *closed_error; /* IllegalStateError */
     PyObject *time_ns;      /* the wall clock in ns (time.time_ns): timestamps not given */

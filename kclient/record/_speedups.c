@@ -33,6 +33,7 @@
 #include "_append.h"
 #include "_template.h"
 #include "_crc32c.h"
+#include "../sender/_record_future.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -1431,6 +1432,7 @@ PyInit__speedups(void)
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
         PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
         PyType_Ready(&kclient_SlotTemplateType) < 0 ||
+        PyType_Ready(&kclient_RecordFutureFieldsType) < 0 ||
         kclient_append_init() < 0) {
         return NULL;
     }
@@ -1472,6 +1474,8 @@ PyInit__speedups(void)
     if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
         PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
         PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
+        PyModule_AddObjectRef(module, "RecordFutureFields",
+                              (PyObject *)&kclient_RecordFutureFieldsType) < 0 ||
         PyModule_AddObjectRef(module, "SlotTemplate", (PyObject *)&kclient_SlotTemplateType) <
             0) {
         Py_DECREF(module);

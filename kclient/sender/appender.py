@@ -27,8 +27,6 @@ from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.partitioner import StickyPartitioner
 from kclient.sender.topic_queues import BATCH_OVERHEAD, NO_HEADERS, TopicQueues
 
-_new_object = object.__new__
-
 OpenBatch = Callable[
     [
         TopicQueues,
@@ -218,14 +216,13 @@ class PyAppender:
             )
             if delta < 0:
                 return None
-            # FutureRecordMetadata(batch.result, delta, timestamp_ms, key size, value size),
-            # its slots set here: a third of the cost of __init__
-            future = _new_object(FutureRecordMetadata)
-            future._produce_result = batch.result
-            future._offset_delta = delta
-            future._timestamp_ms = timestamp_ms
-            future._key_size = -1 if key is None else len(key)
-            future._value_size = -1 if value is None else len(value)
+            future = FutureRecordMetadata(
+                batch.result,
+                delta,
+                timestamp_ms,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+            )
             if callback is not None:
                 batch.add_callback(future, callback)
             if sticky is not None:

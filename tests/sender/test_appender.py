@@ -64,16 +64,16 @@ def _run(ops: list[Op], kind: str) -> list[Any]:
             size = estimate_size_upper_bound(key, value, headers)
             callback = (lambda md, exc: None) if with_callback else None
             future = acc.append(queues, partition, ts, key, value, headers, callback, 0, size)
-            result = future._produce_result
+            result = future.produce_result
             batch_no = batches.setdefault(id(result), len(batches))
             seen.append(
                 (
                     result.tp,
                     batch_no,
-                    future._offset_delta,
-                    future._timestamp_ms,
-                    future._key_size,
-                    future._value_size,
+                    future.offset_delta,
+                    future.timestamp_ms,
+                    future.key_size,
+                    future.value_size,
                     queues.sticky.partition,
                     queues.sticky.produced_bytes,
                 )
@@ -127,7 +127,7 @@ def _append(acc: RecordAccumulator, partition: int = -1, ts: int | None = 5, **k
 def test_append_open_returns_none_without_an_open_batch(acc: RecordAccumulator) -> None:
     assert _append(acc, 0) is None  # nothing queued yet: the caller opens a batch
     first = acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
-    assert _append(acc, 0)._produce_result is first._produce_result
+    assert _append(acc, 0).produce_result is first.produce_result
     assert _append(acc, 1) is None
 
 
@@ -158,7 +158,7 @@ def test_closed_appender_raises(acc: RecordAccumulator) -> None:
 def test_no_timestamp_is_now_by_the_wall_clock(acc: RecordAccumulator) -> None:
     acc.append(acc.topic_queues("t"), 0, None, None, b"x", None, None, 0, 83)
     future = _append(acc, 0, ts=None)
-    assert future._timestamp_ms == 1_700_000_000_123
+    assert future.timestamp_ms == 1_700_000_000_123
     (batch,) = acc.topic_queues("t").deques[0]
     timestamps = [r.timestamp for r in RecordBatch(batch.close()).records()]
     assert timestamps == [1_700_000_000_123] * 2
@@ -170,7 +170,7 @@ def test_callbacks_are_registered_with_the_batch(acc: RecordAccumulator) -> None
     future = _append(acc, 0, callback=lambda md, exc: calls.append(md))
     (batch,) = acc.topic_queues("t").deques[0]
     assert batch.thunks is not None
-    assert batch.thunks[:4] == [future._offset_delta, 5, -1, 100]  # delta, time, key, value sizes
+    assert batch.thunks[:4] == [future.offset_delta, 5, -1, 100]  # delta, time, key, value sizes
 
 
 def test_an_error_in_the_callback_registration_releases_the_lock(
@@ -306,9 +306,9 @@ def _run_send(
             sticky = queues["t"].sticky
             seen.append(
                 (
-                    future._produce_result.tp,
-                    future._offset_delta,
-                    future._timestamp_ms,
+                    future.produce_result.tp,
+                    future.offset_delta,
+                    future.timestamp_ms,
                     (sticky.partition, sticky.produced_bytes),
                 )
             )
@@ -501,10 +501,10 @@ def _outcomes(send: Callable[..., Any]) -> list[Any]:
         except Exception as exc:  # noqa: PERF203 -- the outcome compared
             outcomes.append((type(exc).__name__, str(exc)))
         else:
-            result = future._produce_result
+            result = future.produce_result
             outcomes.append(
-                (result.tp, future._offset_delta, future._timestamp_ms, future._key_size,
-                 future._value_size)
+                (result.tp, future.offset_delta, future.timestamp_ms, future.key_size,
+                 future.value_size)
             )  # fmt: skip
     return outcomes
 
@@ -547,3 +547,29 @@ def test_send_after_close_raises() -> None:
     producer.close(0)
     with pytest.raises(IllegalStateError):
         producer.send("t", b"v")
+
+
+def test_a_record_futures_fields_are_its_constructors_arguments() -> None:
+    """``RecordFutureFields`` (the C struct when built, else its Python reference): what
+    ``FutureRecordMetadata``'s constructor takes is what the future reports."""
+    from kclient.network.cluster import TopicPartition
+    from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordFutureFields
+
+    if _accel.ACCELERATED:
+        from kclient.record import _speedups
+
+        assert RecordFutureFields is _speedups.RecordFutureFields
+    result = ProduceResult(TopicPartition("t", 0))
+    fields = RecordFutureFields(result, 3, 1_700_000_000_000, 4)
+    assert (
+        fields.produce_result,
+        fields.offset_delta,
+        fields.timestamp_ms,
+        fields.key_size,
+        fields.value_size,
+    ) == (result, 3, 1_700_000_000_000, 4, -1)
+    future = FutureRecordMetadata(result, 2, 5, -1, 100)
+    assert isinstance(future, RecordFutureFields)
+    result.set(10, -1, None, finish=True)
+    metadata = future.result(0)
+    assert (metadata.offset, metadata.timestamp, metadata.serialized_value_size) == (12, 5, 100)
