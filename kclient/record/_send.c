@@ -111,9 +111,9 @@ send_queues(Appender *self, PyObject *queues, PyObject *const *args)
         return NULL;
     }
     PyObject *rest[7] = {chosen, args[4], key, value, headers, args[6], size_obj};
-    PyObject *out = kclient_append_or_open(self, queues, rest);
-    if (out == Py_None && self->open_batch != NULL && self->o_accumulator == NULL) {
-        /* no room, and no configure_open: a new batch through open_batch, memory allowing */
+    PyObject *out = kclient_append_to(self, queues, rest);
+    if (out == Py_None && self->open_batch != NULL) {
+        /* no room: a new batch through open_batch, memory allowing */
         Py_DECREF(out);
         PyObject *open_args[8] = {queues, chosen, args[4], key, value, headers, args[6], size_obj};
         out = PyObject_Vectorcall(self->open_batch, open_args, 8, NULL);

@@ -31,7 +31,6 @@
 #include "_lock.h"
 #include "_writer.h"
 #include "_append.h"
-#include "_template.h"
 #include "_crc32c.h"
 #include "../sender/_record_future.h"
 
@@ -730,8 +729,8 @@ done:
 }
 
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
- * __init__ (and by copy_batch, _template.c, as kclient_writer_start). */
-PyObject *
+ * __init__. */
+static PyObject *
 kclient_writer_start(RecordsWriter *self, PyObject *arg)
 {
     Py_ssize_t limit = PyLong_AsSsize_t(arg);
@@ -1405,9 +1404,6 @@ static PyMethodDef module_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, "
      "record_class) -> iterator of records, checked first"},
-    {"copy_batch", (PyCFunction)(void (*)(void))kclient_copy_batch, METH_FASTCALL,
-     "copy_batch(builders, results, batches, tp, size, created_ms, batch_id) -> a new "
-     "ProducerBatch copied from templates (kclient/sender/batch_maker.py)"},
     {"crc32c", (PyCFunction)(void (*)(void))kclient_crc32c_py, METH_FASTCALL,
      "crc32c(data: bytes, table=False) -> int: CRC-32C as the crc32c package computes it "
      "(_crc32c.c; table: without the CPU's instruction)"},
@@ -1431,7 +1427,6 @@ PyInit__speedups(void)
     if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
         PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
-        PyType_Ready(&kclient_SlotTemplateType) < 0 ||
         PyType_Ready(&kclient_RecordFutureFieldsType) < 0 ||
         kclient_append_init() < 0) {
         return NULL;
@@ -1475,9 +1470,7 @@ PyInit__speedups(void)
         PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
         PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
         PyModule_AddObjectRef(module, "RecordFutureFields",
-                              (PyObject *)&kclient_RecordFutureFieldsType) < 0 ||
-        PyModule_AddObjectRef(module, "SlotTemplate", (PyObject *)&kclient_SlotTemplateType) <
-            0) {
+                              (PyObject *)&kclient_RecordFutureFieldsType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -19,6 +19,7 @@ from kclient.errors import IllegalStateError
 from kclient.record import RecordBatch, _accel
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.appender import PyAppender, make_appender
+from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
 from kclient.testing import MockClock
 from tests.sender.helpers import NODE0, accumulator, cluster
@@ -402,28 +403,33 @@ def test_send_open_leaves_a_new_batch_to_the_general_way_when_memory_is_short(
     assert future is not None and acc.pool.available_bytes == 0 and len(queues["t"].deques[1]) == 1
 
 
-@needs_c
-def test_a_batch_that_fails_to_open_gives_its_memory_back() -> None:
-    # send_open's own new batch (configure_open): an error after memory was reserved
-    acc = accumulator(MockClock(), batch_size=700, linger_ms=0)
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_a_batch_that_fails_to_open_gives_its_memory_back(kind: str) -> None:
+    # send_open's new batch (open_batch_now): an error after memory was reserved
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+
+    def broken_builder(size: int) -> Any:
+        raise MemoryError("no batch today")
+
+    clock = MockClock()
+    pool = BufferPool(1 << 20, clock)
+    acc = RecordAccumulator(
+        batch_size=700,
+        linger_ms=0,
+        retry_backoff_ms=100,
+        retry_backoff_max_ms=100,
+        delivery_timeout_ms=120_000,
+        pool=pool,
+        builder_factory=broken_builder,
+        monotonic_ms=clock.monotonic_ms,
+    )
+    if kind != "c":
+        acc.appender = PyAppender(lambda: 0)
     queues = {"t": acc.topic_queues("t")}
     acc.appender.configure_send(queues, 400, None, True, acc.open_batch_now)
     acc.update_cluster(cluster(LEADERS))
     free = acc.pool.available_bytes
-
-    def broken_maker(*args: object) -> object:
-        raise MemoryError("no batch today")
-
-    acc.appender.configure_open(
-        acc,
-        acc.pool.try_allocate,
-        acc.pool.deallocate,
-        broken_maker,
-        iter(range(1, 100)),
-        lambda: 5,
-        acc.incomplete.add,
-        700,
-    )
     with pytest.raises(MemoryError, match="no batch today"):
         acc.appender.send_open("t", b"v", None, 1, None, None, None)
     assert acc.pool.available_bytes == free and not queues["t"].deques[1]
