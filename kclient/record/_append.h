@@ -39,11 +39,11 @@ PyObject *kclient_append_to(Appender *self, PyObject *queues, PyObject *const *a
 
 extern PyTypeObject kclient_AppenderType;
 
-/* _send.c: Appender.send_open and Appender.configure_send; the SendMethod type and the init
+/* _send.c: Appender.send_open and Appender.configure_send; the SendCall type and the init
  * interning its names (-1 on failure). */
 PyObject *kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kclient_appender_configure_send(Appender *self, PyObject *args);
-extern PyTypeObject kclient_SendMethodType;
+extern PyTypeObject kclient_SendCallType;
 int kclient_send_init(void);
 
 #endif

@@ -1426,7 +1426,7 @@ PyInit__speedups(void)
 
     if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
-        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
+        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendCallType) < 0 ||
         PyType_Ready(&kclient_RecordFutureFieldsType) < 0 ||
         kclient_append_init() < 0) {
         return NULL;
@@ -1467,7 +1467,7 @@ PyInit__speedups(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
-        PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
+        PyModule_AddObjectRef(module, "SendCall", (PyObject *)&kclient_SendCallType) < 0 ||
         PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
         PyModule_AddObjectRef(module, "RecordFutureFields",
                               (PyObject *)&kclient_RecordFutureFieldsType) < 0) {

@@ -462,7 +462,7 @@ def test_an_accumulator_and_its_appender_are_collected(kind: str) -> None:
     assert gone() is None
 
 
-# ---- KafkaProducer.send through C (SendMethod) ---------------------------------------------
+# ---- KafkaProducer.send through C (SendCall) -----------------------------------------------
 
 
 def _idle_producer() -> Any:
@@ -523,7 +523,7 @@ def test_send_through_c_does_what_the_python_send_does() -> None:
     assert python_send.__name__ == "send" and "Queue a record" in (python_send.__doc__ or "")
     first, second = _idle_producer(), _idle_producer()
     try:
-        assert type(first.send).__name__ == "method" and first.send.__func__ is not python_send
+        assert type(first.send).__name__ == "SendCall"
         assert _outcomes(first.send) == _outcomes(lambda *a, **k: python_send(second, *a, **k))
     finally:
         first.close(0)
@@ -549,10 +549,26 @@ def test_a_bool_partition_is_refused_even_where_a_batch_is_open() -> None:
 
 def test_send_after_close_raises() -> None:
     producer = _idle_producer()
-    producer.send("t", b"v")
+    send = producer.send
+    send("t", b"v")
     producer.close(0)
-    with pytest.raises(IllegalStateError):
-        producer.send("t", b"v")
+    assert producer.send.__func__ is type(producer).send  # the Python send again
+    for call in (producer.send, send):  # also through C, when fetched before close
+        with pytest.raises(IllegalStateError):
+            call("t", b"v")
+
+
+def test_a_dropped_producer_is_freed_by_reference_counting() -> None:
+    # producer.send (C) holds its producer weakly: no cycle keeps the producer alive
+    producer = _idle_producer()
+    producer.send("t", b"v")
+    gone = weakref.ref(producer)
+    gc.disable()
+    try:
+        del producer
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 def test_a_record_futures_fields_are_its_constructors_arguments() -> None:
