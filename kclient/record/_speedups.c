@@ -40,7 +40,7 @@
 
 static PyObject *CorruptRecordError; /* kclient.errors.CorruptRecordError */
 static PyObject *IllegalStateError;  /* kclient.errors.IllegalStateError */
-static PyObject *str_encode_headers; /* "_encode_headers": the Python header encoder */
+static PyObject *header_encoder;     /* set_header_encoder(): the Python header encoder */
 static PyObject *str_name;           /* "__name__" */
 
 /* ---- varints ------------------------------------------------------------------------- */
@@ -217,12 +217,16 @@ headers_prepare(PyObject *self, Headers *h, PyObject *headers)
         }
     }
 python:
-    h->blob = PyObject_CallMethodOneArg(self, str_encode_headers, headers);
+    if (header_encoder == NULL) {
+        PyErr_SetString(PyExc_TypeError, "headers: set_header_encoder() was not called");
+        return -1;
+    }
+    h->blob = PyObject_CallOneArg(header_encoder, headers);
     if (h->blob == NULL) {
         return -1;
     }
     if (!PyBytes_Check(h->blob)) {
-        PyErr_SetString(PyExc_TypeError, "_encode_headers() must return bytes");
+        PyErr_SetString(PyExc_TypeError, "the header encoder must return bytes");
         Py_CLEAR(h->blob);
         return -1;
     }
@@ -1400,10 +1404,25 @@ decode_records(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
 
 /* ---- the module ------------------------------------------------------------------------ */
 
+/* set_header_encoder(fn): fn(headers) -> bytes encodes what append does not itself (headers
+ * other than a list or tuple of (str, bytes | None) tuples). kclient.record.builder sets it. */
+static PyObject *
+set_header_encoder(PyObject *Py_UNUSED(module), PyObject *fn)
+{
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "set_header_encoder: fn must be callable");
+        return NULL;
+    }
+    Py_XSETREF(header_encoder, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, "
      "record_class) -> iterator of records, checked first"},
+    {"set_header_encoder", set_header_encoder, METH_O,
+     "set_header_encoder(fn): fn(headers) -> bytes, for headers append does not encode"},
     {"crc32c", (PyCFunction)(void (*)(void))kclient_crc32c_py, METH_FASTCALL,
      "crc32c(data: bytes, table=False) -> int: CRC-32C as the crc32c package computes it "
      "(_crc32c.c; table: without the CPU's instruction)"},
@@ -1439,13 +1458,10 @@ PyInit__speedups(void)
         CorruptRecordError = PyObject_GetAttrString(errors, "CorruptRecordError");
         IllegalStateError = PyObject_GetAttrString(errors, "IllegalStateError");
         Py_DECREF(errors);
-        str_encode_headers = PyUnicode_InternFromString("_encode_headers");
         str_name = PyUnicode_InternFromString("__name__");
-        if (CorruptRecordError == NULL || IllegalStateError == NULL ||
-            str_encode_headers == NULL || str_name == NULL) {
+        if (CorruptRecordError == NULL || IllegalStateError == NULL || str_name == NULL) {
             Py_CLEAR(CorruptRecordError);
             Py_CLEAR(IllegalStateError);
-            Py_CLEAR(str_encode_headers);
             Py_CLEAR(str_name);
             return NULL;
         }
