@@ -280,6 +280,30 @@ send_call_dealloc(SendCall *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* __wrapped__: the Python send bound to the producer (inspect.signature follows it). */
+static PyObject *
+send_call_get_wrapped(SendCall *self, void *Py_UNUSED(closure))
+{
+    PyObject *producer = PyWeakref_GetObject(self->producer_ref); /* borrowed */
+    if (producer == NULL || producer == Py_None) {
+        return producer == NULL ? NULL : PyErr_Format(PyExc_ReferenceError, "the producer is gone");
+    }
+    return PyMethod_New(self->send, producer);
+}
+
+/* __doc__: the Python send's. */
+static PyObject *
+send_call_get_doc(SendCall *self, void *Py_UNUSED(closure))
+{
+    return PyObject_GetAttrString(self->send, "__doc__");
+}
+
+static PyGetSetDef send_call_getset[] = {
+    {"__wrapped__", (getter)send_call_get_wrapped, NULL, NULL, NULL},
+    {"__doc__", (getter)send_call_get_doc, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 PyTypeObject kclient_SendCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kclient.record._speedups.SendCall",
@@ -288,7 +312,7 @@ PyTypeObject kclient_SendCallType = {
     .tp_vectorcall_offset = offsetof(SendCall, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A producer's send: its common case through the Appender's send_open, in C.",
+    .tp_getset = send_call_getset,
     .tp_traverse = (traverseproc)send_call_traverse,
     .tp_clear = (inquiry)send_call_clear,
     .tp_new = send_call_new,

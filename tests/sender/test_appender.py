@@ -5,6 +5,7 @@ futures, the same sticky partitions — and what a caller of ``append`` sees fro
 from __future__ import annotations
 
 import gc
+import inspect
 import random
 import threading
 import weakref
@@ -524,6 +525,10 @@ def test_send_through_c_does_what_the_python_send_does() -> None:
     first, second = _idle_producer(), _idle_producer()
     try:
         assert type(first.send).__name__ == "SendCall"
+        # what help() and inspect show of it: the Python send's docstring and signature
+        assert first.send.__doc__ == python_send.__doc__
+        assert inspect.signature(first.send) == inspect.signature(python_send.__get__(second))
+        assert "timestamp_ms" in inspect.signature(first.send).parameters
         assert _outcomes(first.send) == _outcomes(lambda *a, **k: python_send(second, *a, **k))
     finally:
         first.close(0)
