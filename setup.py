@@ -4,8 +4,9 @@
 with mypyc (the Sender's step, the accumulator's drain, the network client, selector and
 channel: the same ``.py`` files the pure-Python build runs), and the hand-written C that owns
 its data: ``kclient/record/_speedups.c`` (with ``_column.c``, the Arrow columns
-``send_batch`` reads in place, ``_append.c``, ``_send.c``, ``_lock.c``, ``_template.c``,
-``_open.c`` and ``_crc32c.c``), ``kclient/record/_validate.c`` (the broker's record checks),
+``send_batch`` reads in place, ``_append.c``, ``_send.c``, ``_lock.c``, ``_crc32c.c`` and
+``kclient/sender/_record_future.c``, a record future's data), ``kclient/record/_validate.c``
+(the broker's record checks),
 ``kclient/sender/_murmur2.c``, ``kclient/aio/_future.c`` (kclient.aio's record future and
 its helpers), ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition
 ProduceRequest and its answer, see ``produce_fast``) and ``kclient/_clock.c`` (the system
@@ -77,19 +78,17 @@ setup(
                 "kclient/record/_append.c",
                 "kclient/record/_lock.c",
                 "kclient/record/_send.c",
-                "kclient/record/_template.c",
-                "kclient/record/_open.c",
                 "kclient/record/_crc32c.c",
+                "kclient/sender/_record_future.c",
             ],
             depends=[
                 "kclient/record/_column.h",
                 "kclient/record/_writer.h",
                 "kclient/record/_lock.h",
                 "kclient/record/_append.h",
-                "kclient/record/_template.h",
                 "kclient/record/_crc32c.h",
+                "kclient/sender/_record_future.h",
                 "kclient/_slots.h",
-                "kclient/_fallback_method.h",
             ],
             optional=True,
         ),

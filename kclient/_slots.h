@@ -1,8 +1,7 @@
 /*
  * __slots__ members read and written from C at the offsets their member descriptors give
- * (what CPython's own LOAD_ATTR_SLOT does). Shared by the extension modules that reach into
- * kclient's Python classes (kclient/record/_append.c, _open.c, kclient/sender/_drain*.c);
- * each includes this file (static functions, one copy per extension module).
+ * (what CPython's own LOAD_ATTR_SLOT does), by kclient/record/_append.c and _send.c (the
+ * Appender).
  */
 #ifndef KCLIENT_SLOTS_H
 #define KCLIENT_SLOTS_H

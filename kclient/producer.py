@@ -45,7 +45,7 @@ from kclient.producer_transactions import ProducerTransactions
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import transaction_manager
 from kclient.sender.accumulator import RecordAccumulator
-from kclient.sender.appender import Appender, install_fast_send
+from kclient.sender.appender import fast_send
 from kclient.sender.batch import Callback, Header
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.future import FutureRecordMetadata
@@ -182,11 +182,14 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
             self._partitioner is None,
             self._accumulator.open_batch_now,
         )
-        self._fast_send: Appender | None = (
-            None if self._checked_send else self._accumulator.appender
-        )
-        """What the C ``send`` (``SendMethod``) appends with; None: ``send`` must check more
-        than its arguments' types (set with ``_checked_send``)."""
+        if not self._checked_send and type(self).send is KafkaProducer.send:
+            # producer.send: its common case in C when built; dropped (the class's send again)
+            # once send must check more than its arguments' types (closed, forked, failed)
+            call = fast_send(
+                self, self._accumulator.appender, KafkaProducer.send, type(self)._send_general
+            )
+            if call is not None:
+                self.__dict__["send"] = call
         self._close_lock = threading.Lock()
         self._waiters_lock = threading.Lock()
         self._metadata_waiters: dict[str, int] = {}
@@ -430,18 +433,18 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         """From now on ``send`` raises IllegalStateError (closed)."""
         self._unusable = _CLOSED
         self._checked_send = True
-        self._fast_send = None
+        self.__dict__.pop("send", None)
 
     def _mark_forked(self) -> None:
         self._unusable = _FORKED
         self._checked_send = True
-        self._fast_send = None
+        self.__dict__.pop("send", None)
 
     def _set_fatal_error(self, error: KafkaError) -> None:
         if self._unusable is None:
             self._unusable = error
             self._checked_send = True
-            self._fast_send = None
+            self.__dict__.pop("send", None)
 
     def __del__(self) -> None:
         # Dropped without close(): let the I/O thread deliver what it has, then stop.
@@ -483,9 +486,6 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
     def __repr__(self) -> str:
         state = str(self._unusable or "open")
         return f"<KafkaProducer client.id={self.config.client_id!r} {state}>"
-
-
-install_fast_send(KafkaProducer)
 
 
 def _checked_timeout(method: str, timeout: object) -> float | None:

@@ -152,7 +152,7 @@ class BatchCompletions:
         """The awaitable of a new future for ``record`` (just queued by ``send``): its row
         goes to its batch's group; the first record of a batch makes the group and watches
         the batch."""
-        result = record._produce_result
+        result = record.produce_result
         rows = self._groups.get(result)
         if rows is None:
             if result.done or result.superseded:  # not expected: completions come later
@@ -164,10 +164,10 @@ class BatchCompletions:
         return self._add_row(
             rows,
             self._loop,
-            record._offset_delta,
-            record._timestamp_ms,
-            record._key_size,
-            record._value_size,
+            record.offset_delta,
+            record.timestamp_ms,
+            record.key_size,
+            record.value_size,
         )
 
     def _py_add_row(  # noqa: PLR0917 -- the extension's add_row
@@ -256,15 +256,15 @@ class BatchCompletions:
         if future.done():
             return
         result = record._follow()
-        error = record_error(result, record._offset_delta)
+        error = record_error(result, record.offset_delta)
         metadata = None
         if error is None:
             metadata = record_metadata(
                 result,
-                record._offset_delta,
-                record._timestamp_ms,
-                record._key_size,
-                record._value_size,
+                record.offset_delta,
+                record.timestamp_ms,
+                record.key_size,
+                record.value_size,
             )
         if NATIVE:
             _native.settle_one(future, metadata, error, self.pending)

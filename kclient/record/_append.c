@@ -28,14 +28,14 @@
 #include "_lock.h"
 #include "_writer.h"
 #include "_append.h"
+#include "../sender/_record_future.h"
 
 /* ---- Appender -------------------------------------------------------------------------- */
 
 
 static PyObject *str_add_callback; /* "add_callback" */
 static PyObject *str_maybe_switch; /* "maybe_switch" */
-static PyObject *str_next;         /* "_next" */
-static PyObject *str_wakeup;       /* "wakeup" */
+static PyObject *str_append;       /* "append" */
 
 /* Set a slot, dropping what it held. */
 static inline void
@@ -89,15 +89,13 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
         (self->s_partition = slot_offset(s, "partition")) < 0 ||
         (self->s_produced = slot_offset(s, "produced_bytes")) < 0 ||
         (self->s_sticky_bytes = slot_offset(s, "sticky_bytes")) < 0 ||
-        (self->b_append = slot_offset(b, "_append")) < 0 ||
         (self->b_builder = slot_offset(b, "builder")) < 0 ||
         (self->b_records = slot_offset(b, "records")) < 0 ||
-        (self->b_result = slot_offset(b, "result")) < 0 ||
-        (self->f_result = slot_offset(f, "_produce_result")) < 0 ||
-        (self->f_delta = slot_offset(f, "_offset_delta")) < 0 ||
-        (self->f_ts = slot_offset(f, "_timestamp_ms")) < 0 ||
-        (self->f_key_size = slot_offset(f, "_key_size")) < 0 ||
-        (self->f_value_size = slot_offset(f, "_value_size")) < 0) {
+        (self->b_result = slot_offset(b, "result")) < 0) {
+        return -1;
+    }
+    if (!PyType_IsSubtype(f, &kclient_RecordFutureFieldsType)) {
+        PyErr_SetString(PyExc_TypeError, "Appender: future must subclass RecordFutureFields");
         return -1;
     }
     Py_INCREF(q);
@@ -116,48 +114,35 @@ appender_init(Appender *self, PyObject *args, PyObject *kwds)
     return 0;
 }
 
-/* len() of a key or value as FutureRecordMetadata keeps it: -1 for None. */
-static inline PyObject *
+/* len() of a key or value as FutureRecordMetadata keeps it: -1 for None; -2 on error. */
+static inline Py_ssize_t
 size_of(PyObject *field)
 {
     if (field == Py_None) {
-        return PyLong_FromLong(-1);
+        return -1;
     }
     Py_ssize_t n = PyBytes_CheckExact(field) ? PyBytes_GET_SIZE(field) : PyObject_Size(field);
-    return n < 0 ? NULL : PyLong_FromSsize_t(n);
+    return n < 0 ? -2 : n;
 }
 
-/* A FutureRecordMetadata with its slots set, as FutureRecordMetadata(result, delta, ...). */
+/* A FutureRecordMetadata with its fields set, as FutureRecordMetadata(result, delta, ...). */
 static PyObject *
 new_future(Appender *self, PyObject *result, Py_ssize_t delta, PyObject *ts, PyObject *key,
            PyObject *value)
 {
-    PyObject *future = self->future_type->tp_alloc(self->future_type, 0);
-    if (future == NULL) {
+    long long timestamp_ms = PyLong_AsLongLong(ts);
+    Py_ssize_t key_size = size_of(key);
+    Py_ssize_t value_size = key_size == -2 ? -2 : size_of(value);
+    if ((timestamp_ms == -1 && PyErr_Occurred()) || value_size == -2) {
         return NULL;
     }
-    PyObject *delta_obj = PyLong_FromSsize_t(delta);
-    PyObject *key_size = size_of(key);
-    PyObject *value_size = key_size == NULL ? NULL : size_of(value);
-    if (delta_obj == NULL || key_size == NULL || value_size == NULL) {
-        Py_XDECREF(delta_obj);
-        Py_XDECREF(key_size);
-        Py_DECREF(future);
-        return NULL;
-    }
-    Py_INCREF(result);
-    Py_INCREF(ts);
-    SLOT(future, self->f_result) = result;
-    SLOT(future, self->f_delta) = delta_obj;
-    SLOT(future, self->f_ts) = ts;
-    SLOT(future, self->f_key_size) = key_size;
-    SLOT(future, self->f_value_size) = value_size;
-    return future;
+    return kclient_new_record_future(self->future_type, result, delta, timestamp_ms, key_size,
+                                     value_size);
 }
 
 /* The record's future on `batch`'s `result` and, unless `callback` is None,
  * batch.add_callback(future, callback): the future, or NULL. */
-PyObject *
+static PyObject *
 kclient_new_future(Appender *self, PyObject *batch, PyObject *result, Py_ssize_t delta,
                    PyObject *ts, PyObject *key, PyObject *value, PyObject *callback)
 {
@@ -175,7 +160,7 @@ kclient_new_future(Appender *self, PyObject *batch, PyObject *result, Py_ssize_t
 
 /* The record into `batch` (an open ProducerBatch): its delta, -1 when it does not fit, -2
  * with an exception. */
-Py_ssize_t
+static Py_ssize_t
 kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key,
                      PyObject *value, PyObject *headers)
 {
@@ -187,18 +172,15 @@ kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *ke
         return kclient_writer_append((RecordsWriter *)builder, ts, key, value,
                                      headers == Py_None ? NULL : headers);
     }
-    /* another builder (the pure-Python one): through the batch's _append */
-    PyObject *append = slot_get(batch, self->b_append, "_append");
-    if (append == NULL) {
+    /* another builder (the pure-Python one): its append */
+    PyObject *args[5] = {builder, ts, key, value, headers == Py_None ? PyTuple_New(0) : headers};
+    if (args[4] == NULL) {
         return -2;
     }
-    PyObject *args[4] = {ts, key, value, headers == Py_None ? PyTuple_New(0) : headers};
-    if (args[3] == NULL) {
-        return -2;
-    }
-    PyObject *out = PyObject_Vectorcall(append, args, 4, NULL);
+    PyObject *out = PyObject_VectorcallMethod(str_append, args,
+                                              5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     if (headers == Py_None) {
-        Py_DECREF(args[3]);
+        Py_DECREF(args[4]);
     }
     if (out == NULL) {
         return -2;
@@ -231,18 +213,13 @@ sticky_count(Appender *self, PyObject *sticky, PyObject *batch, Py_ssize_t size_
     if (produced < limit) {
         return 0;
     }
-    /* StickyPartitioner.maybe_switch(batch), inlined for the C builder */
+    /* StickyPartitioner.maybe_switch(batch), its test first for the C builder */
     PyObject *builder = SLOT(batch, self->b_builder);
-    PyObject *out;
-    if (builder != NULL && PyObject_TypeCheck(builder, &kclient_RecordsWriterType)) {
-        if (!kclient_writer_is_full((RecordsWriter *)builder) && produced < 2 * limit) {
-            return 0;
-        }
-        out = PyObject_CallMethodNoArgs(sticky, str_next);
+    if (builder != NULL && PyObject_TypeCheck(builder, &kclient_RecordsWriterType) &&
+        !kclient_writer_is_full((RecordsWriter *)builder) && produced < 2 * limit) {
+        return 0;
     }
-    else {
-        out = PyObject_CallMethodOneArg(sticky, str_maybe_switch, batch);
-    }
+    PyObject *out = PyObject_CallMethodOneArg(sticky, str_maybe_switch, batch);
     Py_XDECREF(out);
     return out == NULL ? -1 : 0;
 }
@@ -250,8 +227,7 @@ sticky_count(Appender *self, PyObject *sticky, PyObject *batch, Py_ssize_t size_
 /* The part of append() under the topic's lock: a new reference to the future, Py_None, or
  * NULL with an exception. */
 static PyObject *
-append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *const *args,
-              int *opened)
+append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *const *args)
 {
     PyObject *ts = args[0], *key = args[1], *value = args[2], *headers = args[3];
     PyObject *callback = args[4];
@@ -286,14 +262,7 @@ append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *c
     }
     dq = PyDict_GetItemWithError(deques, partition); /* borrowed; no deque made here */
     if (dq == NULL) {
-        if (PyErr_Occurred() || opened == NULL) {
-            return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-        }
-        dq = PyObject_GetItem(deques, partition); /* opening: made (the dict keeps it) */
-        if (dq == NULL) {
-            return NULL;
-        }
-        Py_DECREF(dq);
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     Py_ssize_t queued = PyObject_Length(dq);
     if (queued < 0) {
@@ -321,21 +290,12 @@ append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *c
     }
     if (delta < 0) {
         Py_XDECREF(batch);
-        if (opened == NULL) {
-            Py_RETURN_NONE;
-        }
-        future = kclient_open_locked(self, queues, partition, dq, args, size_estimate, &batch);
-        if (future == NULL || future == Py_None) {
-            return future;
-        }
-        *opened = 1;
+        Py_RETURN_NONE;
     }
-    else {
-        PyObject *result = slot_get(batch, self->b_result, "result");
-        future = result == NULL ? NULL
-                                : kclient_new_future(self, batch, result, delta, ts, key, value,
-                                                     callback);
-    }
+    PyObject *result = slot_get(batch, self->b_result, "result");
+    future = result == NULL
+                 ? NULL
+                 : kclient_new_future(self, batch, result, delta, ts, key, value, callback);
     if (future != NULL && sticky != NULL &&
         sticky_count(self, sticky, batch, size_estimate) < 0) {
         Py_CLEAR(future);
@@ -366,10 +326,9 @@ now_ms(Appender *self)
 }
 
 /* The record into `queues` (checked to be a TopicQueues) under its lock; args: partition,
- * timestamp_ms (None: now), key, value, headers, callback, size_estimate. With `open`, a new
- * batch when the open one has no room (configure_open), the accumulator woken after. */
-static PyObject *
-append_to(Appender *self, PyObject *queues, PyObject *const *args, int open)
+ * timestamp_ms (None: now), key, value, headers, callback, size_estimate. */
+PyObject *
+kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
 {
     PyObject *lock = slot_get(queues, self->q_lock, "lock");
     if (lock == NULL || check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
@@ -385,33 +344,13 @@ append_to(Appender *self, PyObject *queues, PyObject *const *args, int open)
     }
     Py_INCREF(queues); /* the lock lives as long as this call, whatever Python code runs */
     Py_INCREF(lock);
-    int opened = 0;
     kclient_lock_take((LockObject *)lock, -1);
-    PyObject *out = append_locked(self, queues, args[0], rest, open ? &opened : NULL);
+    PyObject *out = append_locked(self, queues, args[0], rest);
     kclient_lock_give((LockObject *)lock);
     Py_DECREF(lock);
     Py_DECREF(queues);
     Py_XDECREF(ts);
-    if (opened && out != NULL) { /* a new batch: the Sender may have work (outside locks) */
-        PyObject *woken = PyObject_CallMethodNoArgs(self->o_accumulator, str_wakeup);
-        if (woken == NULL) {
-            Py_CLEAR(out);
-        }
-        Py_XDECREF(woken);
-    }
     return out;
-}
-
-PyObject *
-kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
-{
-    return append_to(self, queues, args, 0);
-}
-
-PyObject *
-kclient_append_or_open(Appender *self, PyObject *queues, PyObject *const *args)
-{
-    return append_to(self, queues, args, self->o_accumulator != NULL && self->open_batch != NULL);
 }
 
 /* append(queues, partition, timestamp_ms, key, value, headers, callback, size_estimate);
@@ -459,7 +398,7 @@ appender_traverse(Appender *self, visitproc visit, void *arg)
     Py_VISIT(self->keyed_partition);
     Py_VISIT(self->queues_by_topic);
     Py_VISIT(self->open_batch);
-    return kclient_open_traverse(self, visit, arg);
+    return 0;
 }
 
 static int
@@ -474,7 +413,6 @@ appender_clear(Appender *self)
     Py_CLEAR(self->keyed_partition);
     Py_CLEAR(self->queues_by_topic);
     Py_CLEAR(self->open_batch);
-    kclient_open_clear(self);
     return 0;
 }
 
@@ -493,10 +431,6 @@ static PyMethodDef appender_methods[] = {
     {"send_open", (PyCFunction)(void (*)(void))kclient_appender_send_open, METH_FASTCALL,
      "send_open(topic, value, key, partition, timestamp_ms, headers, callback) -> the "
      "future of KafkaProducer.send's common case, or None"},
-    {"configure_open", (PyCFunction)(void (*)(void))kclient_appender_configure_open,
-     METH_FASTCALL,
-     "configure_open(accumulator, try_allocate, deallocate, make_batch, batch_ids, "
-     "monotonic_ms, incomplete_add, batch_size): send_open opens new batches itself"},
     {"configure_send", (PyCFunction)kclient_appender_configure_send, METH_VARARGS,
      "configure_send(queues_by_topic, max_record_bytes, keyed_partition, sticky_keyless, "
      "open_batch=None)"},
@@ -531,9 +465,8 @@ kclient_append_init(void)
     if (str_add_callback == NULL) {
         str_add_callback = PyUnicode_InternFromString("add_callback");
         str_maybe_switch = PyUnicode_InternFromString("maybe_switch");
-        str_next = PyUnicode_InternFromString("_next");
-        str_wakeup = PyUnicode_InternFromString("wakeup");
+        str_append = PyUnicode_InternFromString("append");
     }
-    return str_add_callback && str_maybe_switch && str_next && str_wakeup ? kclient_send_init()
+    return str_add_callback && str_maybe_switch && str_append ? kclient_send_init()
                                                                           : -1;
 }

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "_append.h"
-#include "../_fallback_method.h"
+#include <string.h>
 
 /* send_open(topic, value, key, partition, timestamp_ms, headers, callback)
  * -> the future, or None: KafkaProducer.send's common case — bytes (or None) key and value,
@@ -111,9 +111,9 @@ send_queues(Appender *self, PyObject *queues, PyObject *const *args)
         return NULL;
     }
     PyObject *rest[7] = {chosen, args[4], key, value, headers, args[6], size_obj};
-    PyObject *out = kclient_append_or_open(self, queues, rest);
-    if (out == Py_None && self->open_batch != NULL && self->o_accumulator == NULL) {
-        /* no room, and no configure_open: a new batch through open_batch, memory allowing */
+    PyObject *out = kclient_append_to(self, queues, rest);
+    if (out == Py_None && self->open_batch != NULL) {
+        /* no room: a new batch through open_batch, memory allowing */
         Py_DECREF(out);
         PyObject *open_args[8] = {queues, chosen, args[4], key, value, headers, args[6], size_obj};
         out = PyObject_Vectorcall(self->open_batch, open_args, 8, NULL);
@@ -149,60 +149,173 @@ kclient_appender_configure_send(Appender *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* ---- SendMethod: KafkaProducer.send without a Python frame ------------------------------ */
+/* ---- SendCall: a producer's send without a Python frame -------------------------------- */
 
-/* send = SendMethod(general): a method descriptor. On the class it is `general` (the Python
- * send, with its signature, annotations and docstring); called on a producer it runs
- * send_open on the producer's `_fast_send` (an Appender, or None when send must check more
- * than its arguments' types) and, when that returns None or the call has arguments it does
- * not read, calls `_send_general` (or `general`) — the Python send — with the same
- * arguments. */
-static PyObject *str_fast_send;    /* "_fast_send" */
-static PyObject *str_send_general; /* "_send_general" */
-static PyObject *kw_names[7];      /* topic value key headers partition timestamp_ms callback */
+/* SendCall(appender, producer_ref, send, general): what `producer.send` is (an instance
+ * attribute, set by the producer while send needs no more than its arguments' types checked).
+ * A call binds send's parameters (topic, value=None, key=None, *, headers, partition,
+ * timestamp_ms, callback) and runs the appender's send_open; when that returns None it calls
+ * general(producer, topic, value, key, headers, partition, timestamp_ms, callback) (the
+ * Python send's general way), and a call it cannot bind goes to send(producer, ...) (the
+ * Python send, which says what is wrong). The producer is held weakly (it holds this). */
+typedef struct {
+    PyObject_HEAD
+    Appender *appender;
+    PyObject *producer_ref, *send, *general;
+    vectorcallfunc vectorcall;
+} SendCall;
+
+static PyObject *kw_names[7]; /* topic value key headers partition timestamp_ms callback */
+
+/* args bound into argv[0..6] (left as they are where not given): 0 when the call has more
+ * than 3 positional arguments, a keyword send lacks or one also given by position, or no
+ * topic. */
+static int
+send_bind(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **argv)
+{
+    if (nargs > 3) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        argv[i] = args[i];
+    }
+    Py_ssize_t count = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        int j = 0;
+        while (j < 7 && name != kw_names[j]) { /* interned: the compiler's names */
+            j++;
+        }
+        if (j == 7 || j < nargs) { /* unknown (or not interned), or also given positionally */
+            return 0;
+        }
+        argv[j] = args[nargs + i];
+    }
+    return argv[0] != NULL;
+}
 
 static PyObject *
-send_method_call(FallbackMethod *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+send_call(SendCall *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    /* producer, topic, value, key, headers, partition, timestamp_ms, callback */
-    PyObject *argv[8] = {NULL, NULL, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
-    if (!fallback_bind(args, PyVectorcall_NARGS(nargsf), kwnames, kw_names, 7, 4, argv)) {
-        return fallback_general(self, args, nargsf, kwnames);
+    PyObject *producer = PyWeakref_GetObject(self->producer_ref); /* borrowed */
+    if (producer == NULL || producer == Py_None) {
+        return producer == NULL ? NULL : PyErr_Format(PyExc_ReferenceError, "the producer is gone");
     }
-    PyObject *fast = PyObject_GetAttr(argv[0], str_fast_send);
-    if (fast == NULL) {
-        return NULL;
-    }
-    if (Py_TYPE(fast) != &kclient_AppenderType) {
-        Py_DECREF(fast);
-        return fallback_general(self, args, nargsf, kwnames);
+    Py_INCREF(producer);
+    /* producer, then topic value key headers partition timestamp_ms callback */
+    PyObject *argv[8] = {producer, NULL, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
+    PyObject *out;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (!send_bind(args, nargs, kwnames, argv + 1)) { /* the Python send says what is wrong */
+        Py_ssize_t total = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+        PyObject **with_producer = PyMem_Malloc((total + 1) * sizeof(PyObject *));
+        if (with_producer == NULL) {
+            Py_DECREF(producer);
+            return PyErr_NoMemory();
+        }
+        with_producer[0] = producer;
+        memcpy(with_producer + 1, args, total * sizeof(PyObject *));
+        out = PyObject_Vectorcall(self->send, with_producer, nargs + 1, kwnames);
+        PyMem_Free(with_producer);
+        Py_DECREF(producer);
+        return out;
     }
     PyObject *open_args[7] = {argv[1], argv[2], argv[3], argv[5], argv[6], argv[4], argv[7]};
-    PyObject *future = kclient_appender_send_open((Appender *)fast, open_args, 7);
-    Py_DECREF(fast);
-    if (future != Py_None) {
-        return future; /* the record's future, or NULL with its exception */
+    out = kclient_appender_send_open(self->appender, open_args, 7);
+    if (out == Py_None) { /* the general way, without trying the common case again */
+        Py_DECREF(out);
+        out = PyObject_Vectorcall(self->general, argv, 8, NULL);
     }
-    Py_DECREF(future);
-    /* the general way, without trying the common case again */
-    return PyObject_VectorcallMethod(str_send_general, argv, 8, NULL);
+    Py_DECREF(producer);
+    return out;
 }
 
 static PyObject *
-send_method_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+send_call_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    return fallback_new(type, args, kwds, (vectorcallfunc)send_method_call, "O:SendMethod");
+    static char *names[] = {"appender", "producer_ref", "send", "general", NULL};
+    PyObject *appender, *producer_ref, *send, *general;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!OO:SendCall", names, &kclient_AppenderType,
+                                     &appender, &_PyWeakref_RefType, &producer_ref, &send,
+                                     &general)) {
+        return NULL;
+    }
+    SendCall *self = (SendCall *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->appender = (Appender *)Py_NewRef(appender);
+    self->producer_ref = Py_NewRef(producer_ref);
+    self->send = Py_NewRef(send);
+    self->general = Py_NewRef(general);
+    self->vectorcall = (vectorcallfunc)send_call;
+    return (PyObject *)self;
 }
 
-static PyGetSetDef send_method_getset[] = {FALLBACK_GETSET};
+static int
+send_call_traverse(SendCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->appender);
+    Py_VISIT(self->producer_ref);
+    Py_VISIT(self->send);
+    Py_VISIT(self->general);
+    return 0;
+}
 
-PyTypeObject kclient_SendMethodType = {
+static int
+send_call_clear(SendCall *self)
+{
+    Py_CLEAR(self->appender);
+    Py_CLEAR(self->producer_ref);
+    Py_CLEAR(self->send);
+    Py_CLEAR(self->general);
+    return 0;
+}
+
+static void
+send_call_dealloc(SendCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    send_call_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* __wrapped__: the Python send bound to the producer (inspect.signature follows it). */
+static PyObject *
+send_call_get_wrapped(SendCall *self, void *Py_UNUSED(closure))
+{
+    PyObject *producer = PyWeakref_GetObject(self->producer_ref); /* borrowed */
+    if (producer == NULL || producer == Py_None) {
+        return producer == NULL ? NULL : PyErr_Format(PyExc_ReferenceError, "the producer is gone");
+    }
+    return PyMethod_New(self->send, producer);
+}
+
+/* __doc__: the Python send's. */
+static PyObject *
+send_call_get_doc(SendCall *self, void *Py_UNUSED(closure))
+{
+    return PyObject_GetAttrString(self->send, "__doc__");
+}
+
+static PyGetSetDef send_call_getset[] = {
+    {"__wrapped__", (getter)send_call_get_wrapped, NULL, NULL, NULL},
+    {"__doc__", (getter)send_call_get_doc, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject kclient_SendCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.SendMethod",
-    .tp_basicsize = sizeof(FallbackMethod),
-    FALLBACK_SLOTS,
-    .tp_getset = send_method_getset,
-    .tp_new = send_method_new,
+    .tp_name = "kclient.record._speedups.SendCall",
+    .tp_basicsize = sizeof(SendCall),
+    .tp_dealloc = (destructor)send_call_dealloc,
+    .tp_vectorcall_offset = offsetof(SendCall, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_getset = send_call_getset,
+    .tp_traverse = (traverseproc)send_call_traverse,
+    .tp_clear = (inquiry)send_call_clear,
+    .tp_new = send_call_new,
 };
 
 /* Intern the names; -1 on failure. */
@@ -211,15 +324,7 @@ kclient_send_init(void)
 {
     static const char *names[7] = {"topic", "value", "key", "headers", "partition",
                                    "timestamp_ms", "callback"};
-    if (str_fast_send != NULL) {
-        return 0;
-    }
-    str_fast_send = PyUnicode_InternFromString("_fast_send");
-    str_send_general = PyUnicode_InternFromString("_send_general");
-    if (str_fast_send == NULL || str_send_general == NULL) {
-        return -1;
-    }
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 7 && kw_names[6] == NULL; i++) {
         kw_names[i] = PyUnicode_InternFromString(names[i]);
         if (kw_names[i] == NULL) {
             return -1;

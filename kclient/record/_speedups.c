@@ -31,8 +31,8 @@
 #include "_lock.h"
 #include "_writer.h"
 #include "_append.h"
-#include "_template.h"
 #include "_crc32c.h"
+#include "../sender/_record_future.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -40,7 +40,7 @@
 
 static PyObject *CorruptRecordError; /* kclient.errors.CorruptRecordError */
 static PyObject *IllegalStateError;  /* kclient.errors.IllegalStateError */
-static PyObject *str_encode_headers; /* "_encode_headers": the Python header encoder */
+static PyObject *header_encoder;     /* set_header_encoder(): the Python header encoder */
 static PyObject *str_name;           /* "__name__" */
 
 /* ---- varints ------------------------------------------------------------------------- */
@@ -217,12 +217,16 @@ headers_prepare(PyObject *self, Headers *h, PyObject *headers)
         }
     }
 python:
-    h->blob = PyObject_CallMethodOneArg(self, str_encode_headers, headers);
+    if (header_encoder == NULL) {
+        PyErr_SetString(PyExc_TypeError, "headers: set_header_encoder() was not called");
+        return -1;
+    }
+    h->blob = PyObject_CallOneArg(header_encoder, headers);
     if (h->blob == NULL) {
         return -1;
     }
     if (!PyBytes_Check(h->blob)) {
-        PyErr_SetString(PyExc_TypeError, "_encode_headers() must return bytes");
+        PyErr_SetString(PyExc_TypeError, "the header encoder must return bytes");
         Py_CLEAR(h->blob);
         return -1;
     }
@@ -729,8 +733,8 @@ done:
 }
 
 /* _start(batch_size): (re)initialise an empty, open writer; called by the builder's
- * __init__ (and by copy_batch, _template.c, as kclient_writer_start). */
-PyObject *
+ * __init__. */
+static PyObject *
 kclient_writer_start(RecordsWriter *self, PyObject *arg)
 {
     Py_ssize_t limit = PyLong_AsSsize_t(arg);
@@ -1400,13 +1404,25 @@ decode_records(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
 
 /* ---- the module ------------------------------------------------------------------------ */
 
+/* set_header_encoder(fn): fn(headers) -> bytes encodes what append does not itself (headers
+ * other than a list or tuple of (str, bytes | None) tuples). kclient.record.builder sets it. */
+static PyObject *
+set_header_encoder(PyObject *Py_UNUSED(module), PyObject *fn)
+{
+    if (!PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "set_header_encoder: fn must be callable");
+        return NULL;
+    }
+    Py_XSETREF(header_encoder, Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records, METH_FASTCALL,
      "decode_records(data, count, base_offset, base_timestamp, log_append_time, "
      "record_class) -> iterator of records, checked first"},
-    {"copy_batch", (PyCFunction)(void (*)(void))kclient_copy_batch, METH_FASTCALL,
-     "copy_batch(builders, results, batches, tp, size, created_ms, batch_id) -> a new "
-     "ProducerBatch copied from templates (kclient/sender/batch_maker.py)"},
+    {"set_header_encoder", set_header_encoder, METH_O,
+     "set_header_encoder(fn): fn(headers) -> bytes, for headers append does not encode"},
     {"crc32c", (PyCFunction)(void (*)(void))kclient_crc32c_py, METH_FASTCALL,
      "crc32c(data: bytes, table=False) -> int: CRC-32C as the crc32c package computes it "
      "(_crc32c.c; table: without the CPU's instruction)"},
@@ -1429,8 +1445,8 @@ PyInit__speedups(void)
 
     if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
-        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendMethodType) < 0 ||
-        PyType_Ready(&kclient_SlotTemplateType) < 0 ||
+        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendCallType) < 0 ||
+        PyType_Ready(&kclient_RecordFutureFieldsType) < 0 ||
         kclient_append_init() < 0) {
         return NULL;
     }
@@ -1442,13 +1458,10 @@ PyInit__speedups(void)
         CorruptRecordError = PyObject_GetAttrString(errors, "CorruptRecordError");
         IllegalStateError = PyObject_GetAttrString(errors, "IllegalStateError");
         Py_DECREF(errors);
-        str_encode_headers = PyUnicode_InternFromString("_encode_headers");
         str_name = PyUnicode_InternFromString("__name__");
-        if (CorruptRecordError == NULL || IllegalStateError == NULL ||
-            str_encode_headers == NULL || str_name == NULL) {
+        if (CorruptRecordError == NULL || IllegalStateError == NULL || str_name == NULL) {
             Py_CLEAR(CorruptRecordError);
             Py_CLEAR(IllegalStateError);
-            Py_CLEAR(str_encode_headers);
             Py_CLEAR(str_name);
             return NULL;
         }
@@ -1470,10 +1483,10 @@ PyInit__speedups(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
-        PyModule_AddObjectRef(module, "SendMethod", (PyObject *)&kclient_SendMethodType) < 0 ||
+        PyModule_AddObjectRef(module, "SendCall", (PyObject *)&kclient_SendCallType) < 0 ||
         PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
-        PyModule_AddObjectRef(module, "SlotTemplate", (PyObject *)&kclient_SlotTemplateType) <
-            0) {
+        PyModule_AddObjectRef(module, "RecordFutureFields",
+                              (PyObject *)&kclient_RecordFutureFieldsType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

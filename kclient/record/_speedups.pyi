@@ -114,18 +114,6 @@ class Appender:
         open_batch: Callable[..., Any] | None = None,
         /,
     ) -> None: ...
-    def configure_open(
-        self,
-        accumulator: Any,
-        try_allocate: Callable[[int], bool],
-        deallocate: Callable[[int], None],
-        make_batch: Callable[[Any, int, int, int], Any],
-        batch_ids: Iterator[int],
-        monotonic_ms: Callable[[], int],
-        incomplete_add: Callable[[Any], None],
-        batch_size: int,
-        /,
-    ) -> None: ...
     def send_open(
         self,
         topic: str,
@@ -138,13 +126,36 @@ class Appender:
         /,
     ) -> Any: ...
 
-class SendMethod:
-    """``KafkaProducer.send`` as a method descriptor: ``send_open`` without a Python frame,
-    else ``_send_general``; on the class, the Python ``send`` it wraps."""
+class SendCall:
+    """A producer's ``send`` (``kclient.sender.appender.fast_send``): ``send_open``
+    without a Python frame, else ``general(producer, ...)``; unbindable calls go to
+    ``send(producer, ...)``."""
 
-    def __init__(self, general: Callable[..., Any]) -> None: ...
-    def __get__(self, obj: object, owner: type | None = None) -> Any: ...
+    def __init__(
+        self,
+        appender: Appender,
+        producer_ref: Any,
+        send: Callable[..., Any],
+        general: Callable[..., Any],
+    ) -> None: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+class RecordFutureFields:
+    """A record future's data (``kclient.sender.future.RecordFutureFields``), in C."""
+
+    produce_result: Any
+    offset_delta: int
+    timestamp_ms: int
+    key_size: int
+    value_size: int
+    def __init__(
+        self,
+        produce_result: Any,
+        offset_delta: int,
+        timestamp_ms: int,
+        key_size: int = -1,
+        value_size: int = -1,
+    ) -> None: ...
 
 def decode_records(
     data: bytes | memoryview,
@@ -155,27 +166,5 @@ def decode_records(
     record_class: type[Record],
     /,
 ) -> Iterator[Record]: ...
-def copy_batch(
-    builders: Callable[[], Any],
-    results: Callable[[Any], Any],
-    batches: Callable[..., Any],
-    tp: Any,
-    size: int,
-    created_ms: int,
-    batch_id: int,
-    /,
-) -> Any: ...
-
-class SlotTemplate:
-    """Copies of a ``__slots__`` instance without ``__init__`` (``_template.c``)."""
-
-    def __init__(
-        self,
-        template: object,
-        variable: tuple[str, ...],
-        fresh_lists: tuple[str, ...] = (),
-        fresh_locks: tuple[str, ...] = (),
-    ) -> None: ...
-    def __call__(self, *values: Any) -> Any: ...
-
+def set_header_encoder(fn: Callable[[Any], bytes], /) -> None: ...
 def crc32c(data: bytes, table: bool = False, /) -> int: ...

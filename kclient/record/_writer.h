@@ -30,8 +30,6 @@ typedef struct {
 /* The type (kclient.record._speedups.RecordsWriter); CRecordBatchBuilder subclasses it. */
 extern PyTypeObject kclient_RecordsWriterType;
 
-/* RecordsWriter._start(batch_size) (_speedups.c). */
-PyObject *kclient_writer_start(RecordsWriter *self, PyObject *arg);
 
 /* Append one record (timestamp_ms an int, key and value bytes-like or None, headers a
  * sequence of (str, bytes | None) or None): its offset delta, -1 when it does not fit (the

@@ -249,12 +249,6 @@ class RecordBatchBuilder:
         CRC.pack_into(batch, CRC_OFFSET, crc(memoryview(batch)[ATTRIBUTES_OFFSET:]))
         return bytes(batch)
 
-    @staticmethod
-    def _encode_headers(headers: Sequence[Header]) -> bytes:
-        """The header count and headers of one record (the C builder calls this for any
-        headers that are not a list or tuple of ``(str, bytes | None)`` tuples)."""
-        return _encode_headers(headers)
-
     # ---- state -------------------------------------------------------------------------
 
     @property
@@ -584,3 +578,9 @@ def _encode_headers(headers: Sequence[Header]) -> bytes:
                 f"header {name!r} value must be bytes or None, got {type(data).__name__}"
             )
     return _EMPTY.join(out)
+
+
+if _accel.ACCELERATED:  # the C builder's encoder for headers other than a list or tuple of pairs
+    from kclient.record._speedups import set_header_encoder
+
+    set_header_encoder(_encode_headers)

@@ -29,7 +29,6 @@ from kclient.record import RecordBatch
 from kclient.sender import append_rows
 from kclient.sender.appender import Appender, make_appender
 from kclient.sender.batch import BatchBuilder, Callback, Header, ProducerBatch
-from kclient.sender.batch_maker import make_batch_maker
 from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.drain import BatchDrainer, ReadyCheckResult
 from kclient.sender.future import FutureRecordMetadata
@@ -78,7 +77,6 @@ class RecordAccumulator:
         self.delivery_timeout_ms = delivery_timeout_ms
         self.pool = pool
         self._new_builder = builder_factory
-        self._make_batch = make_batch_maker(builder_factory)
         self._tm = transaction_manager
         self._wall_time_ns = wall_time_ns
         self._monotonic_ms = monotonic_ms or (lambda: time.monotonic_ns() // 1_000_000)
@@ -97,20 +95,6 @@ class RecordAccumulator:
         """The common case of ``append`` (an open batch with room), in C when built."""
         self.wakeup: Callable[[], object] = lambda: None
         """Called (outside locks) when a new batch was created: the Sender may need to run."""
-        configure_open = getattr(self.appender, "configure_open", None)
-        if configure_open is not None and not (
-            transaction_manager is not None and transaction_manager.is_transactional
-        ):  # the C appender's send_open opens batches as open_batch_now does (not in a txn)
-            configure_open(
-                self,
-                pool.try_allocate,
-                pool.deallocate,
-                self._make_batch,
-                self._batch_ids,
-                self._monotonic_ms,
-                self.incomplete.add,
-                batch_size,
-            )
 
     @property
     def closed(self) -> bool:
@@ -275,8 +259,12 @@ class RecordAccumulator:
                 )
                 if future is None:  # no other thread made room meanwhile: a new batch
                     batch_id = next(self._batch_ids)
-                    batch = self._make_batch(
-                        queues.tps[partition], size, self._monotonic_ms(), batch_id
+                    batch = ProducerBatch(
+                        queues.tps[partition],
+                        self._new_builder(size),
+                        self._monotonic_ms(),
+                        size,
+                        batch_id,
                     )
                     future = batch.try_append(timestamp_ms, key, value, headers, callback)
                     if future is None:

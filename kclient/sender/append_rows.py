@@ -137,7 +137,7 @@ def _append_group(  # noqa: PLR0917
             )
         except KafkaTimeoutError as exc:
             return exc
-        results[row] = future._produce_result
-        deltas[row] = future._offset_delta
+        results[row] = future.produce_result
+        deltas[row] = future.offset_delta
         i += 1
     return None

@@ -6,7 +6,8 @@ partition, appends the record to the last batch of that partition's deque, makes
 ``FutureRecordMetadata``, registers ``callback`` and counts the record's bytes for the
 sticky partitioner; it returns None, having changed nothing, when there is no open batch
 or the record does not fit (``RecordAccumulator`` then opens a batch, reserving memory).
-``KafkaProducer.send`` calls it directly, so the common case costs one call.
+``KafkaProducer.send`` calls it directly (``fast_send``: without a Python frame), so the
+common case costs one call.
 
 Two implementations doing the same steps: the C ``kclient.record._speedups.Appender``
 (the default when the accelerator is built, with ``TopicQueues.lock`` its C ``Lock``)
@@ -17,6 +18,7 @@ counterpart as a class: it is the first half of Java's ``RecordAccumulator.appen
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -26,8 +28,6 @@ from kclient.sender.batch import Callback, Header, ProducerBatch
 from kclient.sender.future import FutureRecordMetadata
 from kclient.sender.partitioner import StickyPartitioner
 from kclient.sender.topic_queues import BATCH_OVERHEAD, NO_HEADERS, TopicQueues
-
-_new_object = object.__new__
 
 OpenBatch = Callable[
     [
@@ -218,14 +218,13 @@ class PyAppender:
             )
             if delta < 0:
                 return None
-            # FutureRecordMetadata(batch.result, delta, timestamp_ms, key size, value size),
-            # its slots set here: a third of the cost of __init__
-            future = _new_object(FutureRecordMetadata)
-            future._produce_result = batch.result
-            future._offset_delta = delta
-            future._timestamp_ms = timestamp_ms
-            future._key_size = -1 if key is None else len(key)
-            future._value_size = -1 if value is None else len(value)
+            future = FutureRecordMetadata(
+                batch.result,
+                delta,
+                timestamp_ms,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+            )
             if callback is not None:
                 batch.add_callback(future, callback)
             if sticky is not None:
@@ -257,13 +256,25 @@ def make_appender(time_ns: Callable[[], int], *, pure_python: bool = False) -> A
     return PyAppender(time_ns)
 
 
-def install_fast_send(producer_class: type) -> None:
-    """With the accelerator built, ``producer_class.send`` becomes the C ``SendMethod``:
-    ``send_open`` on the producer's ``_fast_send`` without a Python frame, else its
-    ``_send_general``. On the class, ``send`` still reads as the Python function (its
-    signature, annotations and docstring); calls on a producer go through C."""
-    if _accel.ACCELERATED:
-        from kclient.record._speedups import SendMethod
+def fast_send(
+    producer: object,
+    appender: Appender,
+    send: Callable[..., FutureRecordMetadata],
+    general: Callable[..., FutureRecordMetadata],
+) -> Callable[..., FutureRecordMetadata] | None:
+    """``producer``'s ``send`` in C — the C ``SendCall``: ``appender.send_open`` without a
+    Python frame, else ``general(producer, topic, value, key, headers, partition,
+    timestamp_ms, callback)``; a call it cannot bind goes to ``send(producer, ...)`` — or
+    None without the accelerator (or with the Python appender). It holds ``producer``
+    weakly: the producer keeps it as its ``send`` attribute."""
+    if not _accel.ACCELERATED:
+        return None
+    from kclient.record._speedups import Appender as CAppender
+    from kclient.record._speedups import SendCall
 
-        general = producer_class.__dict__["send"]
-        setattr(producer_class, "send", SendMethod(general))  # noqa: B010
+    if not isinstance(appender, CAppender):
+        return None
+    call: Callable[..., FutureRecordMetadata] = SendCall(
+        appender, weakref.ref(producer), send, general
+    )
+    return call

@@ -187,10 +187,10 @@ class ProducerBatch:
         """Run ``callback`` for the record of ``future`` (appended to this batch) when the
         batch completes. Keeps the record's numbers, not the future (see ``THUNK``)."""
         thunk = (
-            future._offset_delta,
-            future._timestamp_ms,
-            future._key_size,
-            future._value_size,
+            future.offset_delta,
+            future.timestamp_ms,
+            future.key_size,
+            future.value_size,
             callback,
         )
         if self.thunks is None:  # None until the first: the batch templates share None

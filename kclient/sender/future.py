@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from kclient.errors import IllegalStateError, KafkaTimeoutError
 from kclient.network.cluster import TopicPartition
@@ -239,16 +239,14 @@ def record_metadata(
     return RecordMetadata(tp.topic, tp.partition, offset, timestamp_ms, key_size, value_size)
 
 
-class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
-    """The future ``KafkaProducer.send`` returns; resolves to a ``RecordMetadata``.
+class RecordFutureFields:
+    """What a record's future knows of its record: its batch's shared ``produce_result``,
+    its ``offset_delta`` there, its ``timestamp_ms`` and its serialized ``key_size`` and
+    ``value_size`` (-1: null). ``FutureRecordMetadata``'s base: with the accelerator built,
+    ``kclient.record._speedups.RecordFutureFields``, a C struct the C ``Appender`` fills
+    directly (kclient/sender/_record_future.c); this class is the reference it follows."""
 
-    ``result(timeout)`` / ``get(timeout)`` wait; a send failure raises the Kafka error.
-    Records cannot be cancelled once handed to the producer (``cancel()`` is False).
-    """
-
-    # The base class is not slotted, so instances keep a __dict__ for the lazily created
-    # fields; the always-present ones live in slots.
-    __slots__ = ("_key_size", "_offset_delta", "_produce_result", "_timestamp_ms", "_value_size")
+    __slots__ = ("key_size", "offset_delta", "produce_result", "timestamp_ms", "value_size")
 
     def __init__(
         self,
@@ -258,14 +256,29 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         key_size: int = -1,
         value_size: int = -1,
     ) -> None:
-        # Deliberately not calling Future.__init__: it allocates a Condition per future.
-        # RecordAccumulator.append (the per-record path) sets these five slots itself
-        # without calling __init__: keep the two in step.
-        self._produce_result = produce_result
-        self._offset_delta = offset_delta
-        self._timestamp_ms = timestamp_ms
-        self._key_size = key_size
-        self._value_size = value_size
+        self.produce_result = produce_result
+        self.offset_delta = offset_delta
+        self.timestamp_ms = timestamp_ms
+        self.key_size = key_size
+        self.value_size = value_size
+
+
+if ACCELERATED and not TYPE_CHECKING:
+    from kclient.record._speedups import RecordFutureFields  # the C one
+
+
+class FutureRecordMetadata(RecordFutureFields, concurrent.futures.Future):  # type: ignore[type-arg]
+    """The future ``KafkaProducer.send`` returns; resolves to a ``RecordMetadata``.
+
+    ``result(timeout)`` / ``get(timeout)`` wait; a send failure raises the Kafka error.
+    Records cannot be cancelled once handed to the producer (``cancel()`` is False).
+    ``FutureRecordMetadata(produce_result, offset_delta, timestamp_ms, key_size,
+    value_size)``: the fields are ``RecordFutureFields``' (``Future.__init__`` is not
+    called: it would allocate a Condition per future).
+    """
+
+    # The base class concurrent.futures.Future is not slotted, so instances keep a __dict__
+    # for the lazily created fields; the always-present ones are RecordFutureFields'.
 
     # ---- lazily created state for concurrent.futures.wait / as_completed / callbacks ----
 
@@ -291,10 +304,10 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
 
     def _follow(self) -> ProduceResult:
         """The current result of this record: after splits, the batch it moved to."""
-        result = self._produce_result
+        result = self.produce_result
         while result.superseded:
-            result, self._offset_delta = result.split_map[self._offset_delta]
-            self._produce_result = result
+            result, self.offset_delta = result.split_map[self.offset_delta]
+            self.produce_result = result
         return result
 
     def _watch(self) -> None:
@@ -311,7 +324,7 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         """The batch completed: wake concurrent.futures waiters, run done callbacks."""
         cond = self.__dict__.get("_cond")
         if cond is not None:
-            failed = self._error(self._produce_result) is not None
+            failed = self._error(self.produce_result) is not None
             with cond:
                 for waiter in self.__dict__.get("_waiter_list", ()):
                     if failed:
@@ -333,7 +346,7 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
             fn(self)
         except Exception:
             log.exception(
-                "exception in a done callback of a produce future for %s", self._produce_result.tp
+                "exception in a done callback of a produce future for %s", self.produce_result.tp
             )
 
     # ---- the Future API --------------------------------------------------------------------
@@ -348,11 +361,11 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         return False
 
     def done(self) -> bool:
-        result = self._produce_result
+        result = self.produce_result
         return result.done or (result.superseded and self._follow().done)
 
     def _await(self, timeout: float | None) -> ProduceResult:
-        result = self._produce_result
+        result = self.produce_result
         if result.done:
             return result
         result = self._follow()
@@ -381,11 +394,11 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         return self._error(self._await(timeout))
 
     def _error(self, result: ProduceResult) -> BaseException | None:
-        return record_error(result, self._offset_delta)
+        return record_error(result, self.offset_delta)
 
     def _metadata(self, result: ProduceResult) -> RecordMetadata:
         return record_metadata(
-            result, self._offset_delta, self._timestamp_ms, self._key_size, self._value_size
+            result, self.offset_delta, self.timestamp_ms, self.key_size, self.value_size
         )
 
     def metadata(self) -> RecordMetadata | None:
@@ -399,7 +412,7 @@ class FutureRecordMetadata(concurrent.futures.Future):  # type: ignore[type-arg]
         """Call ``fn(future)`` when done (now, if already done); runs on the Sender thread."""
         self.__dict__.setdefault("_callbacks", []).append(fn)
         self._watch()
-        if self._produce_result.done:
+        if self.produce_result.done:
             self._run_callbacks()  # finished before we registered; each fn runs once
 
     def set_running_or_notify_cancel(self) -> bool:

@@ -64,7 +64,7 @@ def test_a_caller_waiting_on_a_batch_is_released_by_the_senders_next_poll() -> N
     h = make()
     [future] = h.send("t", 0)
     h.run()  # the ProduceRequest goes out
-    result = future._produce_result
+    result = future.produce_result
     assert not result.wait(0)  # a waiter: it holds the batch's gate and times out
     h.client.respond(
         {

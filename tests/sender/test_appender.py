@@ -5,6 +5,7 @@ futures, the same sticky partitions — and what a caller of ``append`` sees fro
 from __future__ import annotations
 
 import gc
+import inspect
 import random
 import threading
 import weakref
@@ -19,6 +20,7 @@ from kclient.errors import IllegalStateError
 from kclient.record import RecordBatch, _accel
 from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.appender import PyAppender, make_appender
+from kclient.sender.buffer_pool import BufferPool
 from kclient.sender.topic_queues import TopicQueues, estimate_size_upper_bound
 from kclient.testing import MockClock
 from tests.sender.helpers import NODE0, accumulator, cluster
@@ -64,16 +66,16 @@ def _run(ops: list[Op], kind: str) -> list[Any]:
             size = estimate_size_upper_bound(key, value, headers)
             callback = (lambda md, exc: None) if with_callback else None
             future = acc.append(queues, partition, ts, key, value, headers, callback, 0, size)
-            result = future._produce_result
+            result = future.produce_result
             batch_no = batches.setdefault(id(result), len(batches))
             seen.append(
                 (
                     result.tp,
                     batch_no,
-                    future._offset_delta,
-                    future._timestamp_ms,
-                    future._key_size,
-                    future._value_size,
+                    future.offset_delta,
+                    future.timestamp_ms,
+                    future.key_size,
+                    future.value_size,
                     queues.sticky.partition,
                     queues.sticky.produced_bytes,
                 )
@@ -127,7 +129,7 @@ def _append(acc: RecordAccumulator, partition: int = -1, ts: int | None = 5, **k
 def test_append_open_returns_none_without_an_open_batch(acc: RecordAccumulator) -> None:
     assert _append(acc, 0) is None  # nothing queued yet: the caller opens a batch
     first = acc.append(acc.topic_queues("t"), 0, 5, None, b"x", None, None, 0, 83)
-    assert _append(acc, 0)._produce_result is first._produce_result
+    assert _append(acc, 0).produce_result is first.produce_result
     assert _append(acc, 1) is None
 
 
@@ -158,7 +160,7 @@ def test_closed_appender_raises(acc: RecordAccumulator) -> None:
 def test_no_timestamp_is_now_by_the_wall_clock(acc: RecordAccumulator) -> None:
     acc.append(acc.topic_queues("t"), 0, None, None, b"x", None, None, 0, 83)
     future = _append(acc, 0, ts=None)
-    assert future._timestamp_ms == 1_700_000_000_123
+    assert future.timestamp_ms == 1_700_000_000_123
     (batch,) = acc.topic_queues("t").deques[0]
     timestamps = [r.timestamp for r in RecordBatch(batch.close()).records()]
     assert timestamps == [1_700_000_000_123] * 2
@@ -170,7 +172,7 @@ def test_callbacks_are_registered_with_the_batch(acc: RecordAccumulator) -> None
     future = _append(acc, 0, callback=lambda md, exc: calls.append(md))
     (batch,) = acc.topic_queues("t").deques[0]
     assert batch.thunks is not None
-    assert batch.thunks[:4] == [future._offset_delta, 5, -1, 100]  # delta, time, key, value sizes
+    assert batch.thunks[:4] == [future.offset_delta, 5, -1, 100]  # delta, time, key, value sizes
 
 
 def test_an_error_in_the_callback_registration_releases_the_lock(
@@ -306,9 +308,9 @@ def _run_send(
             sticky = queues["t"].sticky
             seen.append(
                 (
-                    future._produce_result.tp,
-                    future._offset_delta,
-                    future._timestamp_ms,
+                    future.produce_result.tp,
+                    future.offset_delta,
+                    future.timestamp_ms,
                     (sticky.partition, sticky.produced_bytes),
                 )
             )
@@ -402,28 +404,33 @@ def test_send_open_leaves_a_new_batch_to_the_general_way_when_memory_is_short(
     assert future is not None and acc.pool.available_bytes == 0 and len(queues["t"].deques[1]) == 1
 
 
-@needs_c
-def test_a_batch_that_fails_to_open_gives_its_memory_back() -> None:
-    # send_open's own new batch (configure_open): an error after memory was reserved
-    acc = accumulator(MockClock(), batch_size=700, linger_ms=0)
+@pytest.mark.parametrize("kind", ["c", "python"])
+def test_a_batch_that_fails_to_open_gives_its_memory_back(kind: str) -> None:
+    # send_open's new batch (open_batch_now): an error after memory was reserved
+    if kind == "c" and not _accel.ACCELERATED:
+        pytest.skip("the C accelerator is not built (or KCLIENT_PURE_PYTHON)")
+
+    def broken_builder(size: int) -> Any:
+        raise MemoryError("no batch today")
+
+    clock = MockClock()
+    pool = BufferPool(1 << 20, clock)
+    acc = RecordAccumulator(
+        batch_size=700,
+        linger_ms=0,
+        retry_backoff_ms=100,
+        retry_backoff_max_ms=100,
+        delivery_timeout_ms=120_000,
+        pool=pool,
+        builder_factory=broken_builder,
+        monotonic_ms=clock.monotonic_ms,
+    )
+    if kind != "c":
+        acc.appender = PyAppender(lambda: 0)
     queues = {"t": acc.topic_queues("t")}
     acc.appender.configure_send(queues, 400, None, True, acc.open_batch_now)
     acc.update_cluster(cluster(LEADERS))
     free = acc.pool.available_bytes
-
-    def broken_maker(*args: object) -> object:
-        raise MemoryError("no batch today")
-
-    acc.appender.configure_open(
-        acc,
-        acc.pool.try_allocate,
-        acc.pool.deallocate,
-        broken_maker,
-        iter(range(1, 100)),
-        lambda: 5,
-        acc.incomplete.add,
-        700,
-    )
     with pytest.raises(MemoryError, match="no batch today"):
         acc.appender.send_open("t", b"v", None, 1, None, None, None)
     assert acc.pool.available_bytes == free and not queues["t"].deques[1]
@@ -456,7 +463,7 @@ def test_an_accumulator_and_its_appender_are_collected(kind: str) -> None:
     assert gone() is None
 
 
-# ---- KafkaProducer.send through C (SendMethod) ---------------------------------------------
+# ---- KafkaProducer.send through C (SendCall) -----------------------------------------------
 
 
 def _idle_producer() -> Any:
@@ -501,10 +508,10 @@ def _outcomes(send: Callable[..., Any]) -> list[Any]:
         except Exception as exc:  # noqa: PERF203 -- the outcome compared
             outcomes.append((type(exc).__name__, str(exc)))
         else:
-            result = future._produce_result
+            result = future.produce_result
             outcomes.append(
-                (result.tp, future._offset_delta, future._timestamp_ms, future._key_size,
-                 future._value_size)
+                (result.tp, future.offset_delta, future.timestamp_ms, future.key_size,
+                 future.value_size)
             )  # fmt: skip
     return outcomes
 
@@ -517,7 +524,11 @@ def test_send_through_c_does_what_the_python_send_does() -> None:
     assert python_send.__name__ == "send" and "Queue a record" in (python_send.__doc__ or "")
     first, second = _idle_producer(), _idle_producer()
     try:
-        assert type(first.send).__name__ == "method" and first.send.__func__ is not python_send
+        assert type(first.send).__name__ == "SendCall"
+        # what help() and inspect show of it: the Python send's docstring and signature
+        assert first.send.__doc__ == python_send.__doc__
+        assert inspect.signature(first.send) == inspect.signature(python_send.__get__(second))
+        assert "timestamp_ms" in inspect.signature(first.send).parameters
         assert _outcomes(first.send) == _outcomes(lambda *a, **k: python_send(second, *a, **k))
     finally:
         first.close(0)
@@ -543,7 +554,49 @@ def test_a_bool_partition_is_refused_even_where_a_batch_is_open() -> None:
 
 def test_send_after_close_raises() -> None:
     producer = _idle_producer()
-    producer.send("t", b"v")
+    send = producer.send
+    send("t", b"v")
     producer.close(0)
-    with pytest.raises(IllegalStateError):
-        producer.send("t", b"v")
+    assert producer.send.__func__ is type(producer).send  # the Python send again
+    for call in (producer.send, send):  # also through C, when fetched before close
+        with pytest.raises(IllegalStateError):
+            call("t", b"v")
+
+
+def test_a_dropped_producer_is_freed_by_reference_counting() -> None:
+    # producer.send (C) holds its producer weakly: no cycle keeps the producer alive
+    producer = _idle_producer()
+    producer.send("t", b"v")
+    gone = weakref.ref(producer)
+    gc.disable()
+    try:
+        del producer
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
+def test_a_record_futures_fields_are_its_constructors_arguments() -> None:
+    """``RecordFutureFields`` (the C struct when built, else its Python reference): what
+    ``FutureRecordMetadata``'s constructor takes is what the future reports."""
+    from kclient.network.cluster import TopicPartition
+    from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordFutureFields
+
+    if _accel.ACCELERATED:
+        from kclient.record import _speedups
+
+        assert RecordFutureFields is _speedups.RecordFutureFields
+    result = ProduceResult(TopicPartition("t", 0))
+    fields = RecordFutureFields(result, 3, 1_700_000_000_000, 4)
+    assert (
+        fields.produce_result,
+        fields.offset_delta,
+        fields.timestamp_ms,
+        fields.key_size,
+        fields.value_size,
+    ) == (result, 3, 1_700_000_000_000, 4, -1)
+    future = FutureRecordMetadata(result, 2, 5, -1, 100)
+    assert isinstance(future, RecordFutureFields)
+    result.set(10, -1, None, finish=True)
+    metadata = future.result(0)
+    assert (metadata.offset, metadata.timestamp, metadata.serialized_value_size) == (12, 5, 100)

@@ -210,7 +210,7 @@ def run(scenario: Scenario, sender_class: type[Sender]) -> list[Any]:
                 pending = [b for b in batches if not b.result.done and not b.result.superseded]
                 if pending:
                     batch = pending[step.pick % len(pending)]
-                    mine = [f for f in futures if f._produce_result is batch.result]
+                    mine = [f for f in futures if f.produce_result is batch.result]
                     if step.kind == "aio":
                         batch.result.watch(_BatchWatch(settle, batch.result))
                     elif step.kind == "wait":
