@@ -100,7 +100,10 @@ def test_a_commit_is_awaited_while_the_loop_runs_and_resumed_after_a_timeout() -
             with pytest.raises(KafkaTimeoutError, match=r"call commit_transaction\(\) again"):
                 await p.commit_transaction()
             ticker.cancel()
-            assert ticks >= 10  # the loop ran while the commit was awaited
+            # the loop ran timers while the commit was awaited (a commit blocking the loop
+            # would leave none: the ticker is cancelled as soon as it returns); one is
+            # enough, as a starved machine gave 2 in the 200 ms
+            assert ticks >= 1
             broker.release(END)
             await p.commit_transaction()  # resumes the same commit
 

@@ -46,8 +46,17 @@ def main(  # noqa: PLR0917 (the command line's arguments)
     df = spark.range(rows, numPartitions=tasks).select(
         pad("id").alias("key"), slow("id").alias("value")
     )
+    # The other tasks' transactions stay open, prepared, until task 0's retry is done and
+    # the driver commits them all: with the stall, the kill and a loaded machine that once
+    # took longer than the default transaction.timeout.ms (60 s), and the coordinator
+    # aborted one (the job then fails, as it should). Ten minutes (the broker allows 15).
     result = write_dataframe(
-        df, topic, exactly_once=True, sink_id=sink_id, bootstrap_servers=bootstrap
+        df,
+        topic,
+        exactly_once=True,
+        sink_id=sink_id,
+        bootstrap_servers=bootstrap,
+        transaction_timeout_ms=600_000,
     )
     print(f"written {result.records_written} {result.tasks}", flush=True)
     spark.stop()
