@@ -15,8 +15,8 @@ import asyncio
 import threading
 from collections.abc import Callable, Sequence
 
-from kclient import record_args
 from kclient.errors import SendBatchError
+from kclient.producer import record_args
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata

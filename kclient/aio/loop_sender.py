@@ -26,14 +26,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from kclient import producer as producer_module
 from kclient.aio.loop_selector import LoopSelector
 from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
 from kclient.errors import IllegalStateError, KafkaError
 from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.kafka_client import KafkaClient
-from kclient.producer import KafkaProducer, _live_producers
+from kclient.producer import kafka_producer as producer_module
+from kclient.producer.kafka_producer import KafkaProducer, _live_producers
 
 log = logging.getLogger(__name__)
 

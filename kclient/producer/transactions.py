@@ -2,7 +2,7 @@
 ``beginTransaction``, ``sendOffsetsToTransaction``, ``commitTransaction``,
 ``abortTransaction`` and KIP-939's ``prepareTransaction``.
 
-``ProducerTransactions`` is a base class of ``KafkaProducer`` (``kclient/producer.py``),
+``ProducerTransactions`` is a base class of ``KafkaProducer`` (``kafka_producer.py``),
 holding only these methods: they drive the producer's ``TransactionManager``
 (``kclient/sender/transaction_manager.py``) and the blocking ones wait on the caller's
 thread for the Sender to finish the coordinator requests, up to ``timeout`` seconds

@@ -1,6 +1,6 @@
 """KafkaProducer's wait for a topic's metadata: Java's ``KafkaProducer.waitOnMetadata``.
 
-``ProducerMetadataWait`` is a base class of ``KafkaProducer`` (``kclient/producer.py``),
+``ProducerMetadataWait`` is a base class of ``KafkaProducer`` (``kafka_producer.py``),
 holding only the wait: ``send`` and ``partitions_for`` block (up to ``max.block.ms``)
 until the topic, and the partition if given, is in the metadata. Beyond Java: while no
 connection ever succeeded it fails fast once every bootstrap server refuses

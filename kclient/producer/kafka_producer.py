@@ -11,9 +11,9 @@ raise from ``send`` instead of being returned as a failed future. ``flush`` and 
 take an optional timeout in seconds. A producer created before ``os.fork()`` cannot be
 used in the child: create it after the fork.
 
-The transaction methods are in ``ProducerTransactions`` (``producer_transactions.py``),
-``send_batch`` in ``ProducerBatches`` (``producer_batch.py``) and the wait for a topic's
-metadata in ``ProducerMetadataWait`` (``producer_metadata.py``), base classes of this one.
+The transaction methods are in ``ProducerTransactions`` (``transactions.py``),
+``send_batch`` in ``ProducerBatches`` (``send_batch.py``) and the wait for a topic's
+metadata in ``ProducerMetadataWait`` (``metadata_wait.py``), base classes of this one.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kclient import record_args, serialization
+from kclient import serialization
 from kclient.clock import SYSTEM_CLOCK, Clock
 from kclient.config import ProducerConfig
 from kclient.errors import (
@@ -39,9 +39,10 @@ from kclient.errors import (
 from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
-from kclient.producer_batch import ProducerBatches
-from kclient.producer_metadata import ProducerMetadataWait
-from kclient.producer_transactions import ProducerTransactions
+from kclient.producer import record_args
+from kclient.producer.metadata_wait import ProducerMetadataWait
+from kclient.producer.send_batch import ProducerBatches
+from kclient.producer.transactions import ProducerTransactions
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import transaction_manager
 from kclient.sender.accumulator import RecordAccumulator

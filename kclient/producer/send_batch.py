@@ -1,7 +1,7 @@
 """KafkaProducer.send_batch: many records in one call (``SendBatchResult`` in
 ``kclient/sender/bulk.py``; Arrow and list columns in ``kclient/sender/columns.py``).
 
-``ProducerBatches`` is a base class of ``KafkaProducer`` (``kclient/producer.py``),
+``ProducerBatches`` is a base class of ``KafkaProducer`` (``kafka_producer.py``),
 holding only ``send_batch`` and its common case, ``_append_rows`` (bytes, no serializers,
 headers or partitioner: whole runs of rows through ``RecordAccumulator.append_bulk``);
 any other row goes through ``KafkaProducer.send``. Callers' threads.
@@ -13,7 +13,6 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kclient import record_args
 from kclient.errors import (
     IllegalStateError,
     KafkaError,
@@ -21,6 +20,7 @@ from kclient.errors import (
     RecordTooLargeError,
     SerializationError,
 )
+from kclient.producer import record_args
 from kclient.sender import bulk, columns
 from kclient.sender.bulk import SendBatchResult
 
