@@ -177,7 +177,7 @@ append_locked(Appender *self, TopicQueuesFields *queues, PyObject *partition,
 {
     PyObject *ts = args[0], *key = args[1], *value = args[2], *headers = args[3];
     StickyFields *sticky = NULL;
-    PyObject *sticky_partition = NULL, *dq, *future = NULL;
+    PyObject *dq, *future = NULL;
 
     if (self->closed) {
         PyErr_SetString(self->closed_error, "cannot send after the producer is closed");
@@ -193,17 +193,15 @@ append_locked(Appender *self, TopicQueuesFields *queues, PyObject *partition,
             return NULL;
         }
         sticky = (StickyFields *)queues->sticky;
-        partition = sticky_partition = PyLong_FromSsize_t(sticky->partition);
+        partition = sticky->partition;
         if (partition == NULL) {
-            return NULL;
+            return PyErr_Format(PyExc_AttributeError, "the sticky partitioner has no partition");
         }
     }
     if (queues->deques == NULL || !PyDict_Check(queues->deques)) {
-        Py_XDECREF(sticky_partition);
         return PyErr_Format(PyExc_TypeError, "TopicQueues.deques must be a dict");
     }
     dq = PyDict_GetItemWithError(queues->deques, partition); /* borrowed; no deque made here */
-    Py_XDECREF(sticky_partition);
     Py_ssize_t queued = dq == NULL ? (PyErr_Occurred() ? -1 : 0) : PyObject_Length(dq);
     if (queued <= 0) {
         return queued < 0 ? NULL : Py_NewRef(Py_None);

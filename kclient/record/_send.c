@@ -63,9 +63,10 @@ static PyObject *
 send_queues(Appender *self, TopicQueuesFields *queues, PyObject *const *args)
 {
     PyObject *value = args[1], *key = args[2], *partition = args[3], *headers = args[5];
-    Py_ssize_t count = queues->num_partitions;
+    PyObject *count_obj = queues->num_partitions;
+    Py_ssize_t count = count_obj == NULL ? -1 : PyLong_AsSsize_t(count_obj);
     if (count <= 0) {
-        Py_RETURN_NONE;
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     PyObject *chosen = NULL; /* a new reference to the partition */
     if (partition != Py_None) {
@@ -83,9 +84,8 @@ send_queues(Appender *self, TopicQueuesFields *queues, PyObject *const *args)
         if (self->keyed_partition == NULL) {
             Py_RETURN_NONE;
         }
-        PyObject *call[2] = {key, PyLong_FromSsize_t(count)};
-        chosen = call[1] == NULL ? NULL : PyObject_Vectorcall(self->keyed_partition, call, 2, NULL);
-        Py_XDECREF(call[1]);
+        PyObject *call[2] = {key, count_obj};
+        chosen = PyObject_Vectorcall(self->keyed_partition, call, 2, NULL);
         if (chosen == NULL) {
             return NULL;
         }

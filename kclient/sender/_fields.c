@@ -121,6 +121,7 @@ queues_traverse(TopicQueuesFields *self, visitproc visit, void *arg)
     Py_VISIT(self->lock);
     Py_VISIT(self->deques);
     Py_VISIT(self->sticky);
+    Py_VISIT(self->num_partitions);
     return 0;
 }
 
@@ -130,6 +131,7 @@ queues_clear(TopicQueuesFields *self)
     Py_CLEAR(self->lock);
     Py_CLEAR(self->deques);
     Py_CLEAR(self->sticky);
+    Py_CLEAR(self->num_partitions);
     return 0;
 }
 
@@ -148,7 +150,7 @@ static PyMemberDef queues_members[] = {
      "Partition -> its deque of batches (a dict)."},
     {"sticky", T_OBJECT_EX, offsetof(TopicQueuesFields, sticky), 0,
      "The topic's StickyPartitioner."},
-    {"num_partitions", T_PYSSIZET, offsetof(TopicQueuesFields, num_partitions), 0,
+    {"num_partitions", T_OBJECT_EX, offsetof(TopicQueuesFields, num_partitions), 0,
      "The topic's partition count (0: not known yet)."},
     {NULL, 0, 0, 0, NULL},
 };
@@ -168,8 +170,30 @@ PyTypeObject kclient_TopicQueuesFieldsType = {
 
 /* ---- StickyFields ----------------------------------------------------------------------- */
 
+static int
+sticky_traverse(StickyFields *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->partition);
+    return 0;
+}
+
+static int
+sticky_clear(StickyFields *self)
+{
+    Py_CLEAR(self->partition);
+    return 0;
+}
+
+static void
+sticky_dealloc(StickyFields *self)
+{
+    PyObject_GC_UnTrack(self);
+    sticky_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
 static PyMemberDef sticky_members[] = {
-    {"partition", T_PYSSIZET, offsetof(StickyFields, partition), 0,
+    {"partition", T_OBJECT_EX, offsetof(StickyFields, partition), 0,
      "The partition keyless records go to (-1: none yet)."},
     {"produced_bytes", T_PYSSIZET, offsetof(StickyFields, produced_bytes), 0,
      "Bytes produced to the partition since it was chosen."},
@@ -182,8 +206,11 @@ PyTypeObject kclient_StickyFieldsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kclient.record._speedups.StickyFields",
     .tp_basicsize = sizeof(StickyFields),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_dealloc = (destructor)sticky_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
     .tp_doc = "The sticky partitioner's state (StickyPartitioner's base).",
+    .tp_traverse = (traverseproc)sticky_traverse,
+    .tp_clear = (inquiry)sticky_clear,
     .tp_members = sticky_members,
     .tp_new = PyType_GenericNew,
 };

@@ -16,17 +16,21 @@ typedef struct {
 } RecordFutureFields;
 
 /* A topic's queues (TopicQueues' base): its lock, its partition -> deque of batches, its
- * sticky partitioner and its partition count. NULL until TopicQueues.__init__ sets them. */
+ * sticky partitioner and its partition count (an int). NULL until TopicQueues.__init__ sets
+ * them. The ints Python code reads per record or per batch (num_partitions, partition) are
+ * objects: CPython reads an object member as fast as a __slots__ one, a C int member it
+ * converts on each access (the C code converts instead). */
 typedef struct {
     PyObject_HEAD
-    PyObject *lock, *deques, *sticky;
-    Py_ssize_t num_partitions;
+    PyObject *lock, *deques, *sticky, *num_partitions;
 } TopicQueuesFields;
 
-/* The sticky partitioner's state (StickyPartitioner's base). */
+/* The sticky partitioner's state (StickyPartitioner's base): its partition (an int object,
+ * NULL until set), and the bytes the Appender counts per record and their bound. */
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t partition, produced_bytes, sticky_bytes;
+    PyObject *partition;
+    Py_ssize_t produced_bytes, sticky_bytes;
 } StickyFields;
 
 /* What the Appender uses of a batch (ProducerBatch's base): its builder, its built records
