@@ -184,7 +184,10 @@ append_locked(Appender *self, TopicQueuesFields *queues, PyObject *partition,
         return NULL;
     }
     Py_ssize_t size_estimate = PyLong_AsSsize_t(args[5]);
-    Py_ssize_t index = size_estimate == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(partition);
+    if (size_estimate == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(partition);
     if (index == -1 && PyErr_Occurred()) {
         return NULL;
     }
