@@ -5,7 +5,7 @@ with mypyc (the Sender's step, the accumulator's drain, the network client, sele
 channel: the same ``.py`` files the pure-Python build runs), and the hand-written C that owns
 its data: ``kclient/record/_speedups.c`` (with ``_column.c``, the Arrow columns
 ``send_batch`` reads in place, ``_append.c``, ``_send.c``, ``_lock.c``, ``_crc32c.c`` and
-``kclient/sender/_record_future.c``, a record future's data), ``kclient/record/_validate.c``
+``kclient/sender/_fields.c``, the sender's data they use), ``kclient/record/_validate.c``
 (the broker's record checks),
 ``kclient/sender/_murmur2.c``, ``kclient/aio/_future.c`` (kclient.aio's record future and
 its helpers), ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition
@@ -79,7 +79,7 @@ setup(
                 "kclient/record/_lock.c",
                 "kclient/record/_send.c",
                 "kclient/record/_crc32c.c",
-                "kclient/sender/_record_future.c",
+                "kclient/sender/_fields.c",
             ],
             depends=[
                 "kclient/record/_column.h",
@@ -87,8 +87,7 @@ setup(
                 "kclient/record/_lock.h",
                 "kclient/record/_append.h",
                 "kclient/record/_crc32c.h",
-                "kclient/sender/_record_future.h",
-                "kclient/_slots.h",
+                "kclient/sender/_fields.h",
             ],
             optional=True,
         ),

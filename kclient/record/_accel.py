@@ -24,7 +24,7 @@ else:
     else:
         # built from older sources (a checkout updated without rebuilding): its RecordsWriter
         # does not read what the Python code hands it, so the pure-Python code runs instead
-        ACCELERATED = hasattr(_speedups, "Appender")
+        ACCELERATED = hasattr(_speedups, "BatchFields")
         if not ACCELERATED:
             logging.getLogger(__name__).warning(
                 "kclient.record._speedups was built from older sources; running the "

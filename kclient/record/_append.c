@@ -10,10 +10,10 @@
  *              last batch of that partition's deque, the record into its builder, the
  *              future, the callback, the sticky partitioner's byte count.
  *
- * The Python objects it walks (TopicQueues, StickyPartitioner, ProducerBatch,
- * FutureRecordMetadata) keep their state in __slots__; the Appender reads and writes those
- * slots at the offsets their member descriptors give (what CPython's own LOAD_ATTR_SLOT
- * does), after checking each object's exact type. Anything else is a TypeError.
+ * The objects it walks (TopicQueues, StickyPartitioner, ProducerBatch, FutureRecordMetadata)
+ * keep what it uses in the C structs they subclass (kclient/sender/_fields.c); it reads and
+ * writes those fields directly, after checking each object's type (a subtype of the struct's
+ * type). Anything else is a TypeError.
  *
  * send_open() (_send.c) goes one step further back: KafkaProducer.send's own common case
  * (bytes, known partitions, no headers, the built-in partitioner), then append.
@@ -28,7 +28,6 @@
 #include "_lock.h"
 #include "_writer.h"
 #include "_append.h"
-#include "../sender/_record_future.h"
 
 /* ---- Appender -------------------------------------------------------------------------- */
 
@@ -37,32 +36,13 @@ static PyObject *str_add_callback; /* "add_callback" */
 static PyObject *str_maybe_switch; /* "maybe_switch" */
 static PyObject *str_append;       /* "append" */
 
-/* Set a slot, dropping what it held. */
-static inline void
-slot_set(PyObject *obj, Py_ssize_t offset, PyObject *value)
-{
-    PyObject *old = SLOT(obj, offset);
-    SLOT(obj, offset) = value;
-    Py_XDECREF(old);
-}
-
-/* A slot's value (borrowed), or NULL with AttributeError when unset. */
-static inline PyObject *
-slot_get(PyObject *obj, Py_ssize_t offset, const char *name)
-{
-    PyObject *value = SLOT(obj, offset);
-    if (value == NULL) {
-        PyErr_Format(PyExc_AttributeError, "%s has no %s", Py_TYPE(obj)->tp_name, name);
-    }
-    return value;
-}
-
+/* 0 when `obj` (NULL: a field not set) is a `type` or a subtype; else -1 with TypeError. */
 static int
 check_type(PyObject *obj, PyTypeObject *type, const char *what)
 {
-    if (Py_TYPE(obj) != type) {
+    if (obj == NULL || !PyObject_TypeCheck(obj, type)) {
         PyErr_Format(PyExc_TypeError, "%s must be %s, got %s", what, type->tp_name,
-                     Py_TYPE(obj)->tp_name);
+                     obj == NULL ? "nothing" : Py_TYPE(obj)->tp_name);
         return -1;
     }
     return 0;
@@ -71,45 +51,22 @@ check_type(PyObject *obj, PyTypeObject *type, const char *what)
 static int
 appender_init(Appender *self, PyObject *args, PyObject *kwds)
 {
-    static char *names[] = {"topic_queues", "sticky_partitioner", "producer_batch",
-                            "future", "batch_overhead", "closed_error", "time_ns", NULL};
-    PyTypeObject *q, *s, *b, *f;
+    static char *names[] = {"future", "batch_overhead", "closed_error", "time_ns", NULL};
+    PyTypeObject *f;
     PyObject *error, *time_ns;
     Py_ssize_t overhead;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!O!nOO:Appender", names, &PyType_Type,
-                                     &q, &PyType_Type, &s, &PyType_Type, &b, &PyType_Type, &f,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!nOO:Appender", names, &PyType_Type, &f,
                                      &overhead, &error, &time_ns)) {
-        return -1;
-    }
-    if ((self->q_lock = slot_offset(q, "lock")) < 0 ||
-        (self->q_deques = slot_offset(q, "deques")) < 0 ||
-        (self->q_sticky = slot_offset(q, "sticky")) < 0 ||
-        (self->q_num_partitions = slot_offset(q, "num_partitions")) < 0 ||
-        (self->s_partition = slot_offset(s, "partition")) < 0 ||
-        (self->s_produced = slot_offset(s, "produced_bytes")) < 0 ||
-        (self->s_sticky_bytes = slot_offset(s, "sticky_bytes")) < 0 ||
-        (self->b_builder = slot_offset(b, "builder")) < 0 ||
-        (self->b_records = slot_offset(b, "records")) < 0 ||
-        (self->b_result = slot_offset(b, "result")) < 0) {
         return -1;
     }
     if (!PyType_IsSubtype(f, &kclient_RecordFutureFieldsType)) {
         PyErr_SetString(PyExc_TypeError, "Appender: future must subclass RecordFutureFields");
         return -1;
     }
-    Py_INCREF(q);
-    Py_INCREF(s);
-    Py_INCREF(b);
-    Py_INCREF(f);
-    Py_INCREF(error);
-    Py_INCREF(time_ns);
-    Py_XSETREF(self->time_ns, time_ns);
-    Py_XSETREF(self->queues_type, q);
-    Py_XSETREF(self->sticky_type, s);
-    Py_XSETREF(self->batch_type, b);
-    Py_XSETREF(self->future_type, f);
-    Py_XSETREF(self->closed_error, error);
+    Py_XSETREF(self->time_ns, Py_NewRef(time_ns));
+    Py_XSETREF(self->future_type, (PyTypeObject *)Py_NewRef(f));
+    Py_XSETREF(self->closed_error, Py_NewRef(error));
     self->batch_overhead = overhead;
     return 0;
 }
@@ -161,11 +118,12 @@ kclient_new_future(Appender *self, PyObject *batch, PyObject *result, Py_ssize_t
 /* The record into `batch` (an open ProducerBatch): its delta, -1 when it does not fit, -2
  * with an exception. */
 static Py_ssize_t
-kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *key,
-                     PyObject *value, PyObject *headers)
+kclient_batch_append(BatchFields *batch, PyObject *ts, PyObject *key, PyObject *value,
+                     PyObject *headers)
 {
-    PyObject *builder = slot_get(batch, self->b_builder, "builder");
+    PyObject *builder = batch->builder;
     if (builder == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the batch has no builder");
         return -2;
     }
     if (PyObject_TypeCheck(builder, &kclient_RecordsWriterType)) {
@@ -192,34 +150,21 @@ kclient_batch_append(Appender *self, PyObject *batch, PyObject *ts, PyObject *ke
 
 /* The sticky partitioner's byte count after a record went to `batch`; -1 on error. */
 static int
-sticky_count(Appender *self, PyObject *sticky, PyObject *batch, Py_ssize_t size_estimate)
+sticky_count(Appender *self, StickyFields *sticky, BatchFields *batch, Py_ssize_t size_estimate)
 {
-    PyObject *produced_obj = slot_get(sticky, self->s_produced, "produced_bytes");
-    PyObject *limit_obj = slot_get(sticky, self->s_sticky_bytes, "sticky_bytes");
-    if (produced_obj == NULL || limit_obj == NULL) {
-        return -1;
-    }
-    Py_ssize_t produced = PyLong_AsSsize_t(produced_obj);
-    Py_ssize_t limit = PyLong_AsSsize_t(limit_obj);
-    if ((produced == -1 || limit == -1) && PyErr_Occurred()) {
-        return -1;
-    }
-    produced += size_estimate - self->batch_overhead;
-    PyObject *now = PyLong_FromSsize_t(produced);
-    if (now == NULL) {
-        return -1;
-    }
-    slot_set(sticky, self->s_produced, now);
+    Py_ssize_t produced = sticky->produced_bytes += size_estimate - self->batch_overhead;
+    Py_ssize_t limit = sticky->sticky_bytes;
     if (produced < limit) {
         return 0;
     }
     /* StickyPartitioner.maybe_switch(batch), its test first for the C builder */
-    PyObject *builder = SLOT(batch, self->b_builder);
+    PyObject *builder = batch->builder;
     if (builder != NULL && PyObject_TypeCheck(builder, &kclient_RecordsWriterType) &&
         !kclient_writer_is_full((RecordsWriter *)builder) && produced < 2 * limit) {
         return 0;
     }
-    PyObject *out = PyObject_CallMethodOneArg(sticky, str_maybe_switch, batch);
+    PyObject *out = PyObject_CallMethodOneArg((PyObject *)sticky, str_maybe_switch,
+                                              (PyObject *)batch);
     Py_XDECREF(out);
     return out == NULL ? -1 : 0;
 }
@@ -227,18 +172,18 @@ sticky_count(Appender *self, PyObject *sticky, PyObject *batch, Py_ssize_t size_
 /* The part of append() under the topic's lock: a new reference to the future, Py_None, or
  * NULL with an exception. */
 static PyObject *
-append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *const *args)
+append_locked(Appender *self, TopicQueuesFields *queues, PyObject *partition,
+              PyObject *const *args)
 {
     PyObject *ts = args[0], *key = args[1], *value = args[2], *headers = args[3];
-    PyObject *callback = args[4];
-    PyObject *sticky = NULL, *deques, *dq, *batch, *records, *future;
-    Py_ssize_t size_estimate, delta;
+    StickyFields *sticky = NULL;
+    PyObject *dq, *future = NULL;
 
     if (self->closed) {
         PyErr_SetString(self->closed_error, "cannot send after the producer is closed");
         return NULL;
     }
-    size_estimate = PyLong_AsSsize_t(args[5]);
+    Py_ssize_t size_estimate = PyLong_AsSsize_t(args[5]);
     if (size_estimate == -1 && PyErr_Occurred()) {
         return NULL;
     }
@@ -247,60 +192,49 @@ append_locked(Appender *self, PyObject *queues, PyObject *partition, PyObject *c
         return NULL;
     }
     if (index < 0) {
-        sticky = slot_get(queues, self->q_sticky, "sticky");
-        if (sticky == NULL || check_type(sticky, self->sticky_type, "TopicQueues.sticky") < 0) {
+        if (check_type(queues->sticky, &kclient_StickyFieldsType, "TopicQueues.sticky") < 0) {
             return NULL;
         }
-        partition = slot_get(sticky, self->s_partition, "partition");
+        sticky = (StickyFields *)queues->sticky;
+        partition = sticky->partition;
         if (partition == NULL) {
-            return NULL;
+            return PyErr_Format(PyExc_AttributeError, "the sticky partitioner has no partition");
         }
     }
-    deques = slot_get(queues, self->q_deques, "deques");
-    if (deques == NULL || !PyDict_Check(deques)) {
-        return deques == NULL ? NULL : PyErr_Format(PyExc_TypeError, "deques must be a dict");
+    if (queues->deques == NULL || !PyDict_Check(queues->deques)) {
+        return PyErr_Format(PyExc_TypeError, "TopicQueues.deques must be a dict");
     }
-    dq = PyDict_GetItemWithError(deques, partition); /* borrowed; no deque made here */
-    if (dq == NULL) {
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    dq = PyDict_GetItemWithError(queues->deques, partition); /* borrowed; no deque made here */
+    Py_ssize_t queued = dq == NULL ? (PyErr_Occurred() ? -1 : 0) : PyObject_Length(dq);
+    if (queued <= 0) {
+        return queued < 0 ? NULL : Py_NewRef(Py_None);
     }
-    Py_ssize_t queued = PyObject_Length(dq);
-    if (queued < 0) {
+    PyObject *last = PySequence_GetItem(dq, queued - 1);
+    if (last == NULL || check_type(last, &kclient_BatchFieldsType, "a queued batch") < 0) {
+        Py_XDECREF(last);
         return NULL;
     }
-    batch = NULL;
-    delta = -1; /* no open batch with room */
-    if (queued > 0) {
-        batch = PySequence_GetItem(dq, queued - 1);
-        if (batch == NULL) {
-            return NULL;
-        }
-        if (check_type(batch, self->batch_type, "a queued batch") < 0) {
-            Py_DECREF(batch);
-            return NULL;
-        }
-        records = SLOT(batch, self->b_records);
-        if (records == NULL || records == Py_None) { /* built (back for a retry): no more */
-            delta = kclient_batch_append(self, batch, ts, key, value, headers);
-            if (delta == -2) {
-                Py_DECREF(batch);
-                return NULL;
-            }
+    Py_XINCREF(sticky); /* held while Python code (a builder's append, add_callback) runs */
+    BatchFields *batch = (BatchFields *)last;
+    Py_ssize_t delta = -1; /* built (back for a retry): no more records */
+    if (batch->records == NULL || batch->records == Py_None) {
+        delta = kclient_batch_append(batch, ts, key, value, headers);
+    }
+    if (delta == -1) { /* no room */
+        future = Py_NewRef(Py_None);
+    }
+    else if (delta >= 0 && batch->result == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the batch has no result");
+    }
+    else if (delta >= 0) {
+        future = kclient_new_future(self, last, batch->result, delta, ts, key, value, args[4]);
+        if (future != NULL && sticky != NULL &&
+            sticky_count(self, sticky, batch, size_estimate) < 0) {
+            Py_CLEAR(future);
         }
     }
-    if (delta < 0) {
-        Py_XDECREF(batch);
-        Py_RETURN_NONE;
-    }
-    PyObject *result = slot_get(batch, self->b_result, "result");
-    future = result == NULL
-                 ? NULL
-                 : kclient_new_future(self, batch, result, delta, ts, key, value, callback);
-    if (future != NULL && sticky != NULL &&
-        sticky_count(self, sticky, batch, size_estimate) < 0) {
-        Py_CLEAR(future);
-    }
-    Py_DECREF(batch);
+    Py_XDECREF(sticky);
+    Py_DECREF(last);
     return future;
 }
 
@@ -325,13 +259,13 @@ now_ms(Appender *self)
     return PyLong_FromLongLong(ms);
 }
 
-/* The record into `queues` (checked to be a TopicQueues) under its lock; args: partition,
- * timestamp_ms (None: now), key, value, headers, callback, size_estimate. */
+/* The record into `queues` (checked to be a TopicQueuesFields) under its lock; args:
+ * partition, timestamp_ms (None: now), key, value, headers, callback, size_estimate. */
 PyObject *
-kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args)
+kclient_append_to(Appender *self, TopicQueuesFields *queues, PyObject *const *args)
 {
-    PyObject *lock = slot_get(queues, self->q_lock, "lock");
-    if (lock == NULL || check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
+    PyObject *lock = queues->lock;
+    if (check_type(lock, &kclient_LockType, "TopicQueues.lock") < 0) {
         return NULL;
     }
     PyObject *rest[6] = {args[1], args[2], args[3], args[4], args[5], args[6]};
@@ -362,10 +296,10 @@ appender_append(Appender *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "append() takes 8 arguments (%zd given)", nargs);
         return NULL;
     }
-    if (check_type(args[0], self->queues_type, "queues") < 0) {
+    if (check_type(args[0], &kclient_TopicQueuesFieldsType, "queues") < 0) {
         return NULL;
     }
-    return kclient_append_to(self, args[0], args + 1);
+    return kclient_append_to(self, (TopicQueuesFields *)args[0], args + 1);
 }
 
 static PyObject *
@@ -389,9 +323,6 @@ appender_set_closed(Appender *self, PyObject *value, void *Py_UNUSED(closure))
 static int
 appender_traverse(Appender *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->queues_type);
-    Py_VISIT(self->sticky_type);
-    Py_VISIT(self->batch_type);
     Py_VISIT(self->future_type);
     Py_VISIT(self->closed_error);
     Py_VISIT(self->time_ns);
@@ -404,9 +335,6 @@ appender_traverse(Appender *self, visitproc visit, void *arg)
 static int
 appender_clear(Appender *self)
 {
-    Py_CLEAR(self->queues_type);
-    Py_CLEAR(self->sticky_type);
-    Py_CLEAR(self->batch_type);
     Py_CLEAR(self->future_type);
     Py_CLEAR(self->closed_error);
     Py_CLEAR(self->time_ns);

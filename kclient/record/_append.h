@@ -5,14 +5,11 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "../_slots.h"
+#include "../sender/_fields.h"
 
 typedef struct {
     PyObject_HEAD
-    PyTypeObject *queues_type, *sticky_type, *batch_type, *future_type;
-    Py_ssize_t q_lock, q_deques, q_sticky, q_num_partitions; /* TopicQueues */
-    Py_ssize_t s_partition, s_produced, s_sticky_bytes; /* StickyPartitioner */
-    Py_ssize_t b_builder, b_records, b_result; /* ProducerBatch */
+    PyTypeObject *future_type; /* a RecordFutureFields subclass: the futures made */
     Py_ssize_t batch_overhead;
     PyObject *closed_error; /* IllegalStateError */
     PyObject *time_ns;      /* the wall clock in ns (time.time_ns): timestamps not given */
@@ -32,10 +29,10 @@ typedef struct {
 } Appender;
 
 
-/* The record into `queues` (a TopicQueues, checked) under its lock; args: partition,
+/* The record into `queues` (a TopicQueuesFields, checked) under its lock; args: partition,
  * timestamp_ms (None: now), key, value, headers, callback, size_estimate. The future, Py_None
  * when no open batch had room, or NULL with an exception. */
-PyObject *kclient_append_to(Appender *self, PyObject *queues, PyObject *const *args);
+PyObject *kclient_append_to(Appender *self, TopicQueuesFields *queues, PyObject *const *args);
 
 extern PyTypeObject kclient_AppenderType;
 

@@ -25,7 +25,7 @@
  * max_record_bytes, an open batch with room (or memory for a new one, given open_batch) — and
  * None, having done nothing, for anything else (send then goes the general way, which
  * converts, waits, refuses or opens a batch). */
-static PyObject *send_queues(Appender *self, PyObject *queues, PyObject *const *args);
+static PyObject *send_queues(Appender *self, TopicQueuesFields *queues, PyObject *const *args);
 
 PyObject *
 kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nargs)
@@ -49,21 +49,21 @@ kclient_appender_send_open(Appender *self, PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NONE;
     }
     PyObject *queues = PyDict_GetItemWithError(self->queues_by_topic, topic);
-    if (queues == NULL || Py_TYPE(queues) != self->queues_type) {
+    if (queues == NULL || !PyObject_TypeCheck(queues, &kclient_TopicQueuesFieldsType)) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     Py_INCREF(queues); /* held while the partitioner runs */
-    PyObject *out = send_queues(self, queues, args);
+    PyObject *out = send_queues(self, (TopicQueuesFields *)queues, args);
     Py_DECREF(queues);
     return out;
 }
 
 /* send_open's part once the topic's TopicQueues is known. */
 static PyObject *
-send_queues(Appender *self, PyObject *queues, PyObject *const *args)
+send_queues(Appender *self, TopicQueuesFields *queues, PyObject *const *args)
 {
     PyObject *value = args[1], *key = args[2], *partition = args[3], *headers = args[5];
-    PyObject *count_obj = SLOT(queues, self->q_num_partitions);
+    PyObject *count_obj = queues->num_partitions;
     Py_ssize_t count = count_obj == NULL ? -1 : PyLong_AsSsize_t(count_obj);
     if (count <= 0) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
@@ -115,7 +115,7 @@ send_queues(Appender *self, PyObject *queues, PyObject *const *args)
     if (out == Py_None && self->open_batch != NULL) {
         /* no room: a new batch through open_batch, memory allowing */
         Py_DECREF(out);
-        PyObject *open_args[8] = {queues, chosen, args[4], key, value, headers, args[6], size_obj};
+        PyObject *open_args[8] = {(PyObject *)queues, chosen, args[4], key, value, headers, args[6], size_obj};
         out = PyObject_Vectorcall(self->open_batch, open_args, 8, NULL);
     }
     Py_DECREF(size_obj);

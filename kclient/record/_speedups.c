@@ -10,6 +10,9 @@
  *                        it and writes the header and CRC. kclient.record.builder subclasses
  *                        it as CRecordBatchBuilder.
  *   Lock, Appender       RecordAccumulator.append's common case in one call (_append.c).
+ *   TopicQueuesFields, StickyFields, BatchFields, RecordFutureFields
+ *                        the sender's data the Appender uses, C structs that its Python
+ *                        classes subclass (kclient/sender/_fields.c).
  *   decode_records()     the records of one batch as Record tuples (batch.py's
  *                        _py_decode_records, Kafka's DefaultRecord.readFrom): checks the
  *                        whole batch, then makes the records as they are iterated.
@@ -32,7 +35,7 @@
 #include "_writer.h"
 #include "_append.h"
 #include "_crc32c.h"
-#include "../sender/_record_future.h"
+#include "../sender/_fields.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -1447,6 +1450,8 @@ PyInit__speedups(void)
         PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
         PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendCallType) < 0 ||
         PyType_Ready(&kclient_RecordFutureFieldsType) < 0 ||
+        PyType_Ready(&kclient_TopicQueuesFieldsType) < 0 ||
+        PyType_Ready(&kclient_StickyFieldsType) < 0 || PyType_Ready(&kclient_BatchFieldsType) < 0 ||
         kclient_append_init() < 0) {
         return NULL;
     }
@@ -1486,7 +1491,11 @@ PyInit__speedups(void)
         PyModule_AddObjectRef(module, "SendCall", (PyObject *)&kclient_SendCallType) < 0 ||
         PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
         PyModule_AddObjectRef(module, "RecordFutureFields",
-                              (PyObject *)&kclient_RecordFutureFieldsType) < 0) {
+                              (PyObject *)&kclient_RecordFutureFieldsType) < 0 ||
+        PyModule_AddObjectRef(module, "TopicQueuesFields",
+                              (PyObject *)&kclient_TopicQueuesFieldsType) < 0 ||
+        PyModule_AddObjectRef(module, "StickyFields", (PyObject *)&kclient_StickyFieldsType) < 0 ||
+        PyModule_AddObjectRef(module, "BatchFields", (PyObject *)&kclient_BatchFieldsType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -85,9 +85,6 @@ class Appender:
     closed: bool
     def __init__(
         self,
-        topic_queues: type,
-        sticky_partitioner: type,
-        producer_batch: type,
         future: type,
         batch_overhead: int,
         closed_error: type[BaseException],
@@ -156,6 +153,28 @@ class RecordFutureFields:
         key_size: int = -1,
         value_size: int = -1,
     ) -> None: ...
+
+class TopicQueuesFields:
+    """What the Appender uses of a topic's queues (``kclient.sender.topic_queues``), in C."""
+
+    lock: Any
+    deques: Any
+    sticky: Any
+    num_partitions: int
+
+class StickyFields:
+    """The sticky partitioner's state (``kclient.sender.partitioner``), in C."""
+
+    partition: int
+    produced_bytes: int
+    sticky_bytes: int
+
+class BatchFields:
+    """What the Appender uses of a batch (``kclient.sender.batch``), in C."""
+
+    builder: Any
+    records: bytes | None
+    result: Any
 
 def decode_records(
     data: bytes | memoryview,

@@ -24,9 +24,8 @@ from typing import Protocol
 
 from kclient.errors import IllegalStateError
 from kclient.record import _accel
-from kclient.sender.batch import Callback, Header, ProducerBatch
+from kclient.sender.batch import Callback, Header
 from kclient.sender.future import FutureRecordMetadata
-from kclient.sender.partitioner import StickyPartitioner
 from kclient.sender.topic_queues import BATCH_OVERHEAD, NO_HEADERS, TopicQueues
 
 OpenBatch = Callable[
@@ -244,13 +243,7 @@ def make_appender(time_ns: Callable[[], int], *, pure_python: bool = False) -> A
         from kclient.record._speedups import Appender as CAppender
 
         appender: Appender = CAppender(
-            TopicQueues,
-            StickyPartitioner,
-            ProducerBatch,
-            FutureRecordMetadata,
-            BATCH_OVERHEAD,
-            IllegalStateError,
-            time_ns,
+            FutureRecordMetadata, BATCH_OVERHEAD, IllegalStateError, time_ns
         )
         return appender
     return PyAppender(time_ns)

@@ -12,11 +12,12 @@ import enum
 import logging
 import threading
 from collections.abc import Callable, Iterator, MutableSequence, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kclient.errors import IllegalStateError
 from kclient.network.cluster import TopicPartition
 from kclient.record import set_producer_state
+from kclient.record._accel import ACCELERATED
 from kclient.sender.future import (
     FutureRecordMetadata,
     ProduceResult,
@@ -99,18 +100,36 @@ def rewrite_producer_state(
     return bytes(buf)
 
 
-class ProducerBatch:
+class BatchFields:
+    """What the ``Appender`` uses of a batch: its record ``builder``, its built ``records``
+    (None while it is open) and its ``ProduceResult``, ``result``. ``ProducerBatch``'s base:
+    with the accelerator built, ``kclient.record._speedups.BatchFields``, a C struct the C
+    ``Appender`` reads directly (kclient/sender/_fields.c); this class is the reference it
+    follows."""
+
+    __slots__ = ("builder", "records", "result")
+
+    builder: BatchBuilder
+    records: bytes | None
+    result: ProduceResult
+
+
+if ACCELERATED and not TYPE_CHECKING:
+    from kclient.record._speedups import BatchFields  # the C one
+
+
+class ProducerBatch(BatchFields):
     """Records for one topic-partition, their callbacks, and the batch's delivery state.
 
     Times are monotonic milliseconds: ``created_ms`` starts linger and delivery timeout,
-    ``retry_at_ms`` ends the retry backoff.
+    ``retry_at_ms`` ends the retry backoff. The fields the ``Appender`` uses are
+    ``BatchFields``'.
     """
 
     __slots__ = (
         "_append",
         "attempts",
         "base_sequence",
-        "builder",
         "created_ms",
         "drained_ms",
         "final_state",
@@ -119,9 +138,7 @@ class ProducerBatch:
         "order",
         "producer_epoch",
         "producer_id",
-        "records",
         "reserved_bytes",
-        "result",
         "retry_at_ms",
         "thunks",
         "tp",
@@ -149,7 +166,7 @@ class ProducerBatch:
         self.in_retry = False
         self.final_state: FinalState | None = None
         self.reserved_bytes = reserved_bytes
-        self.records: bytes | None = None
+        self.records = None
         self.uncompressed_bytes = 0
         self.producer_id = -1
         self.producer_epoch = -1

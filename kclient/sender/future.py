@@ -244,7 +244,7 @@ class RecordFutureFields:
     its ``offset_delta`` there, its ``timestamp_ms`` and its serialized ``key_size`` and
     ``value_size`` (-1: null). ``FutureRecordMetadata``'s base: with the accelerator built,
     ``kclient.record._speedups.RecordFutureFields``, a C struct the C ``Appender`` fills
-    directly (kclient/sender/_record_future.c); this class is the reference it follows."""
+    directly (kclient/sender/_fields.c); this class is the reference it follows."""
 
     __slots__ = ("key_size", "offset_delta", "produce_result", "timestamp_ms", "value_size")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import struct
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kclient.record import ACCELERATED
 
@@ -89,7 +89,25 @@ class _Batch(Protocol):
     def is_full(self) -> bool: ...
 
 
-class StickyPartitioner:
+class StickyFields:
+    """The sticky partitioner's state: the ``partition`` keyless records go to, the
+    ``produced_bytes`` sent there since it was chosen and the ``sticky_bytes`` after which
+    it may change. ``StickyPartitioner``'s base: with the accelerator built,
+    ``kclient.record._speedups.StickyFields``, a C struct the C ``Appender`` reads and
+    counts in directly (kclient/sender/_fields.c); this class is the reference it follows."""
+
+    __slots__ = ("partition", "produced_bytes", "sticky_bytes")
+
+    partition: int
+    produced_bytes: int
+    sticky_bytes: int
+
+
+if ACCELERATED and not TYPE_CHECKING:
+    from kclient.record._speedups import StickyFields  # the C one
+
+
+class StickyPartitioner(StickyFields):
     """Java's ``BuiltInPartitioner`` for one topic (uniform sticky, no adaptive weighting).
 
     ``partition`` is the current sticky choice. The accumulator adds each record's bytes
@@ -99,14 +117,7 @@ class StickyPartitioner:
     or regardless once twice ``batch.size`` went to the current partition.
     """
 
-    __slots__ = (
-        "_available",
-        "_num_partitions",
-        "_random",
-        "partition",
-        "produced_bytes",
-        "sticky_bytes",
-    )
+    __slots__ = ("_available", "_num_partitions", "_random")
 
     def __init__(self, sticky_batch_size: int, rng: random.Random | None = None) -> None:
         self.sticky_bytes = max(sticky_batch_size, 1)

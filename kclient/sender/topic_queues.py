@@ -13,7 +13,7 @@ import random
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kclient.network.cluster import TopicPartition
 from kclient.record import _accel
@@ -65,19 +65,30 @@ def estimate_size_upper_bound(
     return size
 
 
-class TopicQueues:
-    """The deques of one topic, indexed by partition, and its sticky partitioner."""
+class TopicQueuesFields:
+    """What the ``Appender`` uses of a topic's queues: its ``lock``, its ``deques``, its
+    ``sticky`` partitioner and its ``num_partitions``. ``TopicQueues``' base: with the
+    accelerator built, ``kclient.record._speedups.TopicQueuesFields``, a C struct the C
+    ``Appender`` reads directly (kclient/sender/_fields.c); this class is the reference it
+    follows."""
 
-    __slots__ = (
-        "deques",
-        "last_batch_ms",
-        "lock",
-        "num_partitions",
-        "queued",
-        "sticky",
-        "topic",
-        "tps",
-    )
+    __slots__ = ("deques", "lock", "num_partitions", "sticky")
+
+    lock: LockLike
+    deques: _Deques
+    sticky: StickyPartitioner
+    num_partitions: int
+
+
+if _accel.ACCELERATED and not TYPE_CHECKING:
+    from kclient.record._speedups import TopicQueuesFields  # the C one
+
+
+class TopicQueues(TopicQueuesFields):
+    """The deques of one topic, indexed by partition, and its sticky partitioner (the
+    fields the ``Appender`` uses are ``TopicQueuesFields``')."""
+
+    __slots__ = ("last_batch_ms", "queued", "topic", "tps")
 
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None) -> None:
         self.topic = topic
@@ -85,7 +96,7 @@ class TopicQueues:
         self.num_partitions = 0
         # Made on first use, so that a topic of 300,000 partitions costs nothing for the
         # partitions never written to; indexing creates (use ``.get`` to only look).
-        self.deques: _Deques = _Deques()
+        self.deques = _Deques()
         self.tps: _TopicPartitions = _TopicPartitions(topic)
         self.sticky = StickyPartitioner(sticky_batch_size, rng)
         self.last_batch_ms = -1

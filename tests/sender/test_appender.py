@@ -199,6 +199,14 @@ def test_the_c_appender_refuses_other_objects() -> None:
     queues.lock = threading.Lock()  # type: ignore[assignment]
     with pytest.raises(TypeError, match="lock must be"):
         appender.append(queues, 0, 5, None, b"x", None, None, 83)
+    queues = TopicQueues("t", 1024, random.Random(1))
+    queues.deques[0].append(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a queued batch must be"):
+        appender.append(queues, 0, 5, None, b"x", None, None, 83)
+    queues.sticky = object()  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="sticky must be"):
+        appender.append(queues, -1, 5, None, b"x", None, None, 83)
+    assert not queues.lock.locked()
 
 
 # ---- the C Lock -----------------------------------------------------------------------------
@@ -600,3 +608,46 @@ def test_a_record_futures_fields_are_its_constructors_arguments() -> None:
     result.set(10, -1, None, finish=True)
     metadata = future.result(0)
     assert (metadata.offset, metadata.timestamp, metadata.serialized_value_size) == (12, 5, 100)
+
+
+def test_the_appenders_fields_are_attributes_of_their_classes() -> None:
+    """``TopicQueuesFields``, ``StickyFields``, ``BatchFields`` (the C structs when built,
+    else their Python references): the classes' bases, their fields ordinary attributes, an
+    object field not set yet an AttributeError (as an unset ``__slots__`` member)."""
+    from kclient.network.cluster import TopicPartition
+    from kclient.record.builder import RecordBatchBuilder
+    from kclient.sender.batch import BatchFields, ProducerBatch
+    from kclient.sender.partitioner import StickyFields, StickyPartitioner
+    from kclient.sender.topic_queues import TopicQueuesFields
+
+    if _accel.ACCELERATED:
+        from kclient.record import _speedups
+
+        assert (TopicQueuesFields, StickyFields, BatchFields) == (
+            _speedups.TopicQueuesFields,
+            _speedups.StickyFields,
+            _speedups.BatchFields,
+        )
+    queues = TopicQueues("t", 1024, random.Random(1))
+    assert isinstance(queues, TopicQueuesFields)
+    assert isinstance(queues.sticky, StickyFields)
+    assert (queues.num_partitions, queues.sticky.partition, queues.sticky.sticky_bytes) == (
+        0,
+        -1,
+        1024,
+    )
+    queues.resize(3)
+    queues.sticky.produced_bytes += 500
+    assert (queues.num_partitions, queues.sticky.produced_bytes) == (3, 500)
+    sticky = StickyPartitioner(10, random.Random(1))
+    sticky.update_partitions(2, [1])
+    assert (sticky.partition, sticky.produced_bytes) == (1, 0)
+    batch = ProducerBatch(TopicPartition("t", 0), RecordBatchBuilder(batch_size=1024), 0, 0)
+    assert isinstance(batch, BatchFields)
+    assert batch.records is None and batch.result.tp == TopicPartition("t", 0)
+    batch.records = b"built"
+    assert batch.records == b"built"
+    with pytest.raises(AttributeError):
+        TopicQueuesFields().lock  # noqa: B018 (the read is the test)
+    with pytest.raises(AttributeError):
+        BatchFields().builder  # noqa: B018
