@@ -75,15 +75,17 @@ fields_clear(RecordFutureFields *self)
     return 0;
 }
 
-/* A static type: a subclass's instance has its type released by subtype_dealloc (so do the
- * other types'). */
-static void
-fields_dealloc(RecordFutureFields *self)
-{
-    PyObject_GC_UnTrack(self);
-    fields_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+/* NAME: the tp_dealloc of a type whose tp_clear is CLEAR. The types are static: a
+ * subclass's instance has its type released by subtype_dealloc. */
+#define FIELDS_DEALLOC(NAME, TYPE, CLEAR)                                                     \
+    static void NAME(TYPE *self)                                                              \
+    {                                                                                         \
+        PyObject_GC_UnTrack(self);                                                            \
+        CLEAR(self);                                                                          \
+        Py_TYPE(self)->tp_free((PyObject *)self);                                             \
+    }
+
+FIELDS_DEALLOC(fields_dealloc, RecordFutureFields, fields_clear)
 
 static PyMemberDef fields_members[] = {
     {"produce_result", T_OBJECT_EX, offsetof(RecordFutureFields, produce_result), 0,
@@ -135,13 +137,7 @@ queues_clear(TopicQueuesFields *self)
     return 0;
 }
 
-static void
-queues_dealloc(TopicQueuesFields *self)
-{
-    PyObject_GC_UnTrack(self);
-    queues_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+FIELDS_DEALLOC(queues_dealloc, TopicQueuesFields, queues_clear)
 
 static PyMemberDef queues_members[] = {
     {"lock", T_OBJECT_EX, offsetof(TopicQueuesFields, lock), 0,
@@ -184,13 +180,7 @@ sticky_clear(StickyFields *self)
     return 0;
 }
 
-static void
-sticky_dealloc(StickyFields *self)
-{
-    PyObject_GC_UnTrack(self);
-    sticky_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+FIELDS_DEALLOC(sticky_dealloc, StickyFields, sticky_clear)
 
 static PyMemberDef sticky_members[] = {
     {"partition", T_OBJECT_EX, offsetof(StickyFields, partition), 0,
@@ -235,13 +225,7 @@ batch_clear(BatchFields *self)
     return 0;
 }
 
-static void
-batch_dealloc(BatchFields *self)
-{
-    PyObject_GC_UnTrack(self);
-    batch_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
+FIELDS_DEALLOC(batch_dealloc, BatchFields, batch_clear)
 
 static PyMemberDef batch_members[] = {
     {"builder", T_OBJECT_EX, offsetof(BatchFields, builder), 0,

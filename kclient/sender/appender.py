@@ -212,20 +212,11 @@ class PyAppender:
             batch = dq[-1]
             if batch.records is not None:  # built, back for a retry: takes no more
                 return None
-            delta = batch._append(
-                timestamp_ms, key, value, NO_HEADERS if headers is None else headers
+            future = batch.try_append(
+                timestamp_ms, key, value, NO_HEADERS if headers is None else headers, callback
             )
-            if delta < 0:
+            if future is None:
                 return None
-            future = FutureRecordMetadata(
-                batch.result,
-                delta,
-                timestamp_ms,
-                -1 if key is None else len(key),
-                -1 if value is None else len(value),
-            )
-            if callback is not None:
-                batch.add_callback(future, callback)
             if sticky is not None:
                 produced = sticky.produced_bytes + size_estimate - BATCH_OVERHEAD
                 sticky.produced_bytes = produced
