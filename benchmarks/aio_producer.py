@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import socket
 import statistics
 import sys
@@ -294,6 +295,12 @@ def main() -> int:
     parser.add_argument(
         "--latency-only", action="store_true", help="only the send_and_wait columns"
     )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="also write the medians and ratios to PATH (read by hot_path_targets.py)",
+    )
     args = parser.parse_args()
     if min(args.records, args.waits, args.chunk, args.rounds) < 1:
         parser.error("--records, --waits, --chunk and --rounds must be at least 1")
@@ -358,6 +365,17 @@ def main() -> int:
     print("\nsend_and_wait p50 ÷ confluent-kafka's, per round:")
     for name, per_round in ratios.items():
         print(f"- {name}: {', '.join(f'{x:.2f}x' for x in per_round)}")
+    if args.json:
+        summary: dict[str, dict[str, Any]] = {}
+        for name, waits in lat.items():
+            rate = rates.get(name) or []
+            summary[name] = {
+                "await_send_per_s": statistics.median(x for x, _ in rate) if rate else None,
+                "await_send_per_round": [x for x, _ in rate],
+                "p50_us": pct(waits, 0.5),
+                "p50_x_confluent_per_round": ratios[name],
+            }
+        args.json.write_text(json.dumps(summary, indent=1))
     return 0
 
 

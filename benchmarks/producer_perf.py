@@ -712,6 +712,32 @@ def print_throughput(
         print("| " + " | ".join(cells) + " |")
 
 
+def write_json(
+    path: Path,
+    rates: dict[tuple[str, str], list[float]],
+    latency_rows: list[tuple[str, float, float, list[float], float | None]],
+) -> None:
+    """The numbers of both tables as JSON: per client and codec the median rate and the
+    median of the per-round ratios to confluent-kafka's; per latency client p50, p99 and
+    the same ratio of p50s."""
+    throughput: dict[str, dict[str, dict[str, Any]]] = {}
+    for (client, codec), mine in rates.items():
+        theirs = rates.get(("confluent-kafka", codec))
+        ratio = (
+            statistics.median(a / b for a, b in zip(mine, theirs, strict=True)) if theirs else None
+        )
+        throughput.setdefault(client, {})[codec] = {
+            "msgs_per_s": statistics.median(mine),
+            "per_round": mine,
+            "x_confluent": ratio,
+        }
+    latency = {
+        client: {"p50_us": p50, "p99_us": p99, "p50_per_round_us": per, "x_confluent": ratio}
+        for client, p50, p99, per, ratio in latency_rows
+    }
+    path.write_text(json.dumps({"throughput": throughput, "latency": latency}, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -749,6 +775,12 @@ def main() -> None:
         type=int,
         default=1,
         help="throughput rounds; the clients take turns in each (ratios are per round)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="also write the medians and ratios to PATH (read by hot_path_targets.py)",
     )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--client", help=argparse.SUPPRESS)
@@ -819,6 +851,8 @@ def main() -> None:
                 )
             latency_rows.append((client, statistics.median(lat), p99, per_round[client], ratio))
 
+    if args.json:
+        write_json(args.json, rates, latency_rows)
     print(f"\nbroker: {args.broker}")
     if rows:
         print_throughput(args, rates, rows)

@@ -32,6 +32,8 @@ Markdown table.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import platform
 import shlex
@@ -40,6 +42,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,6 +240,24 @@ WRITERS = {
     "confluent-kafka loop": confluent_writer,
 }
 FLOOR = "Spark alone (mapInArrow, no Kafka)"
+BROKERS = ("embedded", "tansu")
+CreateTopics = Callable[[list[str], int], object]
+
+
+@contextlib.contextmanager
+def open_broker(name: str) -> Iterator[tuple[str, CreateTopics]]:
+    """A fresh broker process of the kind ``name``: its bootstrap servers and a function
+    that creates topics on it."""
+    if name == "embedded":
+        with broker_process() as broker:
+            bootstrap = broker.bootstrap_servers
+            yield bootstrap, lambda names, p: create_topics(bootstrap, names, p)
+    else:
+        with run_tansu() as tansu:
+            yield (
+                tansu.bootstrap_servers,
+                lambda names, p: [tansu.create_topic(n, p) for n in names],
+            )
 
 
 def run_one(
@@ -302,6 +323,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, default=2, help="topic partitions")
     parser.add_argument("--df-partitions", type=int, default=2, help="DataFrame partitions")
     parser.add_argument("--producer-props", nargs="*", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--brokers",
+        nargs="+",
+        choices=BROKERS,
+        default=list(BROKERS),
+        help="which brokers to write to (default: both)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="PATH",
+        help="also write the medians and ratios to PATH (read by hot_path_targets.py)",
+    )
     args = parser.parse_args(argv)
     args.producer_props = parse_props(args.producer_props)
 
@@ -318,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark.sparkContext.setLogLevel("ERROR")
     results: dict[str, list[Result]] = {
-        f"{writer} -> {broker}": [] for broker in ("embedded", "tansu") for writer in WRITERS
+        f"{writer} -> {broker}": [] for broker in args.brokers for writer in WRITERS
     }
     results[FLOOR] = []
     try:
@@ -334,33 +368,20 @@ def main(argv: list[str] | None = None) -> int:
                 Result(FLOOR, counted, floor_s, counted, counted == args.rows, cpu_s)
             )
             for writer in WRITERS:  # the writers take turns on fresh brokers
-                with broker_process() as broker:
-                    name = f"{writer} -> embedded"
-                    bootstrap = broker.bootstrap_servers
-                    results[name].append(
-                        run_one(
-                            spark,
-                            name=name,
-                            bootstrap=bootstrap,
-                            df=df,
-                            args=args,
-                            create=lambda names, p, b=bootstrap: create_topics(b, names, p),
-                            writer=writer,
+                for broker_name in args.brokers:
+                    name = f"{writer} -> {broker_name}"
+                    with open_broker(broker_name) as (bootstrap, create):
+                        results[name].append(
+                            run_one(
+                                spark,
+                                name=name,
+                                bootstrap=bootstrap,
+                                df=df,
+                                args=args,
+                                create=create,
+                                writer=writer,
+                            )
                         )
-                    )
-                with run_tansu() as tansu:
-                    name = f"{writer} -> tansu"
-                    results[name].append(
-                        run_one(
-                            spark,
-                            name=name,
-                            bootstrap=tansu.bootstrap_servers,
-                            df=df,
-                            args=args,
-                            create=lambda names, p, t=tansu: [t.create_topic(n, p) for n in names],
-                            writer=writer,
-                        )
-                    )
     finally:
         spark.stop()
 
@@ -391,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         mb_s = rate * (args.size + KEY_BYTES) / 1e6
         ratio = ""
         if name.startswith("kclient"):  # the median of the per-round ratios, same broker
-            theirs = results[name.replace("kclient write_dataframe", "confluent-kafka loop")]
+            broker_name = name.rsplit(" -> ", 1)[1]
+            theirs = results[f"confluent-kafka loop -> {broker_name}"]
             per_round = [t.seconds / r.seconds for r, t in zip(runs, theirs, strict=True)]
             ratio = f"{statistics.median(per_round):.2f}x"
         cpu_per_m = statistics.median(r.worker_cpu_s for r in runs) * 1e6 / args.rows
@@ -399,6 +421,16 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {seconds:.2f} | {rate:,.0f} | {mb_s:.1f} | {ratio} | {cpu_per_m:.2f} "
             f"| {check} |"
         )
+    if args.json:
+        summary = {
+            name: {
+                "rows_per_s": statistics.median(r.rate for r in runs),
+                "seconds_per_round": [r.seconds for r in runs],
+                "consumed_ok": all(r.ids_ok for r in runs),
+            }
+            for name, runs in results.items()
+        }
+        args.json.write_text(json.dumps(summary, indent=1))
     return 1 if failed else 0
 
 

@@ -16,6 +16,7 @@ so a test can report how many leader changes the producers went through.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 import subprocess
 import time
@@ -26,7 +27,7 @@ from kclient import errors
 from kclient.cli.admin import ClusterReader
 from kclient.testing.apache_kafka import ApacheKafka, ApacheKafkaError
 
-__all__ = ["Faults", "elect_preferred_leaders", "wait_for"]
+__all__ = ["Faults", "elect_preferred_leaders", "move_leader", "wait_for"]
 
 #: Kafka's coordinators' internal topic of transactions (one partition in the harness).
 TXN_STATE_TOPIC = "__transaction_state"
@@ -69,6 +70,68 @@ def elect_preferred_leaders(kafka: ApacheKafka, timeout_s: float = 60.0) -> str:
             f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
         )
     return done.stdout
+
+
+def move_leader(kafka: ApacheKafka, topic: str, partition: int, timeout_s: float = 60.0) -> int:
+    """Move the partition's leadership to another in-sync replica while every node stays
+    up: Kafka's ``ReassignPartitionsCommand`` puts that replica first (the same replica
+    set, so no data moves), then ``LeaderElectionCommand --election-type PREFERRED``
+    elects it. The old leader keeps answering, with NOT_LEADER_OR_FOLLOWER. Returns the
+    new leader's id."""
+    faults = Faults(kafka, [topic], random.Random(0))
+    faults.wait_in_sync()
+    current = faults.partitions(topic)[partition]
+    new = next(r for r in current.replicas if r != current.leader)
+    order = [new, *(r for r in current.replicas if r != new)]
+    assert kafka.folder is not None, "the cluster is not started"
+    plan = kafka.folder / f"move-{topic}-{partition}.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [{"topic": topic, "partition": partition, "replicas": order}],
+            }
+        )
+    )
+    node = next(n for n in kafka.nodes.values() if n.running)
+    for tool, *args in (
+        (
+            "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+            "--reassignment-json-file",
+            str(plan),
+            "--execute",
+        ),
+        (
+            "org.apache.kafka.tools.LeaderElectionCommand",
+            "--election-type",
+            "PREFERRED",
+            "--topic",
+            topic,
+            "--partition",
+            str(partition),
+        ),
+    ):
+        if tool.endswith("LeaderElectionCommand"):
+            wait_for(
+                lambda: list(faults.partitions(topic)[partition].replicas) == order,
+                timeout_s,
+                f"{topic}-{partition}'s replicas reordered to {order}",
+            )
+        command = node.java_command(tool, "--bootstrap-server", kafka.bootstrap_servers, *args)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+        if done.returncode != 0:
+            raise ApacheKafkaError(
+                f"{tool.rsplit('.', 1)[1]} failed (exit {done.returncode}):\n"
+                f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
+    wait_for(
+        lambda: faults.partitions(topic)[partition].leader == new,
+        timeout_s,
+        f"node {new} leading {topic}-{partition}",
+    )
+    return new
 
 
 @dataclass

@@ -15,7 +15,8 @@ leader of partitions too, killed (``kill -9``) and restarted. Meanwhile
 
 Then Kafka's own Java consumer reads both topics (``read_committed``). The Metadata requests
 each producer sent during the faults and the leader changes seen are printed (``-s``):
-what KIP-951's leader hints in Produce answers would save. The cluster is this module's own
+what is left after following KIP-951's leader hints in Produce answers (a killed or paused
+leader answers nothing). The cluster is this module's own
 (the session's ``apache_kafka_cluster`` is shadowed, so the brokers' logs still join a
 failure's report).
 """
@@ -161,7 +162,7 @@ def chaos_run(apache_kafka_cluster: ApacheKafka) -> ChaosRun:
         f"{faults.leader_changes(TXN_STATE_TOPIC)} (coordinator); Metadata requests "
         f"during the faults: {_requests(marks[0], marks[-1])}\n" + "\n".join(faults.log)
     )
-    for i, (name, _) in enumerate(faults.steps):  # what each fault cost, for KIP-951
+    for i, (name, _) in enumerate(faults.steps):  # what each fault cost in refreshes
         changes = "/".join(
             str(faults.leader_changes(t, i)) for t in (topic, txn_topic, TXN_STATE_TOPIC)
         )

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from integration.apache_kafka.chaos import metadata_requests
+from integration.apache_kafka.faults import move_leader
 from integration.apache_kafka.readback import Sent, assert_read_back, unique
 from kclient import KafkaProducer
 from kclient.aio import AIOKafkaProducer
@@ -94,3 +96,44 @@ def test_idempotent_producers_across_a_paused_leader(apache_kafka_cluster: Apach
     assert sync_offsets == list(range(120))
     assert aio_offsets == list(range(120))
     assert_read_back(kafka, {topic: (2, sync_records + aio_records)})
+
+
+def test_a_moved_leader_is_followed_from_the_produce_answers(
+    apache_kafka_cluster: ApacheKafka,
+) -> None:
+    """KIP-951 on Apache Kafka 4.4: leadership moves while every node stays up; the old
+    leader's NOT_LEADER_OR_FOLLOWER answer names the new leader, and the producer's
+    retries go there without a single Metadata request."""
+    kafka = apache_kafka_cluster
+    topic = unique("kip951")
+    kafka.create_topic(topic, 1, replication_factor=3)
+    old = kafka.leaders(topic)[0]
+    settings = {
+        "bootstrap.servers": kafka.bootstrap_servers,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 5,
+        "client.id": "kip951",
+    }
+    records = [Sent(0, b"k%d" % i, b"v%d" % i) for i in range(60)]
+    with KafkaProducer(settings) as producer, metadata_requests() as sent:
+        futures = [producer.send(topic, r.value, key=r.key, partition=0) for r in records[:30]]
+        producer.flush(timeout=30)
+        before = sent["kip951"]
+        new = move_leader(kafka, topic, 0)
+        started = time.monotonic()
+        futures += [producer.send(topic, r.value, key=r.key, partition=0) for r in records[30:]]
+        futures[30].result(timeout=30)
+        first_s = time.monotonic() - started
+        producer.flush(timeout=30)
+        followed = producer.metrics()["leader-hint-followed-total"]
+        after = sent["kip951"]
+    print(
+        f"\nleader {old} -> {new}: the first record after the move acknowledged in "
+        f"{first_s * 1000:.0f} ms; {after - before} Metadata requests; {followed:.0f} "
+        "batches followed a leader hint"
+    )
+    assert [f.result(timeout=0).offset for f in futures] == list(range(60))
+    assert new != old and kafka.leaders(topic)[0] == new
+    assert followed >= 1, "no retry followed a leader hint"
+    assert after == before, f"{after - before} Metadata requests after the leader moved"

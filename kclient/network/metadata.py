@@ -314,6 +314,111 @@ class Metadata:
             self._schedule_update()
             self._cond.notify_all()
 
+    def update_partition_leadership(
+        self, leaders: Mapping[TopicPartition, tuple[int, int]], endpoints: Sequence[Node]
+    ) -> set[TopicPartition]:
+        """Follow the leader hints of a Produce answer (KIP-951; Java's
+        ``Metadata.updatePartitionLeadership``): ``leaders`` maps a partition to the
+        ``(leader id, leader epoch)`` its old leader named, ``endpoints`` are the answer's
+        ``node_endpoints`` (they replace known nodes of the same id, and add new ones).
+
+        A hint is taken when the partition is known, the leader's node is known (here or
+        in ``endpoints``) and its epoch is newer than the one known; a hint of the epoch and
+        leader already known is kept as it is. Returns the partitions whose leader is now
+        the hinted one (taken or already known): their batches may go there at once. Stale
+        or unusable hints change nothing, and are not returned. Swaps in a new Cluster only
+        if something changed; ``update_version`` does not move (as in Java: a hint is not a
+        metadata response)."""
+        with self._lock:
+            if self._closed or not leaders:
+                return set()
+            cluster = self._cluster
+            nodes = {node.id: node for node in cluster.nodes}
+            nodes_changed = False
+            for node in endpoints:
+                if node.id >= 0 and nodes.get(node.id) != node:
+                    nodes[node.id] = node
+                    nodes_changed = True
+            followed: set[TopicPartition] = set()
+            moved: dict[TopicPartition, PartitionInfo] = {}
+            for tp, (leader_id, epoch) in leaders.items():
+                info = cluster.partition(tp)
+                leader = nodes.get(leader_id)
+                if info is None or leader is None or leader_id < 0 or epoch < 0:
+                    continue
+                known = info.leader_epoch
+                if known is not None and epoch <= known:
+                    if epoch == known and info.leader is not None and info.leader.id == leader_id:
+                        followed.add(tp)
+                    continue
+                moved[tp] = PartitionInfo(
+                    info.topic,
+                    info.partition,
+                    leader,
+                    info.replicas,
+                    info.in_sync_replicas,
+                    info.offline_replicas,
+                    epoch,
+                )
+                self._leader_epochs[tp] = epoch
+                followed.add(tp)
+            if moved or nodes_changed:
+                self._cluster = self._with_partitions(cluster, nodes, moved)
+                log.debug(
+                    "%sleaders from Produce answers: %s",
+                    self._prefix,
+                    {
+                        str(tp): (i.leader.id if i.leader else -1, i.leader_epoch)
+                        for tp, i in moved.items()
+                    },
+                )
+            return followed
+
+    @staticmethod
+    def _with_partitions(
+        cluster: Cluster, nodes: Mapping[int, Node], moved: Mapping[TopicPartition, PartitionInfo]
+    ) -> Cluster:
+        """``cluster`` with its nodes replaced by ``nodes`` (every partition's leader and
+        replicas re-pointed to the node objects of the same ids) and the partitions of
+        ``moved`` replaced."""
+
+        def same(node: Node | None) -> Node | None:
+            return None if node is None else nodes.get(node.id, node)
+
+        resolved: dict[tuple[Node, ...], tuple[Node, ...]] = {(): ()}
+
+        def group(members: tuple[Node, ...]) -> tuple[Node, ...]:
+            found = resolved.get(members)
+            if found is None:
+                found = resolved[members] = tuple(nodes.get(n.id, n) for n in members)
+            return found
+
+        partitions: list[PartitionInfo] = []
+        for topic in cluster.topics:
+            for info in cluster.partitions_for_topic(topic):
+                info = moved.get(info.topic_partition, info)
+                partitions.append(
+                    PartitionInfo(
+                        info.topic,
+                        info.partition,
+                        same(info.leader),
+                        group(info.replicas),
+                        group(info.in_sync_replicas),
+                        group(info.offline_replicas),
+                        info.leader_epoch,
+                    )
+                )
+        return Cluster(
+            nodes.values(),
+            partitions,
+            cluster_id=cluster.cluster_id,
+            controller=same(cluster.controller),
+            unauthorized_topics=cluster.unauthorized_topics,
+            invalid_topics=cluster.invalid_topics,
+            internal_topics=cluster.internal_topics,
+            is_bootstrap_configured=cluster.is_bootstrap_configured,
+        )
+
     def failed_update(self, now_ms: int) -> None:
         """A refresh failed; the next one waits for the retry backoff, which doubles (up to
         ``retry.backoff.max.ms``) with each failure in a row."""

@@ -325,9 +325,11 @@ class RecordAccumulator:
 
     # ---- retries, splits, expiry (Sender thread) -------------------------------------------
 
-    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
-        """Put a batch back for a retry, after its backoff, in creation order."""
-        backoff_ms = self._retry_backoff.backoff_ms(batch.attempts)
+    def reenqueue(self, batch: ProducerBatch, now_ms: int, skip_backoff: bool = False) -> None:
+        """Put a batch back for a retry, after its backoff, in creation order.
+        ``skip_backoff``: its partition has a new leader, so the retry goes there at once
+        (KIP-951; Java skips the backoff of a batch whose leader changed)."""
+        backoff_ms = 0 if skip_backoff else self._retry_backoff.backoff_ms(batch.attempts)
         batch.reenqueued(now_ms, backoff_ms)
         self._insert_in_order(batch)
 

@@ -85,6 +85,8 @@ class SenderMetrics:
         self.request_latency: Stat = SampledStat()
         self.outgoing_bytes: Stat = SampledStat()
         self.batch_splits = 0
+        self.leader_hints_followed = 0
+        """Retried batches that went straight to the leader a Produce answer named (KIP-951)."""
         self.records_sent_total = 0
         self.record_errors_total = 0
 
@@ -127,4 +129,5 @@ class SenderMetrics:
             "request-latency-max": self.request_latency.max(now_ms),
             "outgoing-byte-rate": self.outgoing_bytes.rate_per_s(now_ms),
             "batch-split-total": float(self.batch_splits),
+            "leader-hint-followed-total": float(self.leader_hints_followed),
         }

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kclient import errors
 from kclient.errors import KafkaError, RecordTooLargeError
-from kclient.network.cluster import TopicPartition
+from kclient.network.cluster import Node, TopicPartition
 from kclient.network.kafka_client import ClientResponse
 from kclient.sender.batch import ProducerBatch
 
@@ -36,6 +36,8 @@ _WRITTEN: Mapping[str, Any] = {}
 """The partition answer of an acks=0 request: none (offset and log-append time -1)."""
 _OUT_OF_ORDER_SEQUENCE = errors.OutOfOrderSequenceNumberError.code
 _UNKNOWN_PRODUCER_ID = errors.UnknownProducerIdError.code
+_LEADER_MOVED = (errors.NotLeaderOrFollowerError.code, errors.FencedLeaderEpochError.code)
+"""The errors whose partition answer may name the new leader (KIP-951)."""
 
 
 class ProduceResponses:
@@ -79,6 +81,7 @@ class ProduceResponses:
             for batch in batches.values():
                 self._complete_batch(batch, 0, _WRITTEN, now_ms)
             return
+        hinted: list[tuple[ProducerBatch, int, Mapping[str, Any]]] | None = None
         for topic in body.get("responses") or ():
             name = topic.get("name")
             for part in topic.get("partition_responses") or ():
@@ -87,9 +90,47 @@ class ProduceResponses:
                 if found is None:
                     self._not_in_request(name, part["index"])
                     continue
-                self._complete_batch(found, part.get("error_code", 0), part, now_ms)
+                code = part.get("error_code", 0)
+                if code in _LEADER_MOVED and part.get("current_leader"):
+                    if hinted is None:
+                        hinted = []
+                    hinted.append((found, code, part))  # after the others: see below
+                    continue
+                self._complete_batch(found, code, part, now_ms)
+        if hinted is not None:
+            self._follow_leader_hints(hinted, body, response.destination, now_ms)
         if batches:
             self._not_answered(batches, response, now_ms)
+
+    def _follow_leader_hints(
+        self,
+        hinted: list[tuple[ProducerBatch, int, Mapping[str, Any]]],
+        body: Mapping[str, Any],
+        destination: int,
+        now_ms: int,
+    ) -> None:
+        """KIP-951: the partitions the node no longer leads, each with the leader and epoch
+        it named (and the answer's ``node_endpoints``), move in the metadata at once; their
+        batches are retried there without the retry backoff and without a metadata
+        refresh. A hint that is stale, names the node itself or an unknown node is not
+        followed: that batch is retried as before (backoff, refresh)."""
+        leaders: dict[TopicPartition, tuple[int, int]] = {}
+        for batch, _, part in hinted:
+            hint = part["current_leader"]
+            leader_id = hint.get("leader_id", -1)
+            epoch = hint.get("leader_epoch", -1)
+            if leader_id >= 0 and epoch >= 0 and leader_id != destination:
+                leaders[batch.tp] = (leader_id, epoch)
+        endpoints = [
+            Node(e["node_id"], e["host"], e["port"], e.get("rack"))
+            for e in body.get("node_endpoints") or ()
+        ]
+        followed = self._metadata.update_partition_leadership(leaders, endpoints)
+        for batch, code, part in hinted:
+            moved = batch.tp in followed
+            if moved:
+                self.metrics.leader_hints_followed += 1
+            self._complete_batch(batch, code, part, now_ms, leader_moved=moved)
 
     def _not_in_request(self, topic: object, partition: object) -> None:
         log.warning(
@@ -110,8 +151,16 @@ class ProduceResponses:
             )
 
     def _complete_batch(
-        self, batch: ProducerBatch, code: int, part: Mapping[str, Any], now_ms: int
+        self,
+        batch: ProducerBatch,
+        code: int,
+        part: Mapping[str, Any],
+        now_ms: int,
+        leader_moved: bool = False,
     ) -> None:
+        """Complete, retry, split or fail ``batch`` by its partition's answer.
+        ``leader_moved``: the answer named the partition's new leader and the metadata now
+        has it, so a retry goes there at once and needs no metadata refresh."""
         tp = batch.tp
         if self._guarantee_order:
             self._accumulator.unmute(tp)
@@ -164,12 +213,20 @@ class ProduceResponses:
             ):
                 tm.on_rejected(batch, self._in_flight_batches.get(tp, ()))
             self._remove_in_flight(batch)
-            self._accumulator.reenqueue(batch, now_ms)
+            self._accumulator.reenqueue(batch, now_ms, skip_backoff=leader_moved)
             self.metrics.record_retries_for(batch.record_count, now_ms)
         else:
             record_errors = self._record_errors(part, tp)
             self._fail_batch(batch, error, now_ms, record_errors)
-        if error.invalid_metadata:
+        if leader_moved:
+            log.info(
+                "%s%s for %s; its new leader is node %s (from the answer)",
+                self._prefix,
+                type(error).__name__,
+                tp,
+                part["current_leader"].get("leader_id"),
+            )
+        elif error.invalid_metadata:
             log.warning("%s%s for %s; refreshing metadata", self._prefix, type(error).__name__, tp)
             self._metadata.request_update()
 
