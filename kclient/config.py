@@ -148,6 +148,8 @@ class ProducerConfig:
     stats_cb: Callable[[str], object] | None
     metadata_max_age_ms: int
     metadata_max_idle_ms: int
+    metadata_recovery_strategy: str
+    metadata_recovery_rebootstrap_trigger_ms: int
     compression_type: str
     compression_gzip_level: int
     compression_lz4_level: int

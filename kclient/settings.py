@@ -211,6 +211,13 @@ def _parse_oauth_method(name: str, value: object) -> str:
     return text
 
 
+def _parse_recovery_strategy(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().lower()
+    if text not in ("rebootstrap", "none"):
+        raise ConfigError(f"{name!r} must be 'rebootstrap' or 'none', got {value!r}")
+    return text
+
+
 def _parse_ssl_context(name: str, value: object) -> object:
     if value is None or isinstance(value, ssl.SSLContext):
         return value
@@ -382,6 +389,14 @@ SETTINGS: tuple[Setting, ...] = (
     _int("metadata.max.age.ms", 300_000, 0, INT64_MAX, "metadata refresh interval"),
     _int("metadata.max.idle.ms", 300_000, 5_000, INT64_MAX,
          "forget topics not produced to for this long"),
+    Setting("metadata.recovery.strategy", _parse_recovery_strategy, "rebootstrap",
+            doc="`rebootstrap`: when no known broker can be reached, or no metadata came for "
+            "`metadata.recovery.rebootstrap.trigger.ms`, or a broker answers "
+            "REBOOTSTRAP_REQUIRED, close every connection and start again from "
+            "`bootstrap.servers` (names resolved anew); `none`: keep trying the brokers "
+            "last known (KIP-899, KIP-1102)", java="`rebootstrap` (4.0+)"),
+    _int("metadata.recovery.rebootstrap.trigger.ms", 300_000, 0, INT64_MAX,
+         "with `rebootstrap`: how long metadata refreshes may fail before a rebootstrap"),
     Setting("compression.type", _parse_compression, "none",
             doc="`none`, `gzip`, `snappy`, `lz4`, `zstd`"),
     _int("compression.gzip.level", -1, -1, 9, "gzip level (-1: the codec's default)"),

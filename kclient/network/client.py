@@ -127,7 +127,13 @@ class NetworkClient(ConnectionLifecycle):
             resolver=resolver,
         )
         self.in_flight_requests = InFlightRequests(config.max_in_flight_requests_per_connection)
-        self.metadata_updater = DefaultMetadataUpdater(self, metadata, self._prefix)
+        self.metadata_updater = DefaultMetadataUpdater(
+            self,
+            metadata,
+            self._prefix,
+            recovery_rebootstrap=config.metadata_recovery_strategy == "rebootstrap",
+            rebootstrap_trigger_ms=config.metadata_recovery_rebootstrap_trigger_ms,
+        )
         self._api_versions = ApiVersions()
         self._authenticator = (
             SaslClientAuthenticator(

@@ -14,13 +14,14 @@ client: its owning thread only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kclient import errors
 from kclient.errors import KafkaError, KafkaTimeoutError
 from kclient.network.api_versions import api_name
 from kclient.network.client_writes import RequestWrites
+from kclient.network.cluster import Node
 from kclient.network.connection_states import ConnectionState, short_reason
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.protocol import ApiKey
@@ -276,6 +277,16 @@ class ConnectionLifecycle(RequestWrites):
                 responses.append(request.disconnected(now_ms, error, timed_out))
         elif request.api_key == ApiKey.METADATA:
             self.metadata_updater.handle_failed_request(now_ms, error)
+
+    def all_unreachable(self, nodes: Sequence[Node]) -> bool:
+        """Every one of ``nodes`` failed its last connection attempt and none is open."""
+        states = self.connection_states
+        return bool(nodes) and all(states.is_unreachable(node.id) for node in nodes)
+
+    def disconnect_all(self) -> None:
+        """Close every open connection (``disconnect`` each): a rebootstrap."""
+        for node_id in self.connection_states.open_node_ids():
+            self.disconnect(node_id)
 
     def disconnect(self, node_id: int) -> None:
         """Close the node's connection; its requests come back as disconnected next poll."""

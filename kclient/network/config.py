@@ -43,6 +43,9 @@ class NetworkClientConfig:
     retry_backoff_max_ms: int = 1000  # retry.backoff.max.ms (… after failures in a row)
     metadata_max_age_ms: int = 300_000  # metadata.max.age.ms
     metadata_max_idle_ms: int = 300_000  # metadata.max.idle.ms
+    metadata_recovery_strategy: str = "rebootstrap"  # metadata.recovery.strategy (KIP-899)
+    # metadata.recovery.rebootstrap.trigger.ms (KIP-1102)
+    metadata_recovery_rebootstrap_trigger_ms: int = 300_000
     security_protocol: str = "PLAINTEXT"  # security.protocol
     ssl_context: ssl.SSLContext | None = None  # SSL, SASL_SSL: from the ssl.* settings
     sasl: Credentials | None = None  # SASL_*: sasl.mechanism and the credentials
@@ -68,7 +71,17 @@ class NetworkClientConfig:
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"'{_kafka_name(name)}' must be at least 1")
-        for name in ("reconnect_backoff_ms", "retry_backoff_ms", "metadata_max_age_ms"):
+        if self.metadata_recovery_strategy not in ("rebootstrap", "none"):
+            raise ConfigError(
+                "'metadata.recovery.strategy' must be 'rebootstrap' or 'none', got "
+                f"{self.metadata_recovery_strategy!r}"
+            )
+        for name in (
+            "reconnect_backoff_ms",
+            "retry_backoff_ms",
+            "metadata_max_age_ms",
+            "metadata_recovery_rebootstrap_trigger_ms",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"'{_kafka_name(name)}' must not be negative")
         # As in Java (KIP-580): a base above its maximum backs off at the maximum.
@@ -117,6 +130,7 @@ _KAFKA_NAMES = {
     "retry_backoff_ms": "retry.backoff.ms",
     "retry_backoff_max_ms": "retry.backoff.max.ms",
     "metadata_max_age_ms": "metadata.max.age.ms",
+    "metadata_recovery_rebootstrap_trigger_ms": "metadata.recovery.rebootstrap.trigger.ms",
 }
 
 

@@ -205,6 +205,24 @@ class ClusterConnectionStates:
         state = self._states.get(node_id)
         return state.state if state is not None else None
 
+    def is_unreachable(self, node_id: int) -> bool:
+        """The node's last connection attempt failed (refused, timed out, no such host)
+        and nothing is open to it now; False for a node never tried."""
+        state = self._states.get(node_id)
+        return (
+            state is not None
+            and state.state is ConnectionState.DISCONNECTED
+            and state.failed_connect_attempts > 0
+        )
+
+    def open_node_ids(self) -> list[int]:
+        """The nodes with a connection open or being opened (any state but DISCONNECTED)."""
+        return [
+            node_id
+            for node_id, state in self._states.items()
+            if state.state is not ConnectionState.DISCONNECTED
+        ]
+
     def can_connect(self, node_id: int, now_ms: int) -> bool:
         """True if a connection may be started now (never tried, or backoff has passed)."""
         state = self._states.get(node_id)

@@ -108,6 +108,7 @@ class Metadata:
         """Waiters in ``await_update``; methods that only read or write take ``_lock``."""
         self._wait_for = wait_for or _real_wait_for
         self._cluster = Cluster.empty()
+        self._bootstrap_addresses: tuple[tuple[str, int], ...] = ()
         self._topics: dict[str, int] = {}  # topic → expiry time (ms)
         self._new_topics: set[str] = set()
         self._topic_errors: dict[str, KafkaError] = {}
@@ -224,10 +225,27 @@ class Metadata:
 
     def bootstrap(self, addresses: Sequence[tuple[str, int]]) -> None:
         with self._lock:
+            self._bootstrap_addresses = tuple(addresses)
             self._cluster = Cluster.bootstrap(addresses)
             self._need_full_update = True
             self._update_version += 1
             self._schedule_update()
+
+    def rebootstrap(self) -> bool:
+        """Forget the cluster's brokers and start again from ``bootstrap.servers`` (KIP-899),
+        whose names are resolved anew at each connection attempt. The topics in use and
+        their known leader epochs stay. False (nothing done) if the metadata is still the
+        bootstrap list or was never bootstrapped."""
+        with self._lock:
+            if self._cluster.is_bootstrap_configured or not self._bootstrap_addresses:
+                return False
+            log.info(
+                "%srebootstrapping with bootstrap.servers %s",
+                self._prefix,
+                ", ".join(f"{host}:{port}" for host, port in self._bootstrap_addresses),
+            )
+            self.bootstrap(self._bootstrap_addresses)
+            return True
 
     def update_requested(self) -> bool:
         with self._lock:

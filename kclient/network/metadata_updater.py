@@ -13,7 +13,7 @@ run again. At most one metadata request is in flight at a time.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,6 +27,9 @@ from kclient.protocol import ApiKey
 log = logging.getLogger(__name__)
 
 METADATA_MIN_VERSION = 1
+_REBOOTSTRAP_REQUIRED = 129
+"""KIP-1102's top-level error of a MetadataResponse (v13+): the client's metadata is stale,
+start again from ``bootstrap.servers``."""
 """v0 reads an empty topic list as 'all topics'; v1+ as 'none' (what a producer means)."""
 
 
@@ -55,19 +58,48 @@ class ConnectionsView(Protocol):
 
     def send_internal(self, request: ClientRequest, now_ms: int) -> None: ...
 
+    def all_unreachable(self, nodes: Sequence[Node]) -> bool: ...
+
+    def disconnect_all(self) -> None: ...
+
 
 class DefaultMetadataUpdater:
     """Sends MetadataRequests for a ``NetworkClient`` and applies the responses."""
 
     # slots: NetworkClient's ready and poll in C (``_client_ready.c``, ``_client_poll.c``)
     # read ``_in_progress`` and ``metadata`` in place
-    __slots__ = ("_client", "_in_progress", "_prefix", "metadata")
+    __slots__ = (
+        "_attempt_start_ms",
+        "_client",
+        "_in_progress",
+        "_prefix",
+        "metadata",
+        "rebootstrap_trigger_ms",
+        "recovery_rebootstrap",
+    )
 
-    def __init__(self, client: ConnectionsView, metadata: Metadata, log_prefix: str = "") -> None:
+    def __init__(
+        self,
+        client: ConnectionsView,
+        metadata: Metadata,
+        log_prefix: str = "",
+        *,
+        recovery_rebootstrap: bool = True,
+        rebootstrap_trigger_ms: int = 300_000,
+    ) -> None:
         self._client = client
         self.metadata = metadata
         self._prefix = log_prefix
         self._in_progress: _InProgress | None = None
+        self.recovery_rebootstrap = recovery_rebootstrap
+        """``metadata.recovery.strategy=rebootstrap`` (KIP-899): when no known broker can
+        be reached, or no metadata came for ``rebootstrap_trigger_ms`` (KIP-1102), or a
+        broker answers REBOOTSTRAP_REQUIRED, start again from ``bootstrap.servers``."""
+        self.rebootstrap_trigger_ms = rebootstrap_trigger_ms
+        """``metadata.recovery.rebootstrap.trigger.ms``."""
+        self._attempt_start_ms: int | None = None
+        """When the refreshes that have not succeeded yet began (None: the last one
+        succeeded, or none was wanted since)."""
 
     def fetch_nodes(self) -> tuple[Node, ...]:
         return self.metadata.fetch().nodes
@@ -82,15 +114,44 @@ class DefaultMetadataUpdater:
             wait_for_fetch_ms = self._client.request_timeout_ms
             if wait_for_fetch_ms > timeout_ms:  # noqa: PLR1730 -- max() is a call
                 timeout_ms = wait_for_fetch_ms
+        started_ms = self._attempt_start_ms
+        if (
+            self.recovery_rebootstrap
+            and started_ms is not None
+            and now_ms - started_ms >= self.rebootstrap_trigger_ms
+        ):
+            self._rebootstrap(now_ms, f"no metadata for {now_ms - started_ms} ms")
+            timeout_ms = 0
         if timeout_ms > 0:
             return timeout_ms
         if not self.fetch_nodes():
             return self._client.reconnect_backoff_ms  # nothing to ask (no bootstrap yet)
+        if started_ms is None:
+            self._attempt_start_ms = now_ms
+        if (
+            self.recovery_rebootstrap
+            and not self.metadata.fetch().is_bootstrap_configured
+            and self._client.all_unreachable(self.fetch_nodes())
+        ):
+            self._rebootstrap(now_ms, "every known broker failed its last connection attempt")
         node = self._client.least_loaded_node(now_ms)
         if node is None:
             log.debug("%sno node available for a metadata request", self._prefix)
             return self._client.reconnect_backoff_ms
         return self._maybe_update(now_ms, node)
+
+    def _rebootstrap(self, now_ms: int, why: str) -> bool:
+        """Close every connection (their requests fail as disconnected, and batches are
+        retried) and go back to ``bootstrap.servers``; False if the metadata already is the
+        bootstrap list (nothing to forget)."""
+        if self.metadata.fetch().is_bootstrap_configured:
+            self._attempt_start_ms = now_ms
+            return False
+        log.warning("%s%s: rebootstrapping (metadata.recovery.strategy)", self._prefix, why)
+        self._client.disconnect_all()
+        self._in_progress = None
+        self._attempt_start_ms = now_ms
+        return self.metadata.rebootstrap()
 
     def _maybe_update(self, now_ms: int, node: Node) -> int:
         client = self._client
@@ -142,6 +203,15 @@ class DefaultMetadataUpdater:
         in_progress = self._in_progress
         self._in_progress = None
         code = body.get("error_code", 0)
+        if code == _REBOOTSTRAP_REQUIRED and self.recovery_rebootstrap:
+            log.warning(
+                "%smetadata response (correlation id %d): REBOOTSTRAP_REQUIRED",
+                self._prefix,
+                correlation_id,
+            )
+            self._attempt_start_ms = now_ms - self.rebootstrap_trigger_ms  # at the next poll
+            self.metadata.request_update()
+            return
         if code:
             log.warning(
                 "%smetadata response (correlation id %d) has error %s",
@@ -156,6 +226,7 @@ class DefaultMetadataUpdater:
             log.debug("%signoring metadata response with no brokers", self._prefix)
             self.metadata.failed_update(now_ms)
             return
+        self._attempt_start_ms = None
         if in_progress is None:
             log.debug("%sunexpected metadata response %d", self._prefix, correlation_id)
             self.metadata.update(-1, body, False, now_ms)
