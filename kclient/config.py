@@ -150,6 +150,7 @@ class ProducerConfig:
     metadata_max_idle_ms: int
     metadata_recovery_strategy: str
     metadata_recovery_rebootstrap_trigger_ms: int
+    metadata_cluster_check_enable: bool
     compression_type: str
     compression_gzip_level: int
     compression_lz4_level: int

@@ -397,6 +397,11 @@ SETTINGS: tuple[Setting, ...] = (
             "last known (KIP-899, KIP-1102)", java="`rebootstrap` (4.0+)"),
     _int("metadata.recovery.rebootstrap.trigger.ms", 300_000, 0, INT64_MAX,
          "with `rebootstrap`: how long metadata refreshes may fail before a rebootstrap"),
+    Setting("metadata.cluster.check.enable", _parse_bool, True,
+            doc="each connection says which cluster and node it is for (ApiVersions v5, "
+            "KIP-1242): a broker of another cluster, or another node, refuses it, the "
+            "connection is closed and the metadata refreshed (rebootstrapped with "
+            "`metadata.recovery.strategy=rebootstrap`)"),
     Setting("compression.type", _parse_compression, "none",
             doc="`none`, `gzip`, `snappy`, `lz4`, `zstd`"),
     _int("compression.gzip.level", -1, -1, 9, "gzip level (-1: the codec's default)"),

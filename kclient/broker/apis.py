@@ -82,6 +82,7 @@ _THROTTLE_FIELD = frozenset(
 
 #: APIs served on SASL listeners only.
 _SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
+_REBOOTSTRAP_REQUIRED = 129  # KIP-1242's answer to an ApiVersions meant for another node
 
 
 def advertised_versions(
@@ -243,6 +244,25 @@ class Apis:
                 "api_keys": self._api_keys,
             }
             self._send(request, body, version=0)
+            return
+        body = request.body or {}
+        cluster_id = body.get("cluster_id")
+        node_id = int(body.get("node_id", -1))  # type: ignore[call-overload]
+        if cluster_id is not None and (
+            cluster_id != self.config.cluster_id or (node_id >= 0 and node_id != self.node_id)
+        ):
+            # KIP-1242: the client meant another cluster, or another node of this one
+            request.error_count += 1
+            log.info(
+                "%s: ApiVersions for node %d of cluster %r reached node %d of %r: "
+                "REBOOTSTRAP_REQUIRED",
+                request.client_address,
+                node_id,
+                cluster_id,
+                self.node_id,
+                self.config.cluster_id,
+            )
+            self._send(request, {"error_code": _REBOOTSTRAP_REQUIRED, "api_keys": []})
             return
         self._send(request, {"error_code": 0, "api_keys": self._api_keys, **self._features})
 

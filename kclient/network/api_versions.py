@@ -188,10 +188,16 @@ class ApiVersions:
         self.to_send.pop(node_id, None)
 
     @staticmethod
-    def request_body() -> dict[str, Any]:
+    def request_body(cluster_id: str | None = None, node_id: int = -1) -> dict[str, Any]:
+        """The ApiVersions request; from v5, the cluster and node the connection is meant
+        for (KIP-1242), when both are known: a broker of another cluster, or another node
+        of it, answers REBOOTSTRAP_REQUIRED."""
+        known = cluster_id is not None and node_id >= 0
         return {
             "client_software_name": CLIENT_SOFTWARE_NAME,
             "client_software_version": CLIENT_SOFTWARE_VERSION,
+            "cluster_id": cluster_id if known else None,
+            "node_id": node_id if known else -1,
         }
 
     def handle_response(

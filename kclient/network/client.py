@@ -160,6 +160,8 @@ class NetworkClient(ConnectionLifecycle):
         self.failures = ConnectionFailures()
         self.bootstrap_refusals = BootstrapRefusals()
         self.bootstrap_refused_timeout_ms = config.bootstrap_refused_timeout_ms
+        self.cluster_check = config.metadata_cluster_check_enable
+        """``metadata.cluster.check.enable``: ApiVersions v5 names the cluster and node."""
         self.warnings = WarnLimiter()
         """Repeated connection warnings, rate-limited (the client's thread)."""
         self._closed = False

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kclient.network.client")
 
+_REBOOTSTRAP_REQUIRED = 129
+"""An ApiVersions v5 answer from a broker that is not the cluster's node the client meant."""
+
 
 class ConnectionLifecycle(RequestWrites):
     """Connection setup and teardown of ``NetworkClient`` (see the module docstring)."""
@@ -78,7 +81,20 @@ class ConnectionLifecycle(RequestWrites):
         try:
             versions = self._api_versions.handle_response(node_id, request.api_version, body)
         except errors.BrokerResponseError as error:
-            log.warning("%s%s; disconnecting", self._prefix, error)
+            if error.code == _REBOOTSTRAP_REQUIRED:
+                log.warning(
+                    "%snode %d at %s is not the node of cluster %s this client knows (a "
+                    "misrouted connection, KIP-1242); disconnecting",
+                    self._prefix,
+                    node_id,
+                    self._addresses.get(node_id, "?"),
+                    self._metadata.fetch().cluster_id,
+                )
+                self.metadata_updater.rebootstrap_required(
+                    f"a misrouted connection to node {node_id}"
+                )
+            else:
+                log.warning("%s%s; disconnecting", self._prefix, error)
             self._selector.close(node_id)
             self._process_disconnection(responses, node_id, now_ms, error)
             return
@@ -174,7 +190,8 @@ class ConnectionLifecycle(RequestWrites):
                 node_id
             ):
                 self._api_versions.sent(node_id)
-                body = self._api_versions.request_body()
+                cluster_id = self._metadata.fetch().cluster_id if self.cluster_check else None
+                body = self._api_versions.request_body(cluster_id, node_id)
                 request = ClientRequest(node_id, ApiKey.API_VERSIONS, body, now_ms)
                 self._do_send(request, True, now_ms, version)
 

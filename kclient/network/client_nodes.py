@@ -67,6 +67,7 @@ class ClientNodes:
     failures: ConnectionFailures
     bootstrap_refusals: BootstrapRefusals
     bootstrap_refused_timeout_ms: int
+    cluster_check: bool
     warnings: WarnLimiter
 
     def _record_failure(

@@ -46,6 +46,9 @@ class NetworkClientConfig:
     metadata_recovery_strategy: str = "rebootstrap"  # metadata.recovery.strategy (KIP-899)
     # metadata.recovery.rebootstrap.trigger.ms (KIP-1102)
     metadata_recovery_rebootstrap_trigger_ms: int = 300_000
+    # metadata.cluster.check.enable (KIP-1242): ApiVersions v5 names the cluster and node
+    # a connection is for; a broker that is not it answers REBOOTSTRAP_REQUIRED
+    metadata_cluster_check_enable: bool = True
     security_protocol: str = "PLAINTEXT"  # security.protocol
     ssl_context: ssl.SSLContext | None = None  # SSL, SASL_SSL: from the ssl.* settings
     sasl: Credentials | None = None  # SASL_*: sasl.mechanism and the credentials

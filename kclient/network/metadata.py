@@ -231,6 +231,11 @@ class Metadata:
             self._update_version += 1
             self._schedule_update()
 
+    @property
+    def bootstrap_addresses(self) -> tuple[tuple[str, int], ...]:
+        """``bootstrap.servers`` as (host, port) pairs; empty if never bootstrapped."""
+        return self._bootstrap_addresses
+
     def rebootstrap(self) -> bool:
         """Forget the cluster's brokers and start again from ``bootstrap.servers`` (KIP-899),
         whose names are resolved anew at each connection attempt. The topics in use and

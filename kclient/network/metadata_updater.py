@@ -73,6 +73,7 @@ class DefaultMetadataUpdater:
         "_client",
         "_in_progress",
         "_prefix",
+        "_required",
         "metadata",
         "rebootstrap_trigger_ms",
         "recovery_rebootstrap",
@@ -97,6 +98,8 @@ class DefaultMetadataUpdater:
         broker answers REBOOTSTRAP_REQUIRED, start again from ``bootstrap.servers``."""
         self.rebootstrap_trigger_ms = rebootstrap_trigger_ms
         """``metadata.recovery.rebootstrap.trigger.ms``."""
+        self._required: str | None = None
+        """Why a broker asked for a rebootstrap (REBOOTSTRAP_REQUIRED), until it is done."""
         self._attempt_start_ms: int | None = None
         """When the refreshes that have not succeeded yet began (None: the last one
         succeeded, or none was wanted since)."""
@@ -115,7 +118,10 @@ class DefaultMetadataUpdater:
             if wait_for_fetch_ms > timeout_ms:  # noqa: PLR1730 -- max() is a call
                 timeout_ms = wait_for_fetch_ms
         started_ms = self._attempt_start_ms
-        if (
+        if self._required is not None:
+            self._rebootstrap(now_ms, self._required)
+            timeout_ms = 0
+        elif (
             self.recovery_rebootstrap
             and started_ms is not None
             and now_ms - started_ms >= self.rebootstrap_trigger_ms
@@ -140,13 +146,23 @@ class DefaultMetadataUpdater:
             return self._client.reconnect_backoff_ms
         return self._maybe_update(now_ms, node)
 
+    def rebootstrap_required(self, why: str) -> None:
+        """A broker said this client's metadata is stale (REBOOTSTRAP_REQUIRED, in a
+        Metadata or ApiVersions answer, ``why``): rebootstrap at the next poll if the
+        strategy is ``rebootstrap``, else refresh."""
+        if self.recovery_rebootstrap:
+            self._required = why
+        self.metadata.request_update()
+
     def _rebootstrap(self, now_ms: int, why: str) -> bool:
         """Close every connection (their requests fail as disconnected, and batches are
         retried) and go back to ``bootstrap.servers``; False if the metadata already is the
         bootstrap list (nothing to forget)."""
-        if self.metadata.fetch().is_bootstrap_configured:
+        if self.metadata.fetch().is_bootstrap_configured or not self.metadata.bootstrap_addresses:
             self._attempt_start_ms = now_ms
+            self._required = None
             return False
+        self._required = None
         log.warning("%s%s: rebootstrapping (metadata.recovery.strategy)", self._prefix, why)
         self._client.disconnect_all()
         self._in_progress = None
@@ -209,8 +225,7 @@ class DefaultMetadataUpdater:
                 self._prefix,
                 correlation_id,
             )
-            self._attempt_start_ms = now_ms - self.rebootstrap_trigger_ms  # at the next poll
-            self.metadata.request_update()
+            self.rebootstrap_required(f"a metadata response (correlation id {correlation_id})")
             return
         if code:
             log.warning(

@@ -67,6 +67,33 @@ def test_transaction_version_1_caps_end_txn_and_txn_offset_commit_at_v4(
     ]
 
 
+@pytest.mark.parametrize(
+    ("cluster_id", "node_id", "code"),
+    [
+        ("kclient-embedded", 0, NONE),  # this node of this cluster
+        (None, -1, NONE),  # a bootstrap connection: the client knows neither yet
+        ("kclient-embedded", 3, 129),  # another node of this cluster
+        ("another-cluster", 0, 129),  # another cluster
+    ],
+)
+def test_api_versions_v5_refuses_a_connection_meant_for_another_node_or_cluster(
+    harness: Any, cluster_id: str | None, node_id: int, code: int
+) -> None:
+    """KIP-1242: REBOOTSTRAP_REQUIRED (129), with no api keys, to a misrouted connection."""
+    body = harness.call(
+        ApiKey.API_VERSIONS,
+        5,
+        {
+            "client_software_name": "t",
+            "client_software_version": "1",
+            "cluster_id": cluster_id,
+            "node_id": node_id,
+        },
+    )
+    assert body["error_code"] == code
+    assert bool(body["api_keys"]) == (code == NONE)
+
+
 def test_a_sasl_listener_advertises_sasl_handshake_v1_and_sasl_authenticate(
     make_harness: Any,
 ) -> None:

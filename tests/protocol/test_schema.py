@@ -56,6 +56,8 @@ BELOW_BASELINE = {
     ApiKey.FIND_COORDINATOR: 0,
     ApiKey.JOIN_GROUP: 0,
 }
+# Newer than Kafka 4.1: ApiVersions v5 (KIP-1242, the cluster check) from Kafka 4.4.
+ABOVE_4_1 = {ApiKey.API_VERSIONS: 5}
 FIRST_FLEXIBLE = {
     **{0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2, 37: 2, 32: 4, 44: 1},
     **{8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 42: 2, 47: None},
@@ -63,8 +65,11 @@ FIRST_FLEXIBLE = {
 }
 
 
-def test_supported_versions_are_kafka_4_1s() -> None:
-    expected = {key: (BELOW_BASELINE.get(key, low), high) for key, (low, high) in KAFKA_4_1.items()}
+def test_supported_versions_are_kafka_4_1s_and_4_4s_api_versions_v5() -> None:
+    expected = {
+        key: (BELOW_BASELINE.get(key, low), ABOVE_4_1.get(key, high))
+        for key, (low, high) in KAFKA_4_1.items()
+    }
     assert expected == SUPPORTED_VERSIONS
     assert {int(k) for k in ApiKey} == {int(k) for k in KAFKA_4_1}
 
