@@ -15,8 +15,8 @@ ratios with the goal each must meet:
    the synchronous ``send_and_wait`` p50 (linger 0, each send waited for) against
    confluent-kafka's ``produce`` + ``flush``;
 3. ``kclient.aio``'s per-record ``await send()`` against aiokafka's, and its
-   ``send_and_wait`` p50 against confluent-kafka's ``produce`` + ``flush``
-   (``aio_producer.py``);
+   ``send_and_wait`` p50 against confluent-kafka's ``produce`` + ``flush`` (the issue's
+   ``send_and_wait`` is aiokafka's name, which ``kclient.aio`` keeps; ``aio_producer.py``);
 4. ``write_dataframe`` (Spark ``local[2]``, a topic of two partitions) against a
    hand-written confluent-kafka ``mapInArrow`` loop (``spark_sink.py --brokers tansu``).
 
@@ -49,13 +49,15 @@ class Target(NamedTuple):
 
     what: str
     ratio: float | None
-    goal: float
+    goal: float | None  # None: shown for comparison, no goal
     at_least: bool  # True: ratio >= goal is met; False: ratio <= goal is met
     source: str
 
     def met(self) -> str:
         if self.ratio is None:
             return "not measured"
+        if self.goal is None:
+            return "(no goal)"
         ok = self.ratio >= self.goal if self.at_least else self.ratio <= self.goal
         return "yes" if ok else "NO"
 
@@ -183,9 +185,9 @@ def main() -> int:
     )
     targets.append(
         Target(
-            "send_and_wait p50 / confluent-kafka produce + flush",
+            "KafkaProducer send().result() p50 / confluent-kafka produce + flush",
             tuned["latency"].get("kclient", {}).get("x_confluent"),
-            1.5,
+            None,
             False,
             "producer_perf.py (latency)",
         )
@@ -231,7 +233,7 @@ def main() -> int:
     print("|---|---:|---:|---|---|")
     for t in targets:
         measured = "-" if t.ratio is None else f"{t.ratio:.2f}x"
-        goal = f"{'≥' if t.at_least else '≤'} {t.goal:.1f}x"
+        goal = "-" if t.goal is None else f"{'≥' if t.at_least else '≤'} {t.goal:.1f}x"
         print(f"| {t.what} | {measured} | {goal} | {t.met()} | `{t.source}` |")
     return 0
 
