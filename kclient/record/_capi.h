@@ -1,11 +1,11 @@
 /*
- * The record layer's C API for the C of the layers above it (CPython's datetime CAPI
- * pattern): kclient.record._speedups exports one capsule, _C_API, holding this struct; a
- * module that needs the record layer's C gets it in its init with kclient_record_capi()
- * (the one handshake) and reads the struct layouts from _writer.h and _column.h. The version is checked there: a
- * module built from other sources than the record module fails its import (ImportError),
- * and kclient runs its pure-Python code. Bump KCLIENT_RECORD_CAPI_VERSION when this struct,
- * RecordsWriter or BinaryColumn changes.
+ * The record layer's C API for the C of the layers above (CPython's datetime CAPI pattern):
+ * kclient.record._speedups exports one capsule, _C_API, holding this struct; a module that
+ * needs the record layer's C gets it in its init with kclient_record_capi() (the one
+ * handshake) and reads the layouts in _writer.h and _column.h. The version is checked there:
+ * a module built from other sources fails its import (ImportError) and kclient runs its
+ * pure-Python code. Bump KCLIENT_RECORD_CAPI_VERSION when this struct, RecordsWriter or
+ * BinaryColumn changes.
  */
 #ifndef KCLIENT_RECORD_CAPI_H
 #define KCLIENT_RECORD_CAPI_H
@@ -28,11 +28,10 @@ typedef struct {
                                 PyObject *value, PyObject *headers);
 } KclientRecordCAPI;
 
-/* The record module's C API, imported (once per calling module's init) and checked: NULL
- * with ImportError when the record module is not built or was built from other sources.
- * What PyCapsule_Import does, from the module object: before 3.13 PyCapsule_Import walks
- * the dotted name by getattr from the top package, which fails while kclient.record is
- * itself being imported (kclient/record/_accel.py imports the sender's module). */
+/* The record module's C API, for a module's init: NULL with ImportError when the record
+ * module is not built or was built from other sources. PyCapsule_Import's work, from the
+ * module object: before 3.13 it getattr()s from the top package, which fails while
+ * kclient.record is being imported (its _accel.py imports the sender's module). */
 static inline const KclientRecordCAPI *
 kclient_record_capi(void)
 {
@@ -42,7 +41,7 @@ kclient_record_capi(void)
     if (capsule != NULL) {
         api = (const KclientRecordCAPI *)PyCapsule_GetPointer(capsule, KCLIENT_RECORD_CAPI_NAME);
     }
-    Py_XDECREF(capsule);
+    Py_XDECREF(capsule); /* the struct is static in the record module, never unloaded */
     Py_XDECREF(module);
     if (api == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_ImportError)) { /* no _C_API: older sources */

@@ -1479,24 +1479,17 @@ PyInit__speedups(void)
     if (module == NULL) {
         return NULL;
     }
-    Py_INCREF(&kclient_RecordsWriterType);
-    if (PyModule_AddObject(module, "RecordsWriter", (PyObject *)&kclient_RecordsWriterType) < 0) {
-        Py_DECREF(&kclient_RecordsWriterType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    Py_INCREF(&kclient_BinaryColumnType);
-    if (PyModule_AddObject(module, "BinaryColumn", (PyObject *)&kclient_BinaryColumnType) < 0) {
-        Py_DECREF(&kclient_BinaryColumnType);
-        Py_DECREF(module);
-        return NULL;
-    }
     PyObject *capi = PyCapsule_New((void *)&record_capi, KCLIENT_RECORD_CAPI_NAME, NULL);
-    if (capi == NULL || PyModule_AddObjectRef(module, "_C_API", capi) < 0) {
-        Py_XDECREF(capi);
+    int failed = capi == NULL ||
+                 PyModule_AddObjectRef(module, "RecordsWriter",
+                                       (PyObject *)&kclient_RecordsWriterType) < 0 ||
+                 PyModule_AddObjectRef(module, "BinaryColumn",
+                                       (PyObject *)&kclient_BinaryColumnType) < 0 ||
+                 PyModule_AddObjectRef(module, "_C_API", capi) < 0;
+    Py_XDECREF(capi);
+    if (failed) {
         Py_DECREF(module);
         return NULL;
     }
-    Py_DECREF(capi);
     return module;
 }

@@ -34,9 +34,13 @@ PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     static PyTypeObject *const types[] = {
-        &kclient_LockType,          &kclient_AppenderType,     &kclient_SendCallType,
-        &kclient_RecordFutureFieldsType, &kclient_TopicQueuesFieldsType,
-        &kclient_StickyFieldsType, &kclient_BatchFieldsType,
+        &kclient_LockType,
+        &kclient_AppenderType,
+        &kclient_SendCallType,
+        &kclient_RecordFutureFieldsType,
+        &kclient_TopicQueuesFieldsType,
+        &kclient_StickyFieldsType,
+        &kclient_BatchFieldsType,
     };
     const Py_ssize_t count = (Py_ssize_t)(sizeof(types) / sizeof(types[0]));
     kclient_record = kclient_record_capi();
@@ -53,7 +57,7 @@ PyInit__speedups(void)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        const char *name = strrchr(types[i]->tp_name, '.') + 1; /* "kclient.sender._speedups.X" */
+        const char *name = strrchr(types[i]->tp_name, '.') + 1; /* kclient.sender._speedups.X */
         if (PyModule_AddObjectRef(module, name, (PyObject *)types[i]) < 0) {
             Py_DECREF(module);
             return NULL;
