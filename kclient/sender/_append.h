@@ -9,9 +9,6 @@
 #include "../record/_capi.h"
 #include "_fields.h"
 
-/* The record layer's C API (RecordsWriter), imported by the module init. */
-extern const KclientRecordCAPI *kclient_record;
-
 typedef struct {
     PyObject_HEAD
     PyTypeObject *future_type; /* a RecordFutureFields subclass: the futures made */
@@ -39,9 +36,10 @@ typedef struct {
  * when no open batch had room, or NULL with an exception. */
 PyObject *kclient_append_to(Appender *self, TopicQueuesFields *queues, PyObject *const *args);
 
-/* The Appender type, and the init interning its names (-1 on failure). */
+/* The Appender type, and the init taking the record layer's C API (RecordsWriter) and
+ * interning its names (-1 on failure). */
 extern PyTypeObject kclient_AppenderType;
-int kclient_append_init(void);
+int kclient_append_init(const KclientRecordCAPI *record_api);
 
 /* _send.c: Appender.send_open and Appender.configure_send; the SendCall type and the init
  * interning its names (-1 on failure). */

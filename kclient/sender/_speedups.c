@@ -20,8 +20,6 @@
 #include "_append.h"
 #include "_lock.h"
 
-const KclientRecordCAPI *kclient_record;
-
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "kclient.sender._speedups",
@@ -43,8 +41,8 @@ PyInit__speedups(void)
         &kclient_BatchFieldsType,
     };
     const Py_ssize_t count = (Py_ssize_t)(sizeof(types) / sizeof(types[0]));
-    kclient_record = kclient_record_capi();
-    if (kclient_record == NULL || kclient_append_init() < 0) {
+    const KclientRecordCAPI *record = kclient_record_capi();
+    if (record == NULL || kclient_append_init(record) < 0) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
