@@ -3,10 +3,12 @@
 ``pip install`` (``-e`` too) compiles the hot-path modules listed in ``kclient/_compiled.py``
 with mypyc (the Sender's step, the accumulator's drain, the network client, selector and
 channel: the same ``.py`` files the pure-Python build runs), and the hand-written C that owns
-its data: ``kclient/record/_speedups.c`` (with ``_column.c``, the Arrow columns
-``send_batch`` reads in place, ``_append.c``, ``_send.c``, ``_lock.c``, ``_crc32c.c`` and
-``kclient/sender/_fields.c``, the sender's data they use), ``kclient/record/_validate.c``
-(the broker's record checks),
+its data: ``kclient/record/_speedups.c`` (the record batch's builder and decoder, with
+``_column.c``, the Arrow columns ``send_batch`` reads in place, and ``_crc32c.c``),
+``kclient/sender/_speedups.c`` (the accumulator's append: ``_append.c``, ``_send.c``,
+``_lock.c`` and ``_fields.c``, the sender's data they use; it reaches the record layer's C
+through the one capsule ``kclient.record._speedups._C_API``, ``kclient/record/_capi.h``),
+``kclient/record/_validate.c`` (the broker's record checks),
 ``kclient/sender/_murmur2.c``, ``kclient/aio/_future.c`` (kclient.aio's record future and
 its helpers), ``kclient/protocol/_produce.c`` with ``_produce_answer.c`` (the one-partition
 ProduceRequest and its answer, see ``produce_fast``) and ``kclient/_clock.c`` (the system
@@ -75,19 +77,32 @@ setup(
             [
                 "kclient/record/_speedups.c",
                 "kclient/record/_column.c",
-                "kclient/record/_append.c",
-                "kclient/record/_lock.c",
-                "kclient/record/_send.c",
                 "kclient/record/_crc32c.c",
+            ],
+            depends=[
+                "kclient/record/_capi.h",
+                "kclient/record/_column.h",
+                "kclient/record/_writer.h",
+                "kclient/record/_crc32c.h",
+            ],
+            optional=True,
+        ),
+        Extension(
+            "kclient.sender._speedups",
+            [
+                "kclient/sender/_speedups.c",
+                "kclient/sender/_append.c",
+                "kclient/sender/_send.c",
+                "kclient/sender/_lock.c",
                 "kclient/sender/_fields.c",
             ],
             depends=[
+                "kclient/sender/_append.h",
+                "kclient/sender/_lock.h",
+                "kclient/sender/_fields.h",
+                "kclient/record/_capi.h",
                 "kclient/record/_column.h",
                 "kclient/record/_writer.h",
-                "kclient/record/_lock.h",
-                "kclient/record/_append.h",
-                "kclient/record/_crc32c.h",
-                "kclient/sender/_fields.h",
             ],
             optional=True,
         ),
@@ -99,7 +114,11 @@ setup(
         Extension(
             "kclient.sender._murmur2",
             ["kclient/sender/_murmur2.c"],
-            depends=["kclient/record/_column.h"],
+            depends=[
+                "kclient/record/_capi.h",
+                "kclient/record/_column.h",
+                "kclient/record/_writer.h",
+            ],
             optional=True,
         ),
         Extension(

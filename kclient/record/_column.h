@@ -1,9 +1,10 @@
 /*
  * BinaryColumn: an Arrow binary/string array (its large variants too) read in place from
  * its buffers — the validity bitmap, the 32- or 64-bit offsets and the data — for
- * send_batch's bulk path. Defined in _column.c (part of kclient.record._speedups); the
- * keyed partitioner (kclient/sender/_murmur2.c) reads the same struct through this header,
- * after checking the type it imported from kclient.record._speedups.
+ * send_batch's bulk path. Defined in _column.c (part of kclient.record._speedups), where
+ * RecordsWriter.append_rows reads it; the keyed partitioner (kclient/sender/_murmur2.c)
+ * reads the same struct through this header, checking the type the record layer's C API
+ * (_capi.h) hands it.
  *
  * A column is checked whole when it is made (offsets in order and inside the data), so
  * reading a row is two loads and no checks. It holds its buffers (Py_buffer views) until

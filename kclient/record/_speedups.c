@@ -9,10 +9,8 @@
  *                        hands the records section to the Python build(), which compresses
  *                        it and writes the header and CRC. kclient.record.builder subclasses
  *                        it as CRecordBatchBuilder.
- *   Lock, Appender       RecordAccumulator.append's common case in one call (_append.c).
- *   TopicQueuesFields, StickyFields, BatchFields, RecordFutureFields
- *                        the sender's data the Appender uses, C structs that its Python
- *                        classes subclass (kclient/sender/_fields.c).
+ *   BinaryColumn         an Arrow binary array read in place (_column.c), for
+ *                        RecordsWriter.append_rows, send_batch's bulk path.
  *   decode_records()     the records of one batch as Record tuples (batch.py's
  *                        _py_decode_records, Kafka's DefaultRecord.readFrom): checks the
  *                        whole batch, then makes the records as they are iterated.
@@ -22,6 +20,10 @@
  * The layout of a record is described in layout.py. Every integer in a record is a zig-zag
  * varint; 64-bit arithmetic on timestamps and offsets wraps, as it does in Java.
  *
+ * The C of the layers above (kclient.sender._speedups: the accumulator's append, the
+ * keyed partitioner) reaches RecordsWriter and BinaryColumn through one capsule, _C_API
+ * (_capi.h), made in the module init below.
+ *
  * Threads: the GIL is held throughout; a RecordsWriter is not thread-safe (like the builder).
  */
 #define PY_SSIZE_T_CLEAN
@@ -30,12 +32,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_capi.h"
 #include "_column.h"
-#include "_lock.h"
-#include "_writer.h"
-#include "_append.h"
 #include "_crc32c.h"
-#include "../sender/_fields.h"
+#include "_writer.h"
 
 #define HEADER_SIZE 61     /* RecordBatch header; layout.HEADER_SIZE */
 #define MIN_RECORD_BODY 6  /* layout.MIN_RECORD_SIZE - 1: a record without its length */
@@ -1440,19 +1440,23 @@ static struct PyModuleDef speedups_module = {
     .m_methods = module_methods,
 };
 
-/* Module init: ready the type, fetch kclient's error classes, intern the names used. */
+/* The record layer's C API (_capi.h), exported as the capsule _C_API. */
+static const KclientRecordCAPI record_capi = {
+    .version = KCLIENT_RECORD_CAPI_VERSION,
+    .writer_type = &kclient_RecordsWriterType,
+    .column_type = &kclient_BinaryColumnType,
+    .writer_append = kclient_writer_append,
+};
+
+/* Module init: ready the types, fetch kclient's error classes, intern the names used, and
+ * export the C API. */
 PyMODINIT_FUNC
 PyInit__speedups(void)
 {
     PyObject *module, *errors;
 
     if (PyType_Ready(&kclient_RecordsWriterType) < 0 || PyType_Ready(&RecordsIteratorType) < 0 ||
-        PyType_Ready(&kclient_BinaryColumnType) < 0 || PyType_Ready(&kclient_LockType) < 0 ||
-        PyType_Ready(&kclient_AppenderType) < 0 || PyType_Ready(&kclient_SendCallType) < 0 ||
-        PyType_Ready(&kclient_RecordFutureFieldsType) < 0 ||
-        PyType_Ready(&kclient_TopicQueuesFieldsType) < 0 ||
-        PyType_Ready(&kclient_StickyFieldsType) < 0 || PyType_Ready(&kclient_BatchFieldsType) < 0 ||
-        kclient_append_init() < 0) {
+        PyType_Ready(&kclient_BinaryColumnType) < 0) {
         return NULL;
     }
     if (CorruptRecordError == NULL) {
@@ -1475,27 +1479,15 @@ PyInit__speedups(void)
     if (module == NULL) {
         return NULL;
     }
-    Py_INCREF(&kclient_RecordsWriterType);
-    if (PyModule_AddObject(module, "RecordsWriter", (PyObject *)&kclient_RecordsWriterType) < 0) {
-        Py_DECREF(&kclient_RecordsWriterType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    Py_INCREF(&kclient_BinaryColumnType);
-    if (PyModule_AddObject(module, "BinaryColumn", (PyObject *)&kclient_BinaryColumnType) < 0) {
-        Py_DECREF(&kclient_BinaryColumnType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    if (PyModule_AddObjectRef(module, "Lock", (PyObject *)&kclient_LockType) < 0 ||
-        PyModule_AddObjectRef(module, "SendCall", (PyObject *)&kclient_SendCallType) < 0 ||
-        PyModule_AddObjectRef(module, "Appender", (PyObject *)&kclient_AppenderType) < 0 ||
-        PyModule_AddObjectRef(module, "RecordFutureFields",
-                              (PyObject *)&kclient_RecordFutureFieldsType) < 0 ||
-        PyModule_AddObjectRef(module, "TopicQueuesFields",
-                              (PyObject *)&kclient_TopicQueuesFieldsType) < 0 ||
-        PyModule_AddObjectRef(module, "StickyFields", (PyObject *)&kclient_StickyFieldsType) < 0 ||
-        PyModule_AddObjectRef(module, "BatchFields", (PyObject *)&kclient_BatchFieldsType) < 0) {
+    PyObject *capi = PyCapsule_New((void *)&record_capi, KCLIENT_RECORD_CAPI_NAME, NULL);
+    int failed = capi == NULL ||
+                 PyModule_AddObjectRef(module, "RecordsWriter",
+                                       (PyObject *)&kclient_RecordsWriterType) < 0 ||
+                 PyModule_AddObjectRef(module, "BinaryColumn",
+                                       (PyObject *)&kclient_BinaryColumnType) < 0 ||
+                 PyModule_AddObjectRef(module, "_C_API", capi) < 0;
+    Py_XDECREF(capi);
+    if (failed) {
         Py_DECREF(module);
         return NULL;
     }

@@ -1,7 +1,7 @@
 /*
  * The RecordsWriter of kclient.record._speedups (a record batch's records being encoded),
- * shared by _speedups.c, which defines it, and _append.c, the accumulator's append path.
- * The GIL is held by every caller.
+ * defined by _speedups.c; the sender's Appender (kclient/sender/_append.c) reads it and
+ * appends to it through the record layer's C API (_capi.h). The GIL is held by every caller.
  */
 #ifndef KCLIENT_WRITER_H
 #define KCLIENT_WRITER_H
@@ -27,9 +27,10 @@ typedef struct {
     PyObject *bad_type;    /* the name (str) of its type */
 } RecordsWriter;
 
-/* The type (kclient.record._speedups.RecordsWriter); CRecordBatchBuilder subclasses it. */
+/* The type (kclient.record._speedups.RecordsWriter); CRecordBatchBuilder subclasses it.
+ * This and kclient_writer_append are the record module's own symbols: other modules get
+ * them from its C API (_capi.h). */
 extern PyTypeObject kclient_RecordsWriterType;
-
 
 /* Append one record (timestamp_ms an int, key and value bytes-like or None, headers a
  * sequence of (str, bytes | None) or None): its offset delta, -1 when it does not fit (the
@@ -43,9 +44,5 @@ kclient_writer_is_full(const RecordsWriter *self)
 {
     return self->closed || (self->count > 0 && self->size >= self->limit);
 }
-
-/* _append.c: the Appender type, and the init interning its names (-1 on failure). */
-extern PyTypeObject kclient_AppenderType;
-int kclient_append_init(void);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * The sender's data the Appender (kclient/record/_append.c, _send.c) reads and writes, owned
- * by C structs (part of kclient.record._speedups). Each is the base class of its Python
+ * The sender's data the Appender (_append.c, _send.c) reads and writes, owned by C structs
+ * (part of kclient.sender._speedups). Each is the base class of its Python
  * class when the accelerator is built, and a pure-Python class of the same name with
  * __slots__ is the reference it follows (KCLIENT_PURE_PYTHON=1):
  *
@@ -103,7 +103,7 @@ static PyMemberDef fields_members[] = {
 
 PyTypeObject kclient_RecordFutureFieldsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.RecordFutureFields",
+    .tp_name = "kclient.sender._speedups.RecordFutureFields",
     .tp_basicsize = sizeof(RecordFutureFields),
     .tp_dealloc = (destructor)fields_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
@@ -153,7 +153,7 @@ static PyMemberDef queues_members[] = {
 
 PyTypeObject kclient_TopicQueuesFieldsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.TopicQueuesFields",
+    .tp_name = "kclient.sender._speedups.TopicQueuesFields",
     .tp_basicsize = sizeof(TopicQueuesFields),
     .tp_dealloc = (destructor)queues_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
@@ -194,7 +194,7 @@ static PyMemberDef sticky_members[] = {
 
 PyTypeObject kclient_StickyFieldsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.StickyFields",
+    .tp_name = "kclient.sender._speedups.StickyFields",
     .tp_basicsize = sizeof(StickyFields),
     .tp_dealloc = (destructor)sticky_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
@@ -239,7 +239,7 @@ static PyMemberDef batch_members[] = {
 
 PyTypeObject kclient_BatchFieldsType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.BatchFields",
+    .tp_name = "kclient.sender._speedups.BatchFields",
     .tp_basicsize = sizeof(BatchFields),
     .tp_dealloc = (destructor)batch_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,

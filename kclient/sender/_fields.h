@@ -1,4 +1,4 @@
-/* The sender's C field structs of kclient.record._speedups (kclient/sender/_fields.c). */
+/* The sender's C field structs of kclient.sender._speedups (_fields.c). */
 #ifndef KCLIENT_FIELDS_H
 #define KCLIENT_FIELDS_H
 

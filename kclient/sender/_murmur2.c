@@ -11,9 +11,10 @@
 #include <Python.h>
 #include <stdint.h>
 
-#include "../record/_column.h"
+#include "../record/_capi.h"
 
-/* kclient.record._speedups.BinaryColumn, once imported (NULL: not built, no columns). */
+/* kclient.record._speedups.BinaryColumn, from the record layer's C API (NULL: not built, no
+ * columns). */
 static PyTypeObject *binary_column_type;
 
 /* The signed 32-bit MurmurHash2 (seed 0x9747b28c) of `length` bytes, exactly as
@@ -326,16 +327,12 @@ PyMODINIT_FUNC
 PyInit__murmur2(void)
 {
     if (binary_column_type == NULL) {
-        PyObject *speedups = PyImport_ImportModule("kclient.record._speedups");
-        if (speedups == NULL) {
-            PyErr_Clear(); /* not built: no BinaryColumn to read */
+        const KclientRecordCAPI *record = kclient_record_capi();
+        if (record == NULL) {
+            PyErr_Clear(); /* not built, or from other sources: no BinaryColumn to read */
         }
         else {
-            binary_column_type = (PyTypeObject *)PyObject_GetAttrString(speedups, "BinaryColumn");
-            Py_DECREF(speedups);
-            if (binary_column_type == NULL) {
-                PyErr_Clear();
-            }
+            binary_column_type = record->column_type;
         }
     }
     return PyModule_Create(&module_def);

@@ -9,7 +9,7 @@ or the record does not fit (``RecordAccumulator`` then opens a batch, reserving 
 ``KafkaProducer.send`` calls it directly (``fast_send``: without a Python frame), so the
 common case costs one call.
 
-Two implementations doing the same steps: the C ``kclient.record._speedups.Appender``
+Two implementations doing the same steps: the C ``kclient.sender._speedups.Appender``
 (the default when the accelerator is built, with ``TopicQueues.lock`` its C ``Lock``)
 and ``PyAppender`` below, the reference, used under ``KCLIENT_PURE_PYTHON=1``. No Java
 counterpart as a class: it is the first half of Java's ``RecordAccumulator.append``
@@ -231,7 +231,7 @@ def make_appender(time_ns: Callable[[], int], *, pure_python: bool = False) -> A
     """The C ``Appender`` when the accelerator is built (and ``pure_python`` is false);
     ``time_ns`` is the wall clock record timestamps are read from."""
     if _accel.ACCELERATED and not pure_python:
-        from kclient.record._speedups import Appender as CAppender
+        from kclient.sender._speedups import Appender as CAppender
 
         appender: Appender = CAppender(
             FutureRecordMetadata, BATCH_OVERHEAD, IllegalStateError, time_ns
@@ -253,8 +253,8 @@ def fast_send(
     weakly: the producer keeps it as its ``send`` attribute."""
     if not _accel.ACCELERATED:
         return None
-    from kclient.record._speedups import Appender as CAppender
-    from kclient.record._speedups import SendCall
+    from kclient.sender._speedups import Appender as CAppender
+    from kclient.sender._speedups import SendCall
 
     if not isinstance(appender, CAppender):
         return None

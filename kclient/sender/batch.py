@@ -103,7 +103,7 @@ def rewrite_producer_state(
 class BatchFields:
     """What the ``Appender`` uses of a batch: its record ``builder``, its built ``records``
     (None while it is open) and its ``ProduceResult``, ``result``. ``ProducerBatch``'s base:
-    with the accelerator built, ``kclient.record._speedups.BatchFields``, a C struct the C
+    with the accelerator built, ``kclient.sender._speedups.BatchFields``, a C struct the C
     ``Appender`` reads directly (kclient/sender/_fields.c); this class is the reference it
     follows."""
 
@@ -115,7 +115,7 @@ class BatchFields:
 
 
 if ACCELERATED and not TYPE_CHECKING:
-    from kclient.record._speedups import BatchFields  # the C one
+    from kclient.sender._speedups import BatchFields  # the C one
 
 
 class ProducerBatch(BatchFields):

@@ -30,10 +30,10 @@ log = logging.getLogger(__name__)
 
 new_lock: Callable[[], Any] = threading.Lock
 """A ``ProduceResult``'s (and ``IncompleteBatches``' and ``BufferPool``'s) lock:
-``kclient.record._speedups.Lock`` (``threading.Lock``'s API) when the accelerator is
+``kclient.sender._speedups.Lock`` (``threading.Lock``'s API) when the accelerator is
 built; else ``threading.Lock``."""
 if ACCELERATED:
-    from kclient.record import _speedups
+    from kclient.sender import _speedups
 
     new_lock = _speedups.Lock
 
@@ -243,7 +243,7 @@ class RecordFutureFields:
     """What a record's future knows of its record: its batch's shared ``produce_result``,
     its ``offset_delta`` there, its ``timestamp_ms`` and its serialized ``key_size`` and
     ``value_size`` (-1: null). ``FutureRecordMetadata``'s base: with the accelerator built,
-    ``kclient.record._speedups.RecordFutureFields``, a C struct the C ``Appender`` fills
+    ``kclient.sender._speedups.RecordFutureFields``, a C struct the C ``Appender`` fills
     directly (kclient/sender/_fields.c); this class is the reference it follows."""
 
     __slots__ = ("key_size", "offset_delta", "produce_result", "timestamp_ms", "value_size")
@@ -264,7 +264,7 @@ class RecordFutureFields:
 
 
 if ACCELERATED and not TYPE_CHECKING:
-    from kclient.record._speedups import RecordFutureFields  # the C one
+    from kclient.sender._speedups import RecordFutureFields  # the C one
 
 
 class FutureRecordMetadata(RecordFutureFields, concurrent.futures.Future):  # type: ignore[type-arg]

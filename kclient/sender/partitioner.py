@@ -93,7 +93,7 @@ class StickyFields:
     """The sticky partitioner's state: the ``partition`` keyless records go to, the
     ``produced_bytes`` sent there since it was chosen and the ``sticky_bytes`` after which
     it may change. ``StickyPartitioner``'s base: with the accelerator built,
-    ``kclient.record._speedups.StickyFields``, a C struct the C ``Appender`` reads and
+    ``kclient.sender._speedups.StickyFields``, a C struct the C ``Appender`` reads and
     counts in directly (kclient/sender/_fields.c); this class is the reference it follows."""
 
     __slots__ = ("partition", "produced_bytes", "sticky_bytes")
@@ -104,7 +104,7 @@ class StickyFields:
 
 
 if ACCELERATED and not TYPE_CHECKING:
-    from kclient.record._speedups import StickyFields  # the C one
+    from kclient.sender._speedups import StickyFields  # the C one
 
 
 class StickyPartitioner(StickyFields):

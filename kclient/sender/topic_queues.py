@@ -46,7 +46,7 @@ make_lock: Callable[[], LockLike] = threading.Lock
 """A topic's lock: the C ``Lock`` the C ``Appender`` takes without a Python call when the
 accelerator is built (``threading.Lock``'s API), else ``threading.Lock``."""
 if _accel.ACCELERATED:
-    from kclient.record._speedups import Lock as _CLock
+    from kclient.sender._speedups import Lock as _CLock
 
     make_lock = _CLock
 
@@ -68,7 +68,7 @@ def estimate_size_upper_bound(
 class TopicQueuesFields:
     """What the ``Appender`` uses of a topic's queues: its ``lock``, its ``deques``, its
     ``sticky`` partitioner and its ``num_partitions``. ``TopicQueues``' base: with the
-    accelerator built, ``kclient.record._speedups.TopicQueuesFields``, a C struct the C
+    accelerator built, ``kclient.sender._speedups.TopicQueuesFields``, a C struct the C
     ``Appender`` reads directly (kclient/sender/_fields.c); this class is the reference it
     follows."""
 
@@ -81,7 +81,7 @@ class TopicQueuesFields:
 
 
 if _accel.ACCELERATED and not TYPE_CHECKING:
-    from kclient.record._speedups import TopicQueuesFields  # the C one
+    from kclient.sender._speedups import TopicQueuesFields  # the C one
 
 
 class TopicQueues(TopicQueuesFields):

@@ -85,7 +85,7 @@ def test_an_extension_built_from_older_sources_is_not_used() -> None:
         check=True,
     )
     assert run.stdout.split() == ["False"]
-    assert "built from older sources" in run.stderr
+    assert "not built from these sources" in run.stderr
 
 
 # ---- builders -----------------------------------------------------------------------------

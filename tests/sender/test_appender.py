@@ -215,7 +215,7 @@ def test_the_c_appender_refuses_other_objects() -> None:
 def _locks() -> list[Callable[[], Any]]:
     if not _accel.ACCELERATED:
         return [threading.Lock]
-    from kclient.record._speedups import Lock
+    from kclient.sender._speedups import Lock
 
     return [threading.Lock, Lock]
 
@@ -591,7 +591,7 @@ def test_a_record_futures_fields_are_its_constructors_arguments() -> None:
     from kclient.sender.future import FutureRecordMetadata, ProduceResult, RecordFutureFields
 
     if _accel.ACCELERATED:
-        from kclient.record import _speedups
+        from kclient.sender import _speedups
 
         assert RecordFutureFields is _speedups.RecordFutureFields
     result = ProduceResult(TopicPartition("t", 0))
@@ -621,7 +621,7 @@ def test_the_appenders_fields_are_attributes_of_their_classes() -> None:
     from kclient.sender.topic_queues import TopicQueuesFields
 
     if _accel.ACCELERATED:
-        from kclient.record import _speedups
+        from kclient.sender import _speedups
 
         assert (TopicQueuesFields, StickyFields, BatchFields) == (
             _speedups.TopicQueuesFields,

@@ -1,5 +1,5 @@
 /*
- * Appender.send_open and configure_send (kclient.record._speedups; the Appender is in
+ * Appender.send_open and configure_send (kclient.sender._speedups; the Appender is in
  * _append.c): KafkaProducer.send's common case in one call. It makes send's own choices —
  * the record's types, its topic's partitions, its partition (explicit, by key, or the
  * sticky one), its size bound — and hands the record to the Appender's append, or, when the
@@ -306,7 +306,7 @@ static PyGetSetDef send_call_getset[] = {
 
 PyTypeObject kclient_SendCallType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.SendCall",
+    .tp_name = "kclient.sender._speedups.SendCall",
     .tp_basicsize = sizeof(SendCall),
     .tp_dealloc = (destructor)send_call_dealloc,
     .tp_vectorcall_offset = offsetof(SendCall, vectorcall),

@@ -1,5 +1,5 @@
 /*
- * kclient.record._speedups.Lock: a mutex with threading.Lock's API (acquire(blocking,
+ * kclient.sender._speedups.Lock: a mutex with threading.Lock's API (acquire(blocking,
  * timeout), release, locked, a context manager) that C code takes without a Python call
  * (kclient_lock_take/give, _lock.h): each TopicQueues' lock when the accelerator is built,
  * taken by the Appender (_append.c) in C and by the Sender with `with`.
@@ -12,19 +12,29 @@
 
 #include "_lock.h"
 
-
 /* Take the lock, waiting up to timeout_us (-1: forever) with the GIL released if it is
  * held elsewhere; 1 when taken. */
 int
 kclient_lock_take(LockObject *self, PY_TIMEOUT_T timeout_us)
 {
-    return kclient_lock_take_inline(self, timeout_us);
+    PyLockStatus status = PyThread_acquire_lock_timed(self->lock, 0, 0);
+    if (status != PY_LOCK_ACQUIRED && timeout_us != 0) {
+        Py_BEGIN_ALLOW_THREADS
+        status = PyThread_acquire_lock_timed(self->lock, timeout_us, 0);
+        Py_END_ALLOW_THREADS
+    }
+    if (status == PY_LOCK_ACQUIRED) {
+        self->locked = 1;
+        return 1;
+    }
+    return 0;
 }
 
 void
 kclient_lock_give(LockObject *self)
 {
-    kclient_lock_give_inline(self);
+    self->locked = 0;
+    PyThread_release_lock(self->lock);
 }
 
 static PyObject *
@@ -89,10 +99,13 @@ lock_locked(LockObject *self, PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(self->locked);
 }
 
-/* A new lock of `type` (Lock or a subclass), its thread lock allocated. */
 static PyObject *
-lock_alloc(PyTypeObject *type)
+lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
+        return NULL;
+    }
     LockObject *self = (LockObject *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
@@ -104,22 +117,6 @@ lock_alloc(PyTypeObject *type)
         return NULL;
     }
     return (PyObject *)self;
-}
-
-static PyObject *
-lock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
-        PyErr_SetString(PyExc_TypeError, "Lock() takes no arguments");
-        return NULL;
-    }
-    return lock_alloc(type);
-}
-
-PyObject *
-kclient_lock_create(void)
-{
-    return lock_alloc(&kclient_LockType);
 }
 
 static void
@@ -146,7 +143,7 @@ static PyMethodDef lock_methods[] = {
 
 PyTypeObject kclient_LockType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.Lock",
+    .tp_name = "kclient.sender._speedups.Lock",
     .tp_basicsize = sizeof(LockObject),
     .tp_dealloc = (destructor)lock_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,

@@ -1,11 +1,13 @@
-/* The Appender of kclient.record._speedups (_append.c), shared with _send.c. */
+/* The Appender of kclient.sender._speedups (_append.c), shared with _send.c and the module
+ * init (_speedups.c). */
 #ifndef KCLIENT_APPEND_H
 #define KCLIENT_APPEND_H
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "../sender/_fields.h"
+#include "../record/_capi.h"
+#include "_fields.h"
 
 typedef struct {
     PyObject_HEAD
@@ -34,7 +36,10 @@ typedef struct {
  * when no open batch had room, or NULL with an exception. */
 PyObject *kclient_append_to(Appender *self, TopicQueuesFields *queues, PyObject *const *args);
 
+/* The Appender type, and the init taking the record layer's C API (RecordsWriter) and
+ * interning its names (-1 on failure). */
 extern PyTypeObject kclient_AppenderType;
+int kclient_append_init(const KclientRecordCAPI *record_api);
 
 /* _send.c: Appender.send_open and Appender.configure_send; the SendCall type and the init
  * interning its names (-1 on failure). */

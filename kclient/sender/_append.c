@@ -1,5 +1,5 @@
 /*
- * The accumulator's per-record append in C (part of kclient.record._speedups): the common
+ * The accumulator's per-record append in C (part of kclient.sender._speedups): the common
  * case of RecordAccumulator.append — the partition's open batch has room — in one call.
  *
  *   Appender   append(queues, partition, timestamp_ms, key, value, headers, callback,
@@ -11,9 +11,11 @@
  *              future, the callback, the sticky partitioner's byte count.
  *
  * The objects it walks (TopicQueues, StickyPartitioner, ProducerBatch, FutureRecordMetadata)
- * keep what it uses in the C structs they subclass (kclient/sender/_fields.c); it reads and
- * writes those fields directly, after checking each object's type (a subtype of the struct's
- * type). Anything else is a TypeError.
+ * keep what it uses in the C structs they subclass (_fields.c); it reads and writes those
+ * fields directly, after checking each object's type (a subtype of the struct's type).
+ * Anything else is a TypeError. A batch's builder, when it is the C RecordsWriter, is
+ * appended to through the record layer's C API (kclient/record/_capi.h), which the module
+ * init hands to kclient_append_init.
  *
  * send_open() (_send.c) goes one step further back: KafkaProducer.send's own common case
  * (bytes, known partitions, no headers, the built-in partitioner), then append.
@@ -26,12 +28,9 @@
 #include <structmember.h>
 
 #include "_lock.h"
-#include "_writer.h"
 #include "_append.h"
 
-/* ---- Appender -------------------------------------------------------------------------- */
-
-
+static KclientRecordCAPI record;   /* a copy: one load per use */
 static PyObject *str_add_callback; /* "add_callback" */
 static PyObject *str_maybe_switch; /* "maybe_switch" */
 static PyObject *str_append;       /* "append" */
@@ -126,9 +125,9 @@ kclient_batch_append(BatchFields *batch, PyObject *ts, PyObject *key, PyObject *
         PyErr_SetString(PyExc_AttributeError, "the batch has no builder");
         return -2;
     }
-    if (PyObject_TypeCheck(builder, &kclient_RecordsWriterType)) {
-        return kclient_writer_append((RecordsWriter *)builder, ts, key, value,
-                                     headers == Py_None ? NULL : headers);
+    if (PyObject_TypeCheck(builder, record.writer_type)) {
+        return record.writer_append((RecordsWriter *)builder, ts, key, value,
+                                    headers == Py_None ? NULL : headers);
     }
     /* another builder (the pure-Python one): its append */
     PyObject *args[5] = {builder, ts, key, value, headers == Py_None ? PyTuple_New(0) : headers};
@@ -159,7 +158,7 @@ sticky_count(Appender *self, StickyFields *sticky, BatchFields *batch, Py_ssize_
     }
     /* StickyPartitioner.maybe_switch(batch), its test first for the C builder */
     PyObject *builder = batch->builder;
-    if (builder != NULL && PyObject_TypeCheck(builder, &kclient_RecordsWriterType) &&
+    if (builder != NULL && PyObject_TypeCheck(builder, record.writer_type) &&
         !kclient_writer_is_full((RecordsWriter *)builder) && produced < 2 * limit) {
         return 0;
     }
@@ -373,7 +372,7 @@ static PyGetSetDef appender_getset[] = {
 
 PyTypeObject kclient_AppenderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kclient.record._speedups.Appender",
+    .tp_name = "kclient.sender._speedups.Appender",
     .tp_basicsize = sizeof(Appender),
     .tp_dealloc = (destructor)appender_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
@@ -386,10 +385,12 @@ PyTypeObject kclient_AppenderType = {
     .tp_new = PyType_GenericNew,
 };
 
-/* Intern the method names; -1 on failure. Called by the module init. */
+/* Keep the record layer's C API, intern the method names; -1 on failure. Called by the
+ * module init. */
 int
-kclient_append_init(void)
+kclient_append_init(const KclientRecordCAPI *record_api)
 {
+    record = *record_api;
     if (str_add_callback == NULL) {
         str_add_callback = PyUnicode_InternFromString("add_callback");
         str_maybe_switch = PyUnicode_InternFromString("maybe_switch");
