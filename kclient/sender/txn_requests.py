@@ -125,8 +125,8 @@ class TxnRequestHandler:
         tm.retry(self, now_ms)
 
     def fatal(self, error: KafkaError) -> None:
-        self.tm.transition_to_fatal(error)  # first: a caller woken by the result sees it
-        self.result.fail(error)
+        # first: a caller woken by the result sees the state
+        self.result.fail(self.tm.transition_to_fatal(error))
 
     def abortable(self, error: KafkaError, *, needs_epoch_bump: bool = False) -> None:
         """The transaction must be aborted; with ``needs_epoch_bump`` (the broker lost or
@@ -377,7 +377,9 @@ class AddPartitionsToTxnHandler(TxnRequestHandler):
         elif not ok:
             detail = ", ".join(f"{tp}: {why}" for tp, why in sorted(failed.items()))
             self.abortable(
-                KafkaError(f"could not add partitions to the transaction: {detail or 'see log'}")
+                errors.AbortableTransactionError(
+                    f"could not add partitions to the transaction: {detail or 'see log'}"
+                )
             )
         else:
             log.debug("%sadded %s to the transaction", tm._prefix, self.partitions)
