@@ -104,6 +104,7 @@ class AIOKafkaProducer:
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
+        producer._ack_send_errors = False  # a send that waits is tried again: see _send_later
         sasl = getattr(producer, "network_sasl", producer.config.sasl)
         if isinstance(sasl, OAuthBearerCredentials):  # the first token, awaited here
             try:
@@ -286,7 +287,10 @@ class AIOKafkaProducer:
             if remaining_s <= 0:
                 if not isinstance(error, BufferExhaustedError) and topic not in producer._queues:
                     producer._metadata.forget(topic)  # no refreshes, no warnings for it
-                raise self._blocked_too_long(error, topic, partition) from error
+                final = self._blocked_too_long(error, topic, partition)
+                if producer._interceptors is not None:  # the record's one acknowledgement
+                    producer._interceptors.on_acknowledgement(None, final)
+                raise final from error
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
             try:
@@ -449,7 +453,10 @@ class AIOKafkaProducer:
             producer._metadata.request_update_for_topic(topic)
             self._wakeup(producer)
             if loop.time() >= deadline:
-                raise self._blocked_too_long(error, topic, partition) from error
+                final = self._blocked_too_long(error, topic, partition)
+                if producer._interceptors is not None:  # the record's one acknowledgement
+                    producer._interceptors.on_acknowledgement(None, final)
+                raise final from error
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
 
