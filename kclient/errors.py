@@ -55,8 +55,9 @@ class ApplicationRecoverableError(KafkaError):
     this producer cannot go on, but a new one with the same ``transactional.id`` can. Close
     it, create a new producer, ``init_transactions()`` and go on from the last committed
     state. Base of ``ProducerFencedError``, ``InvalidProducerEpochError``,
-    ``UnknownProducerIdError``, ``InvalidProducerIdMappingError`` and
-    ``TransactionalIdNotFoundError``."""
+    ``UnknownProducerIdError``, ``InvalidProducerIdMappingError``,
+    ``TransactionalIdNotFoundError`` and ``InvalidTxnStateError`` (the coordinator ended the
+    transaction meanwhile, e.g. after ``transaction.timeout.ms``)."""
 
 
 class FatalTransactionError(KafkaError):
@@ -336,7 +337,7 @@ PolicyViolationError = _define("POLICY_VIOLATION", 44)
 OutOfOrderSequenceNumberError = _define("OUT_OF_ORDER_SEQUENCE_NUMBER", 45)
 DuplicateSequenceNumberError = _define("DUPLICATE_SEQUENCE_NUMBER", 46)
 InvalidProducerEpochError = _define("INVALID_PRODUCER_EPOCH", 47, txn=_RECOVERABLE)
-InvalidTxnStateError = _define("INVALID_TXN_STATE", 48, txn=_FATAL)
+InvalidTxnStateError = _define("INVALID_TXN_STATE", 48, txn=_RECOVERABLE)
 InvalidProducerIdMappingError = _define("INVALID_PRODUCER_ID_MAPPING", 49, txn=_RECOVERABLE)
 InvalidTransactionTimeoutError = _define("INVALID_TRANSACTION_TIMEOUT", 50, txn=_FATAL)
 ConcurrentTransactionsError = _define("CONCURRENT_TRANSACTIONS", 51, retriable=True)

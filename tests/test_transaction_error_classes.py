@@ -86,7 +86,7 @@ def test_every_broker_code_has_a_class_and_the_retriable_ones_are_retried() -> N
         (errors.TransactionalIdAuthorizationFailedError(), FatalTransactionError),
         (errors.ClusterAuthorizationFailedError(), FatalTransactionError),
         (errors.UnsupportedVersionError(), FatalTransactionError),
-        (errors.InvalidTxnStateError(), FatalTransactionError),
+        (errors.InvalidTxnStateError(), ApplicationRecoverableError),
         (errors.IllegalStateError("x"), FatalTransactionError),
         (errors.ConfigError("x"), FatalTransactionError),
         (ValueError("x"), None),
