@@ -104,6 +104,8 @@ class ProducerInterceptors:
         self._lock = threading.Lock()
         self._errors: dict[tuple[int, str], list[int]] = {}
         """(interceptor index, method) -> [errors not logged yet, last log time (ms)]."""
+        self._acknowledge: Callback = self.on_acknowledgement
+        """The bound method, made once: the callback of records sent without one."""
 
     def on_send(self, record: ProducerRecord) -> ProducerRecord:
         """Each interceptor's ``on_send`` in turn; one that raises (or returns something
@@ -137,9 +139,9 @@ class ProducerInterceptors:
     def wrap(self, callback: Callback | None) -> Callback:
         """The callback ``send`` queues with the record: the acknowledgement, then the
         user's ``callback`` (when given)."""
+        acknowledge = self._acknowledge
         if callback is None:
-            return self.on_acknowledgement
-        acknowledge = self.on_acknowledgement
+            return acknowledge
 
         def acknowledge_then_call(
             metadata: RecordMetadata | None, exception: BaseException | None
