@@ -56,8 +56,10 @@ class ApplicationRecoverableError(KafkaError):
     it, create a new producer, ``init_transactions()`` and go on from the last committed
     state. Base of ``ProducerFencedError``, ``InvalidProducerEpochError``,
     ``UnknownProducerIdError``, ``InvalidProducerIdMappingError``,
-    ``TransactionalIdNotFoundError`` and ``InvalidTxnStateError`` (the coordinator ended the
-    transaction meanwhile, e.g. after ``transaction.timeout.ms``)."""
+    ``TransactionalIdNotFoundError`` and ``InvalidTxnStateError`` (the coordinator and the
+    producer disagree on the transaction's state; with transaction version 2 the commit of a
+    transaction the coordinator timed out raises ``TransactionRequiresAbortError`` caused by
+    it instead: abortable, as Java's since KAFKA-19177)."""
 
 
 class FatalTransactionError(KafkaError):

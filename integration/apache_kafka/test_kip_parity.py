@@ -141,12 +141,15 @@ def test_interceptors_add_headers_count_acknowledgements_and_survive_errors(
     assert_read_back(kafka, {topic: (2, expected)})
 
 
-def test_a_commit_after_the_broker_timed_the_transaction_out_is_application_recoverable(
+def test_a_transaction_the_broker_timed_out_is_abortable_with_transaction_version_2(
     apache_kafka: ApacheKafka,
 ) -> None:
-    """4.4 answers the late EndTxn INVALID_TXN_STATE, 3.9 PRODUCER_FENCED: both mean a new
-    producer, which then commits."""
+    """Past ``transaction.timeout.ms`` the coordinator aborts the transaction. 4.4
+    (transaction version 2) answers the late commit INVALID_TXN_STATE: abortable (as Java's
+    since KAFKA-19177), and after ``abort_transaction`` the same producer goes on. 3.9
+    answers PRODUCER_FENCED: application-recoverable, a new producer goes on."""
     kafka = apache_kafka
+    v2 = kafka.version.startswith("4.")
     topic = unique("kip1050-timeout")
     kafka.create_topic(topic, 1)
     settings = {
@@ -154,17 +157,27 @@ def test_a_commit_after_the_broker_timed_the_transaction_out_is_application_reco
         "transactional.id": unique("slow"),
         "transaction.timeout.ms": 1000,
     }
-    with KafkaProducer(settings) as producer:
+    producer = KafkaProducer(settings)
+    try:
         producer.init_transactions(timeout=30)
         producer.begin_transaction()
         producer.send(topic, b"too-slow", partition=0)
         producer.flush(timeout=30)
         time.sleep(2.5)  # the broker aborts it (checked every 0.5 s)
-        with pytest.raises(errors.ApplicationRecoverableError):
-            producer.commit_transaction(timeout=30)
-    with KafkaProducer(settings) as producer:
-        producer.init_transactions(timeout=30)
+        if v2:
+            with pytest.raises(errors.AbortableTransactionError) as raised:
+                producer.commit_transaction(timeout=30)
+            assert isinstance(raised.value.__cause__, errors.InvalidTxnStateError)
+            producer.abort_transaction(timeout=30)
+        else:
+            with pytest.raises(errors.ApplicationRecoverableError):
+                producer.commit_transaction(timeout=30)
+            producer.close(timeout=5)
+            producer = KafkaProducer(settings)
+            producer.init_transactions(timeout=30)
         producer.begin_transaction()
         producer.send(topic, b"in-time", partition=0)
         producer.commit_transaction(timeout=30)
+    finally:
+        producer.close(timeout=5)
     assert_read_back(kafka, {topic: (1, [Sent(0, None, b"in-time")])})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -80,6 +81,44 @@ def test_a_record_the_broker_refuses_is_abortable_and_the_abort_works(
         producer.commit_transaction(timeout=30)
     read = consume_all(broker.bootstrap_servers, topic, 1, 1, 30, settings=COMMITTED)
     assert [c.value for c in read] == [b"small-committed"]
+
+
+def test_a_transaction_the_broker_timed_out_is_handled_by_its_class(
+    broker: EmbeddedBroker,
+) -> None:
+    """The embedded coordinator answers the late commit PRODUCER_FENCED (Apache Kafka 4.4:
+    INVALID_TXN_STATE, abortable: ``integration/apache_kafka/test_kip_parity.py``); either
+    way the class says how to go on, as the loop of docs/guide/transactions.md does."""
+    topic = _topic(broker)
+    settings = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "transactional.id": f"{topic}-t",
+        "transaction.timeout.ms": 1000,
+    }
+    producer = KafkaProducer(settings)
+    try:
+        producer.init_transactions(timeout=30)
+        producer.begin_transaction()
+        producer.send(topic, b"too-slow", partition=0)
+        producer.flush(timeout=30)
+        time.sleep(2.5)  # the coordinator aborts it
+        try:
+            producer.commit_transaction(timeout=30)
+        except errors.AbortableTransactionError:
+            producer.abort_transaction(timeout=30)
+        except errors.ApplicationRecoverableError:
+            producer.close(timeout=5)
+            producer = KafkaProducer(settings)
+            producer.init_transactions(timeout=30)
+        else:
+            raise AssertionError("the commit of a timed-out transaction succeeded")
+        producer.begin_transaction()
+        producer.send(topic, b"in-time", partition=0)
+        producer.commit_transaction(timeout=30)
+    finally:
+        producer.close(timeout=5)
+    read = consume_all(broker.bootstrap_servers, topic, 1, 1, 30, settings=COMMITTED)
+    assert [c.value for c in read] == [b"in-time"]
 
 
 class Tagging(ProducerInterceptor):
