@@ -208,3 +208,23 @@ def test_the_documented_handler_goes_on_after_an_abortable_error(
             committed.append(batch)
             break
     assert committed == [[b"a", b"b"], [b"c"]]
+
+
+@pytest.mark.parametrize(
+    "code", [errors.TransactionAbortableError.code, errors.UnknownProducerIdError.code]
+)
+def test_abort_transaction_never_raises_an_abortable_error(
+    producer: KafkaProducer, broker: LiveTxnBroker, code: int
+) -> None:
+    """An abortable error from abort_transaction would loop a handler that aborts on it
+    (Java's KAFKA-19250): the abort ends the transaction by an epoch bump instead."""
+    producer.begin_transaction()
+    producer.send("t", b"a", partition=0).result(10)
+    broker.script(broker.fail_next, END, code)
+    try:
+        producer.abort_transaction(timeout=10)
+    except AbortableTransactionError:  # pragma: no cover (the failure this test is for)
+        pytest.fail("abort_transaction raised an abortable error")
+    producer.begin_transaction()
+    producer.send("t", b"b", partition=0)
+    producer.commit_transaction(timeout=10)
