@@ -212,3 +212,25 @@ def test_kclient_aio_passes_interceptors_through_and_acknowledges_each_record_on
     asyncio.run(asyncio.wait_for(main(), 30))
     assert [r.headers for r in client.records[("t", 0)]] == [[("traced", b"1")]] * 2
     assert len(recording.acks) == 2 and recording.closed == 1
+
+
+def test_kclient_aio_runs_on_send_once_while_it_waits_for_metadata() -> None:
+    import asyncio
+
+    from kclient.aio import AIOKafkaProducer
+
+    recording = Recording()
+
+    async def main() -> None:
+        async with AIOKafkaProducer(
+            bootstrap_servers="127.0.0.1:1",
+            kafka_client=LiveMockClient(partitions=1),
+            interceptors=[recording],
+            max_block_ms=200,
+        ) as producer:
+            with pytest.raises(errors.KafkaTimeoutError):
+                await producer.send("no-such-topic", b"a")  # tried again and again
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    assert len(recording.sent) == 1
+    assert [type(e) for _, e in recording.acks] == [errors.KafkaTimeoutError]

@@ -44,6 +44,7 @@ from kclient.errors import (
 from kclient.network import NetworkClient
 from kclient.oauth.login import OAuthBearerCredentials
 from kclient.producer import KafkaProducer
+from kclient.producer.interceptors import ProducerRecord
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
@@ -51,6 +52,33 @@ from kclient.sender.offsets import group_metadata_of, offsets_of
 from kclient.sender.txn_state import TransactionalRequestResult
 
 __all__ = ["AIOKafkaProducer"]
+
+
+def _queue(  # noqa: PLR0917 (send's arguments, positionally)
+    producer: KafkaProducer,
+    topic: str,
+    value: Any,
+    key: Any,
+    partition: int | None,
+    timestamp_ms: int | None,
+    headers: Sequence[Header] | None,
+    callback: Callable[[RecordMetadata | None, BaseException | None], None] | None,
+) -> FutureRecordMetadata:
+    """``producer.send``; with interceptors, past their ``on_send`` (``send`` ran it once)."""
+    if producer._interceptors is not None:
+        return producer._send_intercepted(
+            topic, value, key, headers, partition, timestamp_ms, callback
+        )
+    return producer.send(
+        topic,
+        value,
+        key,
+        headers=headers,
+        partition=partition,
+        timestamp_ms=timestamp_ms,
+        callback=callback,
+    )
+
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +222,10 @@ class AIOKafkaProducer:
         awaitable that is already done (no coroutine); the rest is a coroutine."""
         producer = self._producer
         completions = self._completions
+        if producer is not None and producer._interceptors is not None:
+            return self._send_intercepted(
+                producer, topic, value, key, partition, timestamp_ms, headers
+            )
         if completions is None or producer is None or self._stopped:
             return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
         try:  # the Sender on the loop: settled once per batch
@@ -204,6 +236,33 @@ class AIOKafkaProducer:
                 headers=headers,
                 partition=partition,
                 timestamp_ms=timestamp_ms,
+            )
+        except KafkaTimeoutError as exc:
+            return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
+        return completions.track(record)  # type: ignore[no-any-return]
+
+    def _send_intercepted(  # noqa: PLR0917
+        self,
+        producer: KafkaProducer,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+    ) -> Awaitable[Future]:
+        """``send`` with interceptors: their ``on_send`` once, here; every try after it
+        queues the record it returned (``_queue``)."""
+        assert producer._interceptors is not None
+        topic, value, key, headers, partition, timestamp_ms = producer._interceptors.on_send(
+            ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
+        )
+        completions = self._completions
+        if completions is None or self._stopped:
+            return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
+        try:
+            record = producer._send_intercepted(
+                topic, value, key, headers, partition, timestamp_ms, None
             )
         except KafkaTimeoutError as exc:
             return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
@@ -244,15 +303,7 @@ class AIOKafkaProducer:
         future: asyncio.Future[RecordMetadata] = loop.create_future()
         callback = self._threaded.callback(loop, future)
         try:
-            producer.send(
-                topic,
-                value,
-                key,
-                headers=headers,
-                partition=partition,
-                timestamp_ms=timestamp_ms,
-                callback=callback,
-            )
+            _queue(producer, topic, value, key, partition, timestamp_ms, headers, callback)
         except KafkaTimeoutError as exc:
             await self._send_when_possible(
                 exc, topic, value, key, partition, timestamp_ms, headers, callback
@@ -294,14 +345,8 @@ class AIOKafkaProducer:
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
             try:
-                return self._started().send(
-                    topic,
-                    value,
-                    key,
-                    headers=headers,
-                    partition=partition,
-                    timestamp_ms=timestamp_ms,
-                    callback=callback,
+                return _queue(
+                    self._started(), topic, value, key, partition, timestamp_ms, headers, callback
                 )
             except KafkaTimeoutError as exc:
                 error = exc

@@ -180,7 +180,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         """``interceptors``: None when there are none (then nothing of them runs)."""
         self._ack_send_errors = True
         """A ``send`` that raises is acknowledged to the interceptors (``kclient.aio``,
-        which tries again after a ``KafkaTimeoutError``, acknowledges only its last)."""
+        which tries again after a ``KafkaTimeoutError``, acknowledges only its last try's,
+        and runs ``on_send`` once before the first: ``_send_intercepted``)."""
         self._checked_send = (
             self._serializers or self._txn is not None or self._interceptors is not None
         )
@@ -274,6 +275,26 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         topic, value, key, headers, partition, timestamp_ms = interceptors.on_send(
             ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
         )
+        return self._send_intercepted(
+            topic, value, key, headers, partition, timestamp_ms, callback, serialize
+        )
+
+    def _send_intercepted(  # noqa: PLR0917 (send's arguments, positionally)
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        headers: Sequence[Header] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        callback: Callback | None,
+        serialize: bool = True,
+    ) -> FutureRecordMetadata:
+        """``send`` of a record the interceptors' ``on_send`` returned (``kclient.aio``
+        calls it directly when it tries a record again): its callback acknowledges it, and
+        so does an error raised here."""
+        interceptors = self._interceptors
+        assert interceptors is not None
         try:
             return self._send_record(
                 topic,
