@@ -5,7 +5,8 @@
         metadata = producer.send("events", value=b"hello", key=b"k").result(timeout=10)
 
 Public API: ``KafkaProducer``, ``ProducerConfig``, ``RecordMetadata``,
-``FutureRecordMetadata``, ``ProducerRecord``, ``SendBatchResult``, the types in its
+``FutureRecordMetadata``, ``ProducerRecord``, ``SendBatchResult``, ``ProducerInterceptor``
+(the base class of the ``interceptors`` setting's objects), the types in its
 signatures (``Header``, ``Callback``, ``TopicPartition``, ``PartitionInfo``), the
 ``errors`` module, and for
 ``send_offsets_to_transaction``: ``OffsetAndMetadata`` and ``ConsumerGroupMetadata``.
@@ -14,8 +15,6 @@ Import them from here: the modules they are defined in are internal and may move
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 # first: with KCLIENT_PURE_PYTHON set it makes the compiled modules load from source
 from kclient import (
@@ -26,6 +25,7 @@ from kclient.config import ProducerConfig
 from kclient.errors import KafkaError
 from kclient.network.cluster import PartitionInfo, TopicPartition
 from kclient.producer import KafkaProducer
+from kclient.producer.interceptors import ProducerInterceptor, ProducerRecord
 from kclient.sender.batch import Callback, Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
@@ -33,18 +33,6 @@ from kclient.sender.offsets import ConsumerGroupMetadata, OffsetAndMetadata
 
 #: The version of kclient (distribution ``kclient-kafka``); pyproject.toml reads it here.
 __version__ = "0.1.0"
-
-
-class ProducerRecord(NamedTuple):
-    """A record to send, as a value (Java's ``ProducerRecord``):
-    ``producer.send(**record._asdict())``."""
-
-    topic: str
-    value: object = None
-    key: object = None
-    headers: list[Header] | None = None
-    partition: int | None = None
-    timestamp_ms: int | None = None
 
 
 __all__ = [
@@ -57,6 +45,7 @@ __all__ = [
     "OffsetAndMetadata",
     "PartitionInfo",
     "ProducerConfig",
+    "ProducerInterceptor",
     "ProducerRecord",
     "RecordMetadata",
     "SendBatchResult",

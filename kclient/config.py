@@ -157,6 +157,7 @@ class ProducerConfig:
     compression_zstd_level: int
     partitioner_ignore_keys: bool
     partitioner: Callable[[str, bytes | None, int], int] | None
+    interceptors: tuple[Any, ...]
     key_serializer: object
     value_serializer: object
     security_protocol: str

@@ -153,6 +153,30 @@ def _parse_partitioner(name: str, value: object) -> object:
     raise _type_error(name, "a callable (topic, key_bytes, num_partitions) -> int", value)
 
 
+INTERCEPTOR_METHODS = ("on_send", "on_acknowledgement", "close")
+"""What every object of ``interceptors`` must have (``kclient.producer.interceptors``)."""
+
+
+def _parse_interceptors(name: str, value: object) -> tuple[object, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ConfigError(
+            f"{name!r} must be a list of interceptor objects (with on_send, "
+            f"on_acknowledgement and close), got {type(value).__name__}"
+        )
+    for index, interceptor in enumerate(value):
+        missing = [m for m in INTERCEPTOR_METHODS if not callable(getattr(interceptor, m, None))]
+        if missing:
+            raise ConfigError(
+                f"{name!r}: item {index} ({type(interceptor).__name__}) has no "
+                f"{', '.join(missing)} method; an interceptor needs on_send(record), "
+                "on_acknowledgement(metadata, exception) and close() (subclass "
+                "kclient.ProducerInterceptor for the ones it does not need)"
+            )
+    return tuple(value)
+
+
 def _parse_security_protocol(name: str, value: object) -> str:
     text = _parse_str(name, value).strip().upper()
     if text not in SECURITY_PROTOCOLS:
@@ -411,6 +435,9 @@ SETTINGS: tuple[Setting, ...] = (
             doc="use the sticky partitioner even for keyed records"),
     Setting("partitioner", _parse_partitioner, None, shown="built-in",
             doc="callable `(topic, key_bytes, num_partitions) -> partition`"),
+    Setting("interceptors", _parse_interceptors, (), shown="none",
+            doc="objects with `on_send(record)`, `on_acknowledgement(metadata, exception)` and "
+            "`close()`, called in order (Java's `interceptor.classes`, as instances)"),
     Setting("key.serializer", _parse_callable_or_name, None, shown="bytes", java="(required)",
             doc="callable, object with `serialize(topic, data)`, or `bytes`, `str`, `json`, "
             "`int`, `long`"),

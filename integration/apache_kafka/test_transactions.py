@@ -166,14 +166,17 @@ def test_a_transaction_timed_out_by_the_broker_is_aborted(apache_kafka: ApacheKa
         producer.flush(timeout=30)
         time.sleep(2.5)  # the broker aborts it (checked every 0.5 s)
         # the broker's answer to the late EndTxn: with transaction version 2 the aborted
-        # transaction's state (INVALID_TXN_STATE), with version 1 the epoch (fenced)
+        # transaction's state (INVALID_TXN_STATE: the transaction must be aborted), with
+        # version 1 the epoch (fenced)
         late = (
-            errors.InvalidTxnStateError
+            errors.TransactionRequiresAbortError
             if kafka.version.startswith("4.")
             else errors.ProducerFencedError
         )
-        with pytest.raises(late):
+        with pytest.raises(late) as raised:
             producer.commit_transaction(timeout=30)
+        if late is errors.TransactionRequiresAbortError:
+            assert isinstance(raised.value.__cause__, errors.InvalidTxnStateError)
     uncommitted = confluent_read(kafka, {topic: (1, 1)}, isolation_level="read_uncommitted")
     assert [row[1] for row in uncommitted[topic][0]] == [b"too-slow"]
     assert_read_back(kafka, {topic: (1, [])})

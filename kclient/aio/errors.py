@@ -25,7 +25,10 @@ Differences: kclient's ``KafkaError`` derives from ``Exception``, aiokafka's fro
 ``RuntimeError``; kclient raises ``IllegalStateError`` where aiokafka raises
 ``ProducerClosed`` (a send after ``stop()``), so ``ProducerClosed`` is that class here;
 ``NoBrokersAvailable`` is the error of every bootstrap address refusing
-(``BootstrapRefusedError``).
+(``BootstrapRefusedError``). KIP-1050's transaction error classes are here too
+(``AbortableTransactionError``, ``ApplicationRecoverableError``, ``FatalTransactionError``,
+``RetriableTransactionError``, ``RefreshRetriableTransactionError``: kclient's, which
+aiokafka does not have), for ``except`` clauses around ``transaction()``.
 kafka-python's ``kafka.errors`` uses the same names. Not a Kafka component: the names only.
 """
 
@@ -33,12 +36,17 @@ from __future__ import annotations
 
 from kclient import errors as _errors
 from kclient.errors import (
+    AbortableTransactionError,
+    ApplicationRecoverableError,
     BrokerResponseError,
     CommitFailedError,
+    FatalTransactionError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     RecordTooLargeError,
+    RefreshRetriableTransactionError,
+    RetriableTransactionError,
     UnsupportedCodecError,
 )
 from kclient.network.bootstrap_refusals import BootstrapRefusedError
@@ -230,6 +238,8 @@ ListenerNotFound = for_code(72)
 MemberIdRequired = for_code(79)
 
 __all__ = [
+    "AbortableTransactionError",
+    "ApplicationRecoverableError",
     "AuthenticationFailedError",
     "AuthenticationMethodNotSupported",
     "BrokerNotAvailableError",
@@ -250,6 +260,7 @@ __all__ = [
     "DelegationTokenOwnerMismatch",
     "DelegationTokenRequestNotAllowed",
     "DuplicateSequenceNumber",
+    "FatalTransactionError",
     "FetchSessionIdNotFound",
     "GroupAuthorizationFailedError",
     "GroupCoordinatorNotAvailableError",
@@ -317,8 +328,10 @@ __all__ = [
     "RebalanceInProgressError",
     "RecordListTooLargeError",
     "RecordTooLargeError",
+    "RefreshRetriableTransactionError",
     "ReplicaNotAvailableError",
     "RequestTimedOutError",
+    "RetriableTransactionError",
     "SaslAuthenticationFailed",
     "SecurityDisabled",
     "StaleControllerEpochError",

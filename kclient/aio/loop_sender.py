@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from kclient.aio.loop_selector import LoopSelector
 from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
-from kclient.errors import IllegalStateError, KafkaError
+from kclient.errors import FatalTransactionError, IllegalStateError
 from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import kafka_producer as producer_module
@@ -285,7 +285,7 @@ class LoopProducer(KafkaProducer):
             await self.resolver.prime(parse_bootstrap_servers(self.config.bootstrap_servers))
 
     def _sender_failed(self, exc: BaseException) -> None:
-        self._set_fatal_error(KafkaError(f"the producer's sender failed: {exc!r}"))
+        self._set_fatal_error(FatalTransactionError(f"the producer's sender failed: {exc!r}"))
 
     async def await_flush(self, up_to_batch_id: int) -> None:
         """``flush``'s wait, awaited: until every batch up to ``up_to_batch_id`` (from

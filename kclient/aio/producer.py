@@ -44,6 +44,7 @@ from kclient.errors import (
 from kclient.network import NetworkClient
 from kclient.oauth.login import OAuthBearerCredentials
 from kclient.producer import KafkaProducer
+from kclient.producer.interceptors import ProducerRecord
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
@@ -51,6 +52,33 @@ from kclient.sender.offsets import group_metadata_of, offsets_of
 from kclient.sender.txn_state import TransactionalRequestResult
 
 __all__ = ["AIOKafkaProducer"]
+
+
+def _queue(  # noqa: PLR0917 (send's arguments, positionally)
+    producer: KafkaProducer,
+    topic: str,
+    value: Any,
+    key: Any,
+    partition: int | None,
+    timestamp_ms: int | None,
+    headers: Sequence[Header] | None,
+    callback: Callable[[RecordMetadata | None, BaseException | None], None] | None,
+) -> FutureRecordMetadata:
+    """``producer.send``; with interceptors, past their ``on_send`` (``send`` ran it once)."""
+    if producer._interceptors is not None:
+        return producer._send_intercepted(
+            topic, value, key, headers, partition, timestamp_ms, callback
+        )
+    return producer.send(
+        topic,
+        value,
+        key,
+        headers=headers,
+        partition=partition,
+        timestamp_ms=timestamp_ms,
+        callback=callback,
+    )
+
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +132,7 @@ class AIOKafkaProducer:
         else:  # a client without on_ready (tests, benchmarks): the Sender on its own thread
             producer = KafkaProducer(settings, kafka_client=client)
         self._producer = producer
+        producer._ack_send_errors = False  # a send that waits is tried again: see _send_later
         sasl = getattr(producer, "network_sasl", producer.config.sasl)
         if isinstance(sasl, OAuthBearerCredentials):  # the first token, awaited here
             try:
@@ -193,6 +222,10 @@ class AIOKafkaProducer:
         awaitable that is already done (no coroutine); the rest is a coroutine."""
         producer = self._producer
         completions = self._completions
+        if producer is not None and producer._interceptors is not None:
+            return self._send_intercepted(
+                producer, topic, value, key, partition, timestamp_ms, headers
+            )
         if completions is None or producer is None or self._stopped:
             return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
         try:  # the Sender on the loop: settled once per batch
@@ -203,6 +236,33 @@ class AIOKafkaProducer:
                 headers=headers,
                 partition=partition,
                 timestamp_ms=timestamp_ms,
+            )
+        except KafkaTimeoutError as exc:
+            return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
+        return completions.track(record)  # type: ignore[no-any-return]
+
+    def _send_intercepted(  # noqa: PLR0917
+        self,
+        producer: KafkaProducer,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp_ms: int | None,
+        headers: Sequence[Header] | None,
+    ) -> Awaitable[Future]:
+        """``send`` with interceptors: their ``on_send`` once, here; every try after it
+        queues the record it returned (``_queue``)."""
+        assert producer._interceptors is not None
+        topic, value, key, headers, partition, timestamp_ms = producer._interceptors.on_send(
+            ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
+        )
+        completions = self._completions
+        if completions is None or self._stopped:
+            return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
+        try:
+            record = producer._send_intercepted(
+                topic, value, key, headers, partition, timestamp_ms, None
             )
         except KafkaTimeoutError as exc:
             return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
@@ -243,15 +303,7 @@ class AIOKafkaProducer:
         future: asyncio.Future[RecordMetadata] = loop.create_future()
         callback = self._threaded.callback(loop, future)
         try:
-            producer.send(
-                topic,
-                value,
-                key,
-                headers=headers,
-                partition=partition,
-                timestamp_ms=timestamp_ms,
-                callback=callback,
-            )
+            _queue(producer, topic, value, key, partition, timestamp_ms, headers, callback)
         except KafkaTimeoutError as exc:
             await self._send_when_possible(
                 exc, topic, value, key, partition, timestamp_ms, headers, callback
@@ -286,18 +338,15 @@ class AIOKafkaProducer:
             if remaining_s <= 0:
                 if not isinstance(error, BufferExhaustedError) and topic not in producer._queues:
                     producer._metadata.forget(topic)  # no refreshes, no warnings for it
-                raise self._blocked_too_long(error, topic, partition) from error
+                final = self._blocked_too_long(error, topic, partition)
+                if producer._interceptors is not None:  # the record's one acknowledgement
+                    producer._interceptors.on_acknowledgement(None, final)
+                raise final from error
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
             try:
-                return self._started().send(
-                    topic,
-                    value,
-                    key,
-                    headers=headers,
-                    partition=partition,
-                    timestamp_ms=timestamp_ms,
-                    callback=callback,
+                return _queue(
+                    self._started(), topic, value, key, partition, timestamp_ms, headers, callback
                 )
             except KafkaTimeoutError as exc:
                 error = exc
@@ -449,7 +498,10 @@ class AIOKafkaProducer:
             producer._metadata.request_update_for_topic(topic)
             self._wakeup(producer)
             if loop.time() >= deadline:
-                raise self._blocked_too_long(error, topic, partition) from error
+                final = self._blocked_too_long(error, topic, partition)
+                if producer._interceptors is not None:  # the record's one acknowledgement
+                    producer._interceptors.on_acknowledgement(None, final)
+                raise final from error
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
 

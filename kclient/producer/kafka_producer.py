@@ -14,6 +14,8 @@ used in the child: create it after the fork.
 The transaction methods are in ``ProducerTransactions`` (``transactions.py``),
 ``send_batch`` in ``ProducerBatches`` (``send_batch.py``) and the wait for a topic's
 metadata in ``ProducerMetadataWait`` (``metadata_wait.py``), base classes of this one.
+With ``interceptors`` set, ``send`` runs them around the general path
+(``interceptors.py``); without, they cost nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import record_args
+from kclient.producer.interceptors import ProducerInterceptors, ProducerRecord
 from kclient.producer.metadata_wait import ProducerMetadataWait
 from kclient.producer.send_batch import ProducerBatches
 from kclient.producer.transactions import ProducerTransactions
@@ -169,9 +172,22 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         self._max_block_ms = cfg.max_block_ms
         self._max_record_bytes = min(cfg.max_request_size, cfg.buffer_memory)
         self._serializers = self._key_serializer is not None or self._value_serializer is not None
-        self._checked_send = self._serializers or self._txn is not None
+        self._interceptors = (
+            ProducerInterceptors(cfg.interceptors, clock.monotonic_ms, self._prefix)
+            if cfg.interceptors
+            else None
+        )
+        """``interceptors``: None when there are none (then nothing of them runs)."""
+        self._ack_send_errors = True
+        """A ``send`` that raises is acknowledged to the interceptors (``kclient.aio``,
+        which tries again after a ``KafkaTimeoutError``, acknowledges only its last try's,
+        and runs ``on_send`` once before the first: ``_send_intercepted``)."""
+        self._checked_send = (
+            self._serializers or self._txn is not None or self._interceptors is not None
+        )
         """Whether ``send`` must check more than its arguments' types (serializers, a
-        transaction, closed, forked or failed): one test on the common path."""
+        transaction, interceptors, closed, forked or failed): one test on the common
+        path."""
         self._append = self._accumulator.append
         self._append_open = self._accumulator.appender.append
         self._queues: dict[str, TopicQueues] = {}
@@ -248,9 +264,65 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         callback: Callback | None,
         serialize: bool = True,
     ) -> FutureRecordMetadata:
-        """``send`` beyond its common case: serializers, conversions, a transaction, a
-        closed producer, metadata to wait for, headers, a custom partitioner, a record too
-        large, a new batch."""
+        """``send`` beyond its common case: interceptors, serializers, conversions, a
+        transaction, a closed producer, metadata to wait for, headers, a custom
+        partitioner, a record too large, a new batch."""
+        interceptors = self._interceptors
+        if interceptors is None:
+            return self._send_record(
+                topic, value, key, headers, partition, timestamp_ms, callback, serialize
+            )
+        topic, value, key, headers, partition, timestamp_ms = interceptors.on_send(
+            ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
+        )
+        return self._send_intercepted(
+            topic, value, key, headers, partition, timestamp_ms, callback, serialize
+        )
+
+    def _send_intercepted(  # noqa: PLR0917 (send's arguments, positionally)
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        headers: Sequence[Header] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        callback: Callback | None,
+        serialize: bool = True,
+    ) -> FutureRecordMetadata:
+        """``send`` of a record the interceptors' ``on_send`` returned (``kclient.aio``
+        calls it directly when it tries a record again): its callback acknowledges it, and
+        so does an error raised here."""
+        interceptors = self._interceptors
+        assert interceptors is not None
+        try:
+            return self._send_record(
+                topic,
+                value,
+                key,
+                headers,
+                partition,
+                timestamp_ms,
+                interceptors.wrap(callback),
+                serialize,
+            )
+        except Exception as exc:  # Java's onSendError: the record is acknowledged failed
+            if self._ack_send_errors or not isinstance(exc, KafkaTimeoutError):
+                interceptors.on_acknowledgement(None, exc)
+            raise
+
+    def _send_record(  # noqa: PLR0917 (send's arguments, positionally)
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        headers: Sequence[Header] | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        callback: Callback | None,
+        serialize: bool,
+    ) -> FutureRecordMetadata:
+        """``_send_general`` after the interceptors."""
         if topic.__class__ is not str:
             topic = record_args.checked_topic(topic)
         if partition is not None and partition.__class__ is not int:
@@ -429,6 +501,8 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
             self._pool.close()
             self._metadata.close()
             _live_producers.discard(self)
+            if self._interceptors is not None:  # after the last acknowledgement
+                self._interceptors.close()
 
     def _mark_closed(self) -> None:
         """From now on ``send`` raises IllegalStateError (closed)."""

@@ -25,6 +25,7 @@ from kclient.sender import bulk, columns
 from kclient.sender.bulk import SendBatchResult
 
 if TYPE_CHECKING:
+    from kclient.producer.interceptors import ProducerInterceptors
     from kclient.sender import transaction_manager
     from kclient.sender.accumulator import RecordAccumulator
     from kclient.sender.batch import Callback, Header
@@ -46,6 +47,7 @@ class ProducerBatches:
         _max_block_ms: int
         _max_record_bytes: int
         _time_ns: Callable[[], int]
+        _interceptors: ProducerInterceptors | None
 
         def send(
             self,
@@ -125,6 +127,7 @@ class ProducerBatches:
         result = SendBatchResult(topic, values, keys, times)
         fast = (
             headers is None
+            and self._interceptors is None  # else each row through send (on_send per record)
             and self._partitioner is None
             and not (self._serializers and serialize)
             # in a transaction, when a send would be allowed (else send says why not);

@@ -24,6 +24,7 @@ from typing import Any
 
 from kclient.clock import Clock
 from kclient.errors import (
+    FatalTransactionError,
     IllegalStateError,
     KafkaError,
     KafkaTimeoutError,
@@ -170,7 +171,7 @@ class Sender(ProduceResponses):
     def fail_on_error(self, exc: BaseException) -> None:
         """``run`` (or an event loop driving ``run_once``) failed: fail every pending record."""
         log.exception("%sthe sender thread failed; failing every pending record", self._prefix)
-        error = KafkaError(
+        error = FatalTransactionError(
             f"the producer's sender thread failed: {exc!r}; this producer cannot send any "
             "more: close it (and report the error, it is a bug)"
         )

@@ -354,7 +354,9 @@ class TransactionManager(TransactionStateMachine):
     def close(self) -> None:
         """The producer closes for good: fail whatever is still queued."""
         with self.lock:
-            error = KafkaError("the producer was closed before the transactional call completed")
+            error = IllegalStateError(
+                "the producer was closed before the transactional call completed"
+            )
             queued, self._queue = self._queue, []
             for _, _, handler in queued:
                 handler.result.fail(error)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kclient import errors
-from kclient.errors import KafkaError
+from kclient.errors import AbortableTransactionError
 from kclient.protocol import ApiKey
 from kclient.protocol.messages import end_txn, find_coordinator
 from kclient.sender.coordinator_calls import CoordinatorCalls
@@ -60,9 +60,10 @@ class PreparedTxn:
     epoch: int
 
 
-class TransactionNotCompletedError(KafkaError):
+class TransactionNotCompletedError(AbortableTransactionError):
     """The coordinator refused to complete a prepared transaction: it was aborted or
-    fenced (``error_code`` says how), so its records will never be visible."""
+    fenced (``error_code`` says how), so its records will never be visible (KIP-1050's
+    abortable class: the transaction is lost, the work is to be done again in a new one)."""
 
     def __init__(self, message: str, error_code: int) -> None:
         super().__init__(message)

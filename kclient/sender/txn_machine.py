@@ -45,6 +45,16 @@ _FATAL_FOR_BATCHES = (
 )
 
 
+def as_fatal(error: KafkaError) -> KafkaError:
+    """``error`` if its KIP-1050 class ends the producer, else a ``FatalTransactionError``
+    whose ``__cause__`` it is."""
+    if isinstance(error, (errors.ApplicationRecoverableError, errors.FatalTransactionError)):
+        return error
+    fatal = errors.FatalTransactionError(f"the transactional producer cannot go on: {error}")
+    fatal.__cause__ = error
+    return fatal
+
+
 class TransactionStateMachine(idempotence.TransactionManager):
     """Transaction state of a transactional producer (and its idempotent bookkeeping)."""
 
@@ -151,14 +161,20 @@ class TransactionStateMachine(idempotence.TransactionManager):
         log.warning("%sthe transaction of %r must be aborted: %s", self._prefix, self.txn_id, error)
         self.transition_to(S.ABORTABLE_ERROR, error)
 
-    def transition_to_fatal(self, error: KafkaError) -> None:
+    def transition_to_fatal(self, error: KafkaError) -> KafkaError:
+        """The producer cannot go on; returns the error its calls raise from now on:
+        ``error`` itself when it is an ``ApplicationRecoverableError`` or a
+        ``FatalTransactionError``, else a ``FatalTransactionError`` caused by it (so what
+        the user catches says what to do: KIP-1050)."""
         if self.state is S.FATAL_ERROR:
-            return
+            return self.last_error or error
+        error = as_fatal(error)
         self._set_state(S.FATAL_ERROR, error)
         self._fail_queued(error)
         if self._pending_transition is not None:
             self._pending_transition[0].fail(error)
         self.set_fatal_error(error)
+        return error
 
     def fenced_error(self, where: str) -> KafkaError:
         """PRODUCER_FENCED (or INVALID_PRODUCER_EPOCH from the coordinator), for people."""

@@ -42,6 +42,8 @@ UNKNOWN_PRODUCER = frozenset(
     {errors.UnknownProducerIdError.code, errors.InvalidProducerIdMappingError.code}
 )
 TRANSACTION_ABORTABLE = errors.TransactionAbortableError.code
+#: EndTxn answers (transaction version 2) that make the transaction abortable
+TV2_ABORTABLE_END = frozenset({TRANSACTION_ABORTABLE, errors.InvalidTxnStateError.code})
 _KEY_TYPES = {find_coordinator.GROUP: "group", find_coordinator.TRANSACTION: "transaction"}
 
 
@@ -125,8 +127,8 @@ class TxnRequestHandler:
         tm.retry(self, now_ms)
 
     def fatal(self, error: KafkaError) -> None:
-        self.tm.transition_to_fatal(error)  # first: a caller woken by the result sees it
-        self.result.fail(error)
+        # first: a caller woken by the result sees the state
+        self.result.fail(self.tm.transition_to_fatal(error))
 
     def abortable(self, error: KafkaError, *, needs_epoch_bump: bool = False) -> None:
         """The transaction must be aborted; with ``needs_epoch_bump`` (the broker lost or
@@ -377,7 +379,9 @@ class AddPartitionsToTxnHandler(TxnRequestHandler):
         elif not ok:
             detail = ", ".join(f"{tp}: {why}" for tp, why in sorted(failed.items()))
             self.abortable(
-                KafkaError(f"could not add partitions to the transaction: {detail or 'see log'}")
+                errors.AbortableTransactionError(
+                    f"could not add partitions to the transaction: {detail or 'see log'}"
+                )
             )
         else:
             log.debug("%sadded %s to the transaction", tm._prefix, self.partitions)
@@ -419,16 +423,22 @@ class EndTxnHandler(TxnRequestHandler):
             self.retry(code, now_ms)
         elif code in FENCED:
             self.fatal(self.fenced())
-        elif code in (
-            errors.TransactionalIdAuthorizationFailedError.code,
-            errors.InvalidTxnStateError.code,
+        elif code == errors.TransactionalIdAuthorizationFailedError.code or (
+            code == errors.InvalidTxnStateError.code and not tm.is_transaction_v2
         ):
             self.fatal(self.error(code))
-        elif code in UNKNOWN_PRODUCER or code == TRANSACTION_ABORTABLE:
+        elif code in UNKNOWN_PRODUCER or code in TV2_ABORTABLE_END:
+            # transaction version 2: INVALID_TXN_STATE is the coordinator's answer to the
+            # commit of a transaction it aborted at transaction.timeout.ms (and bumped the
+            # epoch for): abortable, as Java's since KAFKA-19177; the abort needs a new epoch
             if tm.state is TransactionState.ABORTING_TRANSACTION:
                 self._abort_by_epoch_bump(code)
             else:
-                self.abortable(self.error(code), needs_epoch_bump=code in UNKNOWN_PRODUCER)
+                self.abortable(
+                    self.error(code),
+                    needs_epoch_bump=code in UNKNOWN_PRODUCER
+                    or code == errors.InvalidTxnStateError.code,
+                )
         else:
             self.unexpected(code)
 

@@ -193,3 +193,26 @@ def test_version_2_seen_between_transactions_waits_for_the_next_version_1_to_end
     assert _versions(h, END) == [4, 4, 5]
     assert h.broker.sent_apis().count(INIT) == 1  # the bump between them
     assert h.broker.violations == []
+
+
+def test_a_commit_answered_invalid_txn_state_is_abortable_and_the_abort_bumps_the_epoch() -> None:
+    """Transaction version 2: the coordinator aborted the transaction at
+    transaction.timeout.ms (bumping the epoch) and answers the late commit, and the abort,
+    INVALID_TXN_STATE. Abortable, as Java's (KAFKA-19177): the abort ends with a new epoch
+    and the producer goes on."""
+    h = _in_transaction()
+    h.send("t", 0)
+    h.broker.fail_next(END, errors.InvalidTxnStateError.code, errors.InvalidTxnStateError.code)
+    commit = h.tm.begin_commit()
+    h.run_until(commit)
+    assert isinstance(commit.error, errors.TransactionRequiresAbortError)
+    assert isinstance(commit.error.__cause__, errors.InvalidTxnStateError)
+    assert h.tm.state is S.ABORTABLE_ERROR
+    h.run_until(h.tm.begin_abort())
+    assert h.tm.state is S.READY
+    assert INIT in h.broker.sent_apis()  # the new epoch
+    h.tm.begin_transaction()
+    h.send("t", 0)
+    committed = h.tm.begin_commit()
+    h.run_until(committed)
+    assert committed.error is None

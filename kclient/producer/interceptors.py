@@ -1,0 +1,205 @@
+"""Producer interceptors: Java's ``ProducerInterceptor`` and ``ProducerInterceptors``.
+
+``KafkaProducer(..., interceptors=[...])`` takes objects with three methods:
+
+* ``on_send(record) -> record``: called by ``send`` (on the caller's thread) before the
+  key and value are serialized and the partition is chosen; it may return a changed
+  ``ProducerRecord`` (``record._replace(headers=...)``), which the next interceptor gets
+  and the producer sends.
+* ``on_acknowledgement(metadata, exception)``: once per record, when it was delivered
+  (``metadata``, exception None) or failed (exception, ``metadata`` None) — including a
+  ``send`` that raised, records of ``send_batch``, records that timed out and records of
+  an aborted transaction. Called on the producer's I/O thread (the Sender thread, or the
+  event loop of ``kclient.aio``) before the record's callback: it must be quick and must
+  not block, or every record of the producer waits for it.
+* ``close()``: once, when the producer is closed, after the last acknowledgement.
+
+An exception raised by one of them is logged (the first of each kind per interceptor with
+its traceback, then a count at most once a minute) and never stops the producer or loses
+the record: when ``on_send`` raises, the record as that interceptor got it goes on to the
+next one (Java's rule). ``ProducerInterceptor`` is a base class whose methods do nothing,
+for interceptors that need only one of them.
+
+Without interceptors nothing here runs: ``send`` keeps its fast path. With them, ``send``
+takes the general path (``KafkaProducer._send_general``) and each record's callback is
+wrapped (``ProducerInterceptors.wrap``), so the acknowledgement rides on the batch's one
+pass over its callbacks.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol, runtime_checkable
+
+from kclient.sender.batch import Callback, Header
+from kclient.sender.future import RecordMetadata
+
+log = logging.getLogger(__name__)
+
+LOG_INTERVAL_MS = 60_000
+"""After the first error of a kind, an interceptor's errors are counted and logged at most
+this often."""
+
+
+class ProducerRecord(NamedTuple):
+    """A record to send, as a value (Java's ``ProducerRecord``):
+    ``producer.send(**record._asdict())``, and what an interceptor's ``on_send`` gets and
+    returns. ``value`` and ``key`` are not serialized yet; ``partition`` and
+    ``timestamp_ms`` None mean the partitioner's choice and now."""
+
+    topic: str
+    value: object = None
+    key: object = None
+    headers: Sequence[Header] | None = None
+    partition: int | None = None
+    timestamp_ms: int | None = None
+
+
+@runtime_checkable
+class Interceptor(Protocol):
+    """What ``interceptors`` takes: objects with these three methods."""
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord: ...
+
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, exception: BaseException | None
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class ProducerInterceptor:
+    """A base class for interceptors: every method does nothing (``on_send`` returns the
+    record unchanged); override the ones needed."""
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        """Return the record to send (``record`` itself, or ``record._replace(...)``)."""
+        return record
+
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, exception: BaseException | None
+    ) -> None:
+        """A record was delivered (``metadata``) or failed (``exception``); I/O thread."""
+
+    def close(self) -> None:
+        """The producer closed."""
+
+
+class ProducerInterceptors:
+    """The configured interceptors of one producer, called in order (Java's
+    ``ProducerInterceptors``). ``monotonic_ms`` is the producer's clock (for the rate
+    limit of the error log)."""
+
+    def __init__(
+        self,
+        interceptors: Sequence[Interceptor],
+        monotonic_ms: Callable[[], int],
+        log_prefix: str = "",
+    ) -> None:
+        self.interceptors = tuple(interceptors)
+        self._monotonic_ms = monotonic_ms
+        self._prefix = log_prefix
+        self._lock = threading.Lock()
+        self._errors: dict[tuple[int, str], list[int]] = {}
+        """(interceptor index, method) -> [errors not logged yet, last log time (ms)]."""
+        self._acknowledge: Callback = self.on_acknowledgement
+        """The bound method, made once: the callback of records sent without one."""
+
+    def on_send(self, record: ProducerRecord) -> ProducerRecord:
+        """Each interceptor's ``on_send`` in turn; one that raises (or returns something
+        other than a ``ProducerRecord``) passes on the record it got."""
+        for index, interceptor in enumerate(self.interceptors):
+            try:
+                changed = interceptor.on_send(record)
+            except Exception as exc:
+                self._log_error(index, "on_send", exc)
+                continue
+            if not isinstance(changed, ProducerRecord):
+                self._log_error(
+                    index,
+                    "on_send",
+                    TypeError(f"on_send returned {type(changed).__name__}, not a ProducerRecord"),
+                )
+                continue
+            record = changed
+        return record
+
+    def on_acknowledgement(
+        self, metadata: RecordMetadata | None, exception: BaseException | None
+    ) -> None:
+        """Each interceptor's ``on_acknowledgement``; errors are logged."""
+        for index, interceptor in enumerate(self.interceptors):
+            try:
+                interceptor.on_acknowledgement(metadata, exception)
+            except Exception as exc:  # noqa: PERF203 (one try per interceptor, as Java's)
+                self._log_error(index, "on_acknowledgement", exc)
+
+    def wrap(self, callback: Callback | None) -> Callback:
+        """The callback ``send`` queues with the record: the acknowledgement, then the
+        user's ``callback`` (when given)."""
+        acknowledge = self._acknowledge
+        if callback is None:
+            return acknowledge
+
+        def acknowledge_then_call(
+            metadata: RecordMetadata | None, exception: BaseException | None
+        ) -> object:
+            acknowledge(metadata, exception)
+            return callback(metadata, exception)
+
+        return acknowledge_then_call
+
+    def close(self) -> None:
+        """Each interceptor's ``close``; errors are logged."""
+        for index, interceptor in enumerate(self.interceptors):
+            try:
+                interceptor.close()
+            except Exception as exc:  # noqa: PERF203
+                self._log_error(index, "close", exc)
+
+    def _log_error(self, index: int, method: str, exc: BaseException) -> None:
+        """The first error of each (interceptor, method) with its traceback; later ones
+        counted and logged at most every ``LOG_INTERVAL_MS``."""
+        now_ms = self._monotonic_ms()
+        name = type(self.interceptors[index]).__name__
+        with self._lock:
+            state = self._errors.get((index, method))
+            if state is None:
+                self._errors[index, method] = [0, now_ms]
+                first = True
+            else:
+                state[0] += 1
+                if now_ms - state[1] < LOG_INTERVAL_MS:
+                    return
+                count, state[0], state[1] = state[0], 0, now_ms
+                first = False
+        if first:
+            log.warning(
+                "%sinterceptor %d (%s).%s raised (ignored; the record goes on; later errors of "
+                "it are counted)",
+                self._prefix,
+                index,
+                name,
+                method,
+                exc_info=exc,
+            )
+        else:
+            log.warning(
+                "%sinterceptor %d (%s).%s raised %d times more (ignored), the last: %r",
+                self._prefix,
+                index,
+                name,
+                method,
+                count,
+                exc,
+            )
+
+
+__all__ = [
+    "Interceptor",
+    "ProducerInterceptor",
+    "ProducerInterceptors",
+    "ProducerRecord",
+]
