@@ -412,6 +412,19 @@ UnknownSubscriptionIdError = _define("UNKNOWN_SUBSCRIPTION_ID", 117)
 TelemetryTooLargeError = _define("TELEMETRY_TOO_LARGE", 118)
 InvalidRegistrationError = _define("INVALID_REGISTRATION", 119)
 TransactionAbortableError = _define("TRANSACTION_ABORTABLE", 120)
+InvalidRecordStateError = _define("INVALID_RECORD_STATE", 121)
+ShareSessionNotFoundError = _define("SHARE_SESSION_NOT_FOUND", 122)
+InvalidShareSessionEpochError = _define("INVALID_SHARE_SESSION_EPOCH", 123)
+FencedStateEpochError = _define("FENCED_STATE_EPOCH", 124)
+InvalidVoterKeyError = _define("INVALID_VOTER_KEY", 125)
+DuplicateVoterError = _define("DUPLICATE_VOTER", 126)
+VoterNotFoundError = _define("VOTER_NOT_FOUND", 127)
+InvalidRegularExpressionError = _define("INVALID_REGULAR_EXPRESSION", 128)
+RebootstrapRequiredError = _define("REBOOTSTRAP_REQUIRED", 129)  # KIP-1102, KIP-1242
+StreamsInvalidTopologyError = _define("STREAMS_INVALID_TOPOLOGY", 130)
+StreamsInvalidTopologyEpochError = _define("STREAMS_INVALID_TOPOLOGY_EPOCH", 131)
+StreamsTopologyFencedError = _define("STREAMS_TOPOLOGY_FENCED", 132)
+ShareSessionLimitReachedError = _define("SHARE_SESSION_LIMIT_REACHED", 133)
 # fmt: on
 
 

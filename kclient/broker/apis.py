@@ -82,7 +82,9 @@ _THROTTLE_FIELD = frozenset(
 
 #: APIs served on SASL listeners only.
 _SASL_APIS = frozenset({int(ApiKey.SASL_HANDSHAKE), int(ApiKey.SASL_AUTHENTICATE)})
-_REBOOTSTRAP_REQUIRED = 129  # KIP-1242's answer to an ApiVersions meant for another node
+_REBOOTSTRAP_REQUIRED = (
+    errors.RebootstrapRequiredError.code
+)  # KIP-1242's answer to an ApiVersions meant for another node
 
 
 def advertised_versions(

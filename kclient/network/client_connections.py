@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kclient.network.client")
 
-_REBOOTSTRAP_REQUIRED = 129
+_REBOOTSTRAP_REQUIRED = errors.RebootstrapRequiredError.code
 """An ApiVersions v5 answer from a broker that is not the cluster's node the client meant."""
 
 

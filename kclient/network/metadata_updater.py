@@ -27,7 +27,7 @@ from kclient.protocol import ApiKey
 log = logging.getLogger(__name__)
 
 METADATA_MIN_VERSION = 1
-_REBOOTSTRAP_REQUIRED = 129
+_REBOOTSTRAP_REQUIRED = errors.RebootstrapRequiredError.code
 """KIP-1102's top-level error of a MetadataResponse (v13+): the client's metadata is stale,
 start again from ``bootstrap.servers``."""
 """v0 reads an empty topic list as 'all topics'; v1+ as 'none' (what a producer means)."""
