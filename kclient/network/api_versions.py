@@ -155,11 +155,13 @@ class ApiVersions:
     """Per node: the versions it supports, and the ApiVersions requests still to send."""
 
     # slots: NetworkClient's C paths read ``to_send`` and ``usable`` in place
-    __slots__ = ("_nodes", "to_send", "usable")
+    __slots__ = ("_named", "_no_check", "_nodes", "to_send", "usable")
 
     def __init__(self) -> None:
         self._nodes: dict[int, NodeApiVersions] = {}
         self.to_send: dict[int, int] = {}  # node → ApiVersions version to send next
+        self._named: set[int] = set()  # nodes whose pending ApiVersions named the cluster
+        self._no_check: set[int] = set()  # nodes that dropped such a request: never again
         self.usable: dict[tuple[int, int, int | None, int | None], int] = {}
         """(node, api key, min, max) → what ``latest_usable_version`` answered (read-only
         outside this class; emptied whenever what a node supports changes): the client's
@@ -187,12 +189,29 @@ class ApiVersions:
     def sent(self, node_id: int) -> None:
         self.to_send.pop(node_id, None)
 
-    @staticmethod
-    def request_body(cluster_id: str | None = None, node_id: int = -1) -> dict[str, Any]:
+    def named(self, node_id: int, named: bool) -> None:
+        """Whether the ApiVersions request just sent to the node named the cluster."""
+        if named:
+            self._named.add(node_id)
+        else:
+            self._named.discard(node_id)
+
+    def named_cluster(self, node_id: int) -> bool:
+        """Whether the node's pending ApiVersions request named the cluster."""
+        return node_id in self._named
+
+    def skip_cluster_check(self, node_id: int) -> None:
+        """The node dropped a connection whose ApiVersions named the cluster: name it no
+        more to this node."""
+        self._no_check.add(node_id)
+        self._named.discard(node_id)
+
+    def request_body(self, cluster_id: str | None = None, node_id: int = -1) -> dict[str, Any]:
         """The ApiVersions request; from v5, the cluster and node the connection is meant
-        for (KIP-1242), when both are known: a broker of another cluster, or another node
-        of it, answers REBOOTSTRAP_REQUIRED."""
-        known = cluster_id is not None and node_id >= 0
+        for (KIP-1242), when both are known and the node has not dropped such a request
+        before: a broker of another cluster, or another node of it, answers
+        REBOOTSTRAP_REQUIRED."""
+        known = cluster_id is not None and node_id >= 0 and node_id not in self._no_check
         return {
             "client_software_name": CLIENT_SOFTWARE_NAME,
             "client_software_version": CLIENT_SOFTWARE_VERSION,

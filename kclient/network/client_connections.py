@@ -192,6 +192,7 @@ class ConnectionLifecycle(RequestWrites):
                 self._api_versions.sent(node_id)
                 cluster_id = self._metadata.fetch().cluster_id if self.cluster_check else None
                 body = self._api_versions.request_body(cluster_id, node_id)
+                self._api_versions.named(node_id, body["cluster_id"] is not None)
                 request = ClientRequest(node_id, ApiKey.API_VERSIONS, body, now_ms)
                 self._do_send(request, True, now_ms, version)
 
@@ -245,6 +246,17 @@ class ConnectionLifecycle(RequestWrites):
             if state is ConnectionState.CHECKING_API_VERSIONS and not timed_out:
                 # Dropped before answering ApiVersions: what a TLS listener does to plaintext.
                 reason += self._before_api_versions_hint
+                if self._api_versions.named_cluster(node_id):
+                    # or a broker that cannot read a v5 request naming the cluster (tansu
+                    # 0.6): the next connections to it leave the name out
+                    log.info(
+                        "%snode %d closed the connection on an ApiVersions naming cluster "
+                        "%s (KIP-1242); connecting to it without the cluster check",
+                        self._prefix,
+                        node_id,
+                        self._metadata.fetch().cluster_id,
+                    )
+                    self._api_versions.skip_cluster_check(node_id)
             self._record_failure(node_id, reason, error, now_ms)
             if state is ConnectionState.CONNECTING:
                 level, repeats = self.warnings.level(("connect", node_id), now_ms)

@@ -86,3 +86,28 @@ def test_with_recovery_none_a_misrouted_connection_asks_for_a_refresh_only() -> 
     assert not env.selector.is_connected(1)
     assert env.metadata.update_requested()
     assert not env.metadata.fetch().is_bootstrap_configured
+
+
+def test_a_broker_that_drops_a_request_naming_the_cluster_is_asked_without_it() -> None:
+    """tansu 0.6 closes the connection on an ApiVersions v5 that names the cluster: the
+    next connection to that node leaves the name out (and to the others still names it)."""
+    env = make_env()
+    env.selector.serve(ApiKey.API_VERSIONS, lambda request: None)  # no answer...
+    node = env.node(1)
+    env.client.ready(node, env.now)
+    env.poll()  # connected
+    env.poll()  # ApiVersions written
+    assert api_versions_sent(env, 1).body["cluster_id"] == "mock-cluster"
+    env.selector.server_disconnect(1)  # ...the connection closed instead
+    env.poll()
+    env.selector.serve(ApiKey.API_VERSIONS, lambda request: api_versions_body())
+    for _ in range(40):
+        if env.client.ready(node, env.now):
+            break
+        env.poll()
+        env.clock.advance(50)
+    assert env.client.is_ready(node, env.now)
+    again = env.selector.requests(node_id=1, api_key=ApiKey.API_VERSIONS)[-1]
+    assert (again.body["cluster_id"], again.body["node_id"]) == (None, -1)
+    env.connect(2)
+    assert api_versions_sent(env, 2).body["cluster_id"] == "mock-cluster"
