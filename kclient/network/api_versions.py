@@ -155,12 +155,16 @@ class ApiVersions:
     """Per node: the versions it supports, and the ApiVersions requests still to send."""
 
     # slots: NetworkClient's C paths read ``to_send`` and ``usable`` in place
-    __slots__ = ("_named", "_no_check", "_nodes", "to_send", "usable")
+    __slots__ = ("_cluster_max", "_named", "_no_check", "_nodes", "to_send", "usable")
 
     def __init__(self) -> None:
         self._nodes: dict[int, NodeApiVersions] = {}
         self.to_send: dict[int, int] = {}  # node → ApiVersions version to send next
         self._named: set[int] = set()  # nodes whose pending ApiVersions named the cluster
+        self._cluster_max = API_VERSIONS_MAX
+        """The ApiVersions version new connections start at: ours, or lower once a broker
+        said it serves less (a v5 request to a Kafka 3.9 node costs a refusal and a second
+        round trip; tansu 0.6 closes the connection instead of refusing)."""
         self._no_check: set[int] = set()  # nodes that dropped such a request: never again
         self.usable: dict[tuple[int, int, int | None, int | None], int] = {}
         """(node, api key, min, max) → what ``latest_usable_version`` answered (read-only
@@ -177,9 +181,10 @@ class ApiVersions:
         self.usable.clear()
 
     def connected(self, node_id: int) -> None:
-        """A new connection: ask it for its versions, at our highest ApiVersions version."""
+        """A new connection: ask it for its versions, at our highest ApiVersions version or
+        the highest the cluster's last answer served, whichever is lower."""
         self._nodes.pop(node_id, None)
-        self.to_send[node_id] = API_VERSIONS_MAX
+        self.to_send[node_id] = self._cluster_max
         self.usable.clear()
 
     def pending(self) -> list[tuple[int, int]]:
@@ -236,6 +241,9 @@ class ApiVersions:
             return None
         if code != 0:
             raise errors.for_code(code)(f"ApiVersions v{sent_version} to node {node_id}")
+        for key in body.get("api_keys") or ():
+            if key["api_key"] == ApiKey.API_VERSIONS:
+                self._cluster_max = max(0, min(API_VERSIONS_MAX, key["max_version"]))
         versions = NodeApiVersions.from_response(body, node_id)
         self._nodes[node_id] = versions
         self.usable.clear()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kclient.network import NetworkClientConfig
-from kclient.protocol import ApiKey
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.testing import api_versions_body, metadata_update_with
 from kclient.testing.selector import SentRequest
 from tests.network.test_client import Env, make_env
@@ -111,3 +111,15 @@ def test_a_broker_that_drops_a_request_naming_the_cluster_is_asked_without_it() 
     assert (again.body["cluster_id"], again.body["node_id"]) == (None, -1)
     env.connect(2)
     assert api_versions_sent(env, 2).body["cluster_id"] == "mock-cluster"
+
+
+def test_new_connections_start_at_the_api_versions_version_the_cluster_serves() -> None:
+    """A Kafka 3.9 or tansu answers ApiVersions up to v4: once one node said so, the next
+    connections ask at v4 (no refusal and second round trip, no v5 for a broker that
+    closes on it)."""
+    versions = {**SUPPORTED_VERSIONS, ApiKey.API_VERSIONS: (0, 4)}
+    env = make_env(api_versions=versions)
+    env.connect(0)
+    assert [r.api_version for r in env.selector.requests(0, ApiKey.API_VERSIONS)] == [5]
+    env.connect(1)
+    assert [r.api_version for r in env.selector.requests(1, ApiKey.API_VERSIONS)] == [4]
