@@ -89,7 +89,7 @@ def main() -> int:
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every benchmark")
     parser.add_argument("--messages", type=int, default=1_000_000, help="records per send run")
-    parser.add_argument("--aio-records", type=int, default=100_000)
+    parser.add_argument("--aio-records", type=int, default=300_000)
     parser.add_argument("--spark-rows", type=int, default=1_000_000)
     parser.add_argument(
         "--skip-spark", action="store_true", help="leave out the Spark sink (a JVM, minutes)"
