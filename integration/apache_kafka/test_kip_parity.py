@@ -8,15 +8,19 @@ record; a raising interceptor is logged and loses nothing)."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from integration.apache_kafka.readback import Sent, assert_read_back, unique
-from kclient import KafkaProducer, ProducerInterceptor, ProducerRecord, errors
-from kclient.sender.future import RecordMetadata
+from integration.kip_parity import (
+    Broken,
+    Tagging,
+    abort_after_a_refused_record,
+    fence_then_commit_with_a_successor,
+)
+from kclient import KafkaProducer, errors
 from kclient.testing.apache_kafka import ApacheKafka
 
 
@@ -33,28 +37,7 @@ def test_fencing_by_a_second_producer_is_application_recoverable(
     topic = unique("kip1050-fence")
     kafka.create_topic(topic, 1)
     settings = {"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": unique("f")}
-    zombie = KafkaProducer(settings)
-    try:
-        zombie.init_transactions(timeout=30)
-        zombie.begin_transaction()
-        zombie.send(topic, b"zombie", partition=0)
-        zombie.flush(timeout=30)
-        with KafkaProducer(settings) as successor:
-            successor.init_transactions(timeout=30)  # fences the zombie, aborts its records
-            with pytest.raises(errors.ApplicationRecoverableError) as raised:
-                zombie.commit_transaction(timeout=30)
-            assert errors.transaction_error_class(raised.value) is (
-                errors.ApplicationRecoverableError
-            )
-            with pytest.raises(errors.ApplicationRecoverableError):
-                zombie.abort_transaction(timeout=30)
-            zombie.close(timeout=5)
-            # what the class says to do: a new producer with the same transactional.id
-            successor.begin_transaction()
-            successor.send(topic, b"successor", partition=0)
-            successor.commit_transaction(timeout=30)
-    finally:
-        zombie.close(timeout=5)
+    fence_then_commit_with_a_successor(settings, topic)
     assert_read_back(kafka, {topic: (1, [Sent(0, None, b"successor")])})
 
 
@@ -65,55 +48,8 @@ def test_a_record_the_broker_refuses_is_abortable_and_the_abort_works(
     topic = unique("kip1050-refused")
     _topic_with_config(kafka, topic, {"max.message.bytes": "2000"})
     settings = {"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": unique("a")}
-    with KafkaProducer(settings) as producer:
-        producer.init_transactions(timeout=30)
-        producer.begin_transaction()
-        producer.send(topic, b"small-aborted", partition=0)
-        producer.flush(timeout=30)  # written, then aborted
-        refused = producer.send(topic, b"x" * 5000, partition=0)  # above the topic's limit
-        assert isinstance(refused.exception(30), errors.AbortableTransactionError)
-        with pytest.raises(errors.AbortableTransactionError):
-            producer.commit_transaction(timeout=30)
-        producer.abort_transaction(timeout=30)  # the producer goes on
-        producer.begin_transaction()
-        producer.send(topic, b"small-committed", partition=0)
-        producer.commit_transaction(timeout=30)
+    abort_after_a_refused_record(settings, topic)
     assert_read_back(kafka, {topic: (1, [Sent(0, None, b"small-committed")])})
-
-
-class Tagging(ProducerInterceptor):
-    """Adds a header; counts acknowledgements (I/O thread) under a lock."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.delivered = 0
-        self.failed = 0
-        self.closed = False
-
-    def on_send(self, record: ProducerRecord) -> ProducerRecord:
-        return record._replace(headers=[*(record.headers or ()), ("origin", b"kclient")])
-
-    def on_acknowledgement(
-        self, metadata: RecordMetadata | None, exception: BaseException | None
-    ) -> None:
-        with self.lock:
-            if exception is None:
-                self.delivered += 1
-            else:
-                self.failed += 1
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class Broken(ProducerInterceptor):
-    def on_send(self, record: ProducerRecord) -> ProducerRecord:
-        raise RuntimeError("broken on_send")
-
-    def on_acknowledgement(
-        self, metadata: RecordMetadata | None, exception: BaseException | None
-    ) -> None:
-        raise RuntimeError("broken on_acknowledgement")
 
 
 def test_interceptors_add_headers_count_acknowledgements_and_survive_errors(

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import itertools
 import logging
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
+from integration.kip_parity import (
+    Broken,
+    Tagging,
+    abort_after_a_refused_record,
+    fence_then_commit_with_a_successor,
+)
 from integration.producer.verify import consume_all
-from kclient import KafkaProducer, ProducerInterceptor, ProducerRecord, errors
+from kclient import KafkaProducer, errors
 from kclient.broker import EmbeddedBroker
-from kclient.sender.future import RecordMetadata
 
 COMMITTED = {"isolation.level": "read_committed"}
 _topics = itertools.count()
@@ -39,24 +43,7 @@ def _topic(broker: EmbeddedBroker, partitions: int = 1) -> str:
 def test_fencing_by_a_second_producer_is_application_recoverable(broker: EmbeddedBroker) -> None:
     topic = _topic(broker)
     settings = {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"{topic}-t"}
-    zombie = KafkaProducer(settings)
-    try:
-        zombie.init_transactions(timeout=30)
-        zombie.begin_transaction()
-        zombie.send(topic, b"zombie", partition=0)
-        zombie.flush(timeout=30)
-        with KafkaProducer(settings) as successor:
-            successor.init_transactions(timeout=30)
-            with pytest.raises(errors.ApplicationRecoverableError):
-                zombie.commit_transaction(timeout=30)
-            with pytest.raises(errors.ApplicationRecoverableError):
-                zombie.abort_transaction(timeout=30)
-            zombie.close(timeout=5)
-            successor.begin_transaction()
-            successor.send(topic, b"successor", partition=0)
-            successor.commit_transaction(timeout=30)
-    finally:
-        zombie.close(timeout=5)
+    fence_then_commit_with_a_successor(settings, topic)
     read = consume_all(broker.bootstrap_servers, topic, 1, 1, 30, settings=COMMITTED)
     assert [c.value for c in read] == [b"successor"]
 
@@ -66,19 +53,7 @@ def test_a_record_the_broker_refuses_is_abortable_and_the_abort_works(
 ) -> None:
     topic = _topic(broker)
     settings = {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": f"{topic}-t"}
-    with KafkaProducer(settings) as producer:
-        producer.init_transactions(timeout=30)
-        producer.begin_transaction()
-        producer.send(topic, b"small-aborted", partition=0)
-        producer.flush(timeout=30)
-        refused = producer.send(topic, b"x" * 5_000, partition=0)  # above message.max.bytes
-        assert isinstance(refused.exception(30), errors.AbortableTransactionError)
-        with pytest.raises(errors.AbortableTransactionError):
-            producer.commit_transaction(timeout=30)
-        producer.abort_transaction(timeout=30)
-        producer.begin_transaction()
-        producer.send(topic, b"small-committed", partition=0)
-        producer.commit_transaction(timeout=30)
+    abort_after_a_refused_record(settings, topic)
     read = consume_all(broker.bootstrap_servers, topic, 1, 1, 30, settings=COMMITTED)
     assert [c.value for c in read] == [b"small-committed"]
 
@@ -119,39 +94,6 @@ def test_a_transaction_the_broker_timed_out_is_handled_by_its_class(
         producer.close(timeout=5)
     read = consume_all(broker.bootstrap_servers, topic, 1, 1, 30, settings=COMMITTED)
     assert [c.value for c in read] == [b"in-time"]
-
-
-class Tagging(ProducerInterceptor):
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.delivered = 0
-        self.failed = 0
-        self.closed = False
-
-    def on_send(self, record: ProducerRecord) -> ProducerRecord:
-        return record._replace(headers=[*(record.headers or ()), ("origin", b"kclient")])
-
-    def on_acknowledgement(
-        self, metadata: RecordMetadata | None, exception: BaseException | None
-    ) -> None:
-        with self.lock:
-            if exception is None:
-                self.delivered += 1
-            else:
-                self.failed += 1
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class Broken(ProducerInterceptor):
-    def on_send(self, record: ProducerRecord) -> ProducerRecord:
-        raise RuntimeError("broken on_send")
-
-    def on_acknowledgement(
-        self, metadata: RecordMetadata | None, exception: BaseException | None
-    ) -> None:
-        raise RuntimeError("broken on_acknowledgement")
 
 
 def test_interceptors_add_headers_count_acknowledgements_and_survive_errors(
