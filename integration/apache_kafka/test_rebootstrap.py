@@ -6,103 +6,12 @@ its records reach the new cluster."""
 
 from __future__ import annotations
 
-import selectors
-import socket
-import threading
-from types import TracebackType
-
 import pytest
 
 from integration.apache_kafka.readback import confluent_read, unique
+from integration.tcp_forwarder import LOOPBACK, TcpForwarder
 from kclient import KafkaProducer
 from kclient.testing.apache_kafka import VERSIONS, ApacheKafka
-
-LOOPBACK = "127.0.0.1"
-
-
-class SwitchableForwarder:
-    """A TCP forwarder on 127.0.0.1 (what a load balancer in front of ``bootstrap.servers``
-    is): each new connection goes to ``target`` as it is at that moment. One thread, which
-    ``close`` stops; connections already made keep their first target."""
-
-    def __init__(self, target: int) -> None:
-        self.target = target
-        self._listener = socket.create_server((LOOPBACK, 0))
-        self._listener.setblocking(False)
-        self.port = int(self._listener.getsockname()[1])
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._listener, selectors.EVENT_READ)
-        self._peer: dict[socket.socket, socket.socket] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="forwarder", daemon=True)
-        self._thread.start()
-
-    def __enter__(self) -> SwitchableForwarder:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for key, _ in self._selector.select(0.05):
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
-                if sock is self._listener:
-                    self._accept()
-                else:
-                    self._forward(sock)
-
-    def _accept(self) -> None:
-        client, _ = self._listener.accept()
-        try:
-            upstream = socket.create_connection((LOOPBACK, self.target), timeout=5)
-        except OSError:
-            client.close()  # the target is down: the client sees the connection closed
-            return
-        self._peer[client], self._peer[upstream] = upstream, client
-        for sock in (client, upstream):
-            sock.setblocking(False)
-            self._selector.register(sock, selectors.EVENT_READ)
-
-    def _forward(self, sock: socket.socket) -> None:
-        try:
-            data = sock.recv(65536)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        peer = self._peer.get(sock)
-        if not data or peer is None:
-            self._drop(sock)
-            return
-        try:
-            peer.setblocking(True)
-            peer.sendall(data)
-            peer.setblocking(False)
-        except OSError:
-            self._drop(sock)
-
-    def _drop(self, sock: socket.socket) -> None:
-        for one in (sock, self._peer.pop(sock, None)):
-            if one is None:
-                continue
-            self._peer.pop(one, None)
-            try:
-                self._selector.unregister(one)
-            except (KeyError, ValueError):
-                pass
-            one.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        for sock in list(self._peer):
-            self._drop(sock)
-        self._selector.close()
-        self._listener.close()
 
 
 def _plaintext_port(kafka: ApacheKafka) -> int:
@@ -119,7 +28,7 @@ def test_a_cluster_replaced_behind_the_bootstrap_address_is_found_again(
     new = apache_kafka
     topic = unique("rebootstrap")
     new.create_topic(topic, 1)
-    with ApacheKafka(VERSIONS[0]) as old, SwitchableForwarder(_plaintext_port(old)) as lb:
+    with ApacheKafka(VERSIONS[0]) as old, TcpForwarder(_plaintext_port(old)) as lb:
         old.create_topic(topic, 1)
         settings = {
             "bootstrap.servers": f"{LOOPBACK}:{lb.port}",

@@ -9,11 +9,7 @@ commit is visible, with a confluent-kafka ``isolation.level=read_committed`` con
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import selectors
-import socket
-import threading
 import uuid
 from collections.abc import Iterator
 
@@ -23,6 +19,7 @@ import pytest
 from integration.peers import LOOPBACK, Tansu, free_port, run_tansu
 from integration.producer.txn_log import ABORT, COMMIT, markers, read_committed, read_log
 from integration.producer.verify import consume_all
+from integration.tcp_forwarder import TcpForwarder
 from kclient import KafkaProducer, OffsetAndMetadata, TopicPartition, errors
 
 _names = itertools.count()
@@ -165,81 +162,10 @@ def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 # ---- timeouts ---------------------------------------------------------------------------------
 
 
-class PausableProxy:
-    """A TCP proxy on 127.0.0.1 whose client-to-broker direction can be held (requests
-    wait in the proxy, as on a stalled network), run by one thread we stop ourselves."""
-
-    def __init__(self, port: int, target_port: int) -> None:
-        self.port = port
-        self._target = target_port
-        self._listener = socket.create_server((LOOPBACK, port))
-        self._listener.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._listener, selectors.EVENT_READ)
-        self._peer: dict[socket.socket, socket.socket] = {}
-        self._held: dict[socket.socket, bytearray] = {}
-        self._upstream: set[socket.socket] = set()
-        self.paused = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pausable-proxy", daemon=True)
-        self._thread.start()
-
-    def resume(self) -> None:
-        self.paused.clear()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for key, _ in self._selector.select(0.05):
-                sock = key.fileobj
-                assert isinstance(sock, socket.socket)
-                if sock is self._listener:
-                    self._accept()
-                else:
-                    self._forward(sock)
-            if not self.paused.is_set():
-                for sock, held in self._held.items():
-                    if held:
-                        self._peer[sock].sendall(held)
-                        held.clear()
-
-    def _accept(self) -> None:
-        client, _ = self._listener.accept()
-        upstream = socket.create_connection((LOOPBACK, self._target))
-        self._peer[client], self._peer[upstream] = upstream, client
-        self._held[client] = bytearray()
-        self._upstream.add(upstream)
-        for sock in (client, upstream):
-            self._selector.register(sock, selectors.EVENT_READ)
-
-    def _forward(self, sock: socket.socket) -> None:
-        try:
-            data = sock.recv(65536)
-        except OSError:
-            data = b""
-        if not data:
-            for end in (sock, self._peer.pop(sock, None)):
-                if end is not None:
-                    with contextlib.suppress(KeyError, ValueError):
-                        self._selector.unregister(end)
-                    end.close()
-            return
-        if sock not in self._upstream and self.paused.is_set():
-            self._held[sock] += data
-        else:
-            self._peer[sock].sendall(data)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for sock in [self._listener, *self._peer]:
-            sock.close()
-        self._selector.close()
-
-
 def test_a_commit_that_times_out_is_resumed_by_calling_it_again() -> None:
     proxy_port = free_port()
     with run_tansu(advertised_port=proxy_port) as tansu:
-        proxy = PausableProxy(proxy_port, tansu.port)
+        proxy = TcpForwarder(tansu.port, proxy_port)
         try:
             topic = _topic(tansu, 1)
             bootstrap = f"{LOOPBACK}:{proxy_port}"
