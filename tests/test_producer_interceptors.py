@@ -138,7 +138,8 @@ def test_failed_records_and_refused_sends_are_acknowledged_with_their_error(
         errors.RecordTooLargeError,
         type(future.exception()),
     ]
-    assert all(m is None for m, _ in recording.acks)
+    # as Java's: the topic, the partition the record named (else -1), offset -1
+    assert [m for m, _ in recording.acks] == [RecordMetadata("t", 0, -1, -1)] * 2
 
 
 def test_an_aborted_transactions_records_are_acknowledged() -> None:
@@ -234,3 +235,20 @@ def test_kclient_aio_runs_on_send_once_while_it_waits_for_metadata() -> None:
     asyncio.run(asyncio.wait_for(main(), 30))
     assert len(recording.sent) == 1
     assert [type(e) for _, e in recording.acks] == [errors.KafkaTimeoutError]
+
+
+def test_a_failed_record_without_a_partition_is_acknowledged_with_partition_minus_one() -> None:
+    """Java's rule for a failed record's metadata; the user's callback keeps kclient's
+    arguments (metadata None with an exception)."""
+    from kclient.producer.interceptors import ProducerInterceptors
+
+    recording = Recording()
+    interceptors = ProducerInterceptors([recording], lambda: 0)
+    seen: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    callback = interceptors.wrap(lambda m, e: seen.append((m, e)), "orders", None)
+    error = errors.KafkaTimeoutError("expired")
+    callback(None, error)
+    delivered = RecordMetadata("orders", 3, 7, 1000)
+    callback(delivered, None)
+    assert recording.acks == [(RecordMetadata("orders", -1, -1, -1), error), (delivered, None)]
+    assert seen == [(None, error), (delivered, None)]

@@ -340,7 +340,7 @@ class AIOKafkaProducer:
                     producer._metadata.forget(topic)  # no refreshes, no warnings for it
                 final = self._blocked_too_long(error, topic, partition)
                 if producer._interceptors is not None:  # the record's one acknowledgement
-                    producer._interceptors.on_acknowledgement(None, final)
+                    producer._interceptors.on_send_error(topic, partition, final)
                 raise final from error
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
@@ -500,7 +500,7 @@ class AIOKafkaProducer:
             if loop.time() >= deadline:
                 final = self._blocked_too_long(error, topic, partition)
                 if producer._interceptors is not None:  # the record's one acknowledgement
-                    producer._interceptors.on_acknowledgement(None, final)
+                    producer._interceptors.on_send_error(topic, partition, final)
                 raise final from error
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, _MAX_WAIT_S)

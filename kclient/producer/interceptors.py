@@ -7,7 +7,8 @@
   ``ProducerRecord`` (``record._replace(headers=...)``), which the next interceptor gets
   and the producer sends.
 * ``on_acknowledgement(metadata, exception)``: once per record, when it was delivered
-  (``metadata``, exception None) or failed (exception, ``metadata`` None) — including a
+  (``metadata``, exception None) or failed (the exception, and as Java's a ``metadata``
+  with the topic, the partition if the record named one, else -1, offset -1) — including a
   ``send`` that raised, records of ``send_batch``, records that timed out and records of
   an aborted transaction. Called on the producer's I/O thread (the Sender thread, or the
   event loop of ``kclient.aio``) before the record's callback: it must be quick and must
@@ -81,10 +82,17 @@ class ProducerInterceptor:
     def on_acknowledgement(
         self, metadata: RecordMetadata | None, exception: BaseException | None
     ) -> None:
-        """A record was delivered (``metadata``) or failed (``exception``); I/O thread."""
+        """A record was delivered (``metadata``) or failed (``exception``, and a
+        ``metadata`` with only the topic and the given partition or -1); I/O thread."""
 
     def close(self) -> None:
         """The producer closed."""
+
+
+def failed_metadata(topic: str, partition: int | None) -> RecordMetadata:
+    """What ``on_acknowledgement`` gets with a failed record's exception (Java's rule): the
+    record's topic, its partition if it was given (else -1), offset and timestamp -1."""
+    return RecordMetadata(topic, -1 if partition is None else partition, -1, -1)
 
 
 class ProducerInterceptors:
@@ -136,18 +144,25 @@ class ProducerInterceptors:
             except Exception as exc:  # noqa: PERF203 (one try per interceptor, as Java's)
                 self._log_error(index, "on_acknowledgement", exc)
 
-    def wrap(self, callback: Callback | None) -> Callback:
-        """The callback ``send`` queues with the record: the acknowledgement, then the
-        user's ``callback`` (when given)."""
+    def on_send_error(self, topic: str, partition: int | None, exception: BaseException) -> None:
+        """A record that failed before it was queued (``send`` raised): its
+        acknowledgement, with the metadata Java gives a failed record (``failed_metadata``)."""
+        self.on_acknowledgement(failed_metadata(topic, partition), exception)
+
+    def wrap(self, callback: Callback | None, topic: str, partition: int | None) -> Callback:
+        """The callback ``send`` queues with the record: the acknowledgement (a failed
+        record's with ``failed_metadata``, as Java's), then the user's ``callback`` (when
+        given, with the producer's usual arguments: metadata None for a failed record)."""
         acknowledge = self._acknowledge
-        if callback is None:
-            return acknowledge
 
         def acknowledge_then_call(
             metadata: RecordMetadata | None, exception: BaseException | None
         ) -> object:
-            acknowledge(metadata, exception)
-            return callback(metadata, exception)
+            if metadata is None and exception is not None:
+                acknowledge(failed_metadata(topic, partition), exception)
+            else:
+                acknowledge(metadata, exception)
+            return None if callback is None else callback(metadata, exception)
 
         return acknowledge_then_call
 
@@ -202,4 +217,5 @@ __all__ = [
     "ProducerInterceptor",
     "ProducerInterceptors",
     "ProducerRecord",
+    "failed_metadata",
 ]

@@ -303,12 +303,12 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
                 headers,
                 partition,
                 timestamp_ms,
-                interceptors.wrap(callback),
+                interceptors.wrap(callback, topic, partition),
                 serialize,
             )
         except Exception as exc:  # Java's onSendError: the record is acknowledged failed
             if self._ack_send_errors or not isinstance(exc, KafkaTimeoutError):
-                interceptors.on_acknowledgement(None, exc)
+                interceptors.on_send_error(topic, partition, exc)
             raise
 
     def _send_record(  # noqa: PLR0917 (send's arguments, positionally)
