@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kclient.broker import EmbeddedBroker
+from kclient.clock import SYSTEM_CLOCK
 from kclient.network import Metadata, NetworkClient, NetworkClientConfig, Node
 from kclient.testing.apache_kafka import VERSIONS, ApacheKafka
 
@@ -26,12 +27,8 @@ def _bootstrapped(bootstrap: str) -> tuple[NetworkClient, Metadata]:
     deadline = time.monotonic() + 20
     while metadata.fetch().is_bootstrap_configured:
         assert time.monotonic() < deadline, "no metadata within 20 s"
-        client.poll(50, client_now())
+        client.poll(50, SYSTEM_CLOCK.monotonic_ms())
     return client, metadata
-
-
-def client_now() -> int:
-    return time.monotonic_ns() // 1_000_000
 
 
 def _ready_within(client: NetworkClient, node: Node, seconds: float, metadata: Metadata) -> bool:
@@ -39,9 +36,9 @@ def _ready_within(client: NetworkClient, node: Node, seconds: float, metadata: M
     went back to its bootstrap list."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if client.ready(node, client_now()):
+        if client.ready(node, SYSTEM_CLOCK.monotonic_ms()):
             return True
-        client.poll(50, client_now())
+        client.poll(50, SYSTEM_CLOCK.monotonic_ms())
         if metadata.fetch().is_bootstrap_configured:
             return False
     return False
@@ -55,7 +52,7 @@ def _check(bootstrap: str) -> None:
         assert cluster.cluster_id
         assert _ready_within(client, node, 20, metadata), "the right node was refused"
         client.disconnect(node.id)
-        client.poll(0, client_now())
+        client.poll(0, SYSTEM_CLOCK.monotonic_ms())
         # the same address, for a cluster of another id: as if it had been replaced
         body: dict[str, Any] = {
             "brokers": [
@@ -66,7 +63,7 @@ def _check(bootstrap: str) -> None:
             "controller_id": node.id,
             "topics": [],
         }
-        metadata.update(0, body, False, client_now())
+        metadata.update(0, body, False, SYSTEM_CLOCK.monotonic_ms())
         assert not _ready_within(client, node, 20, metadata)
         assert metadata.fetch().is_bootstrap_configured  # refused: bootstrap.servers again
     finally:

@@ -70,6 +70,22 @@ class Cluster:
         self._leaders = leaders
         self._partition_count = sum(len(infos) for infos in self._by_topic.values())
 
+    def replaced(
+        self, nodes: Iterable[Node], partitions: Iterable[PartitionInfo], controller: Node | None
+    ) -> Cluster:
+        """This cluster (its id, topic sets and bootstrap flag) with other nodes,
+        partitions and controller."""
+        return Cluster(
+            nodes,
+            partitions,
+            cluster_id=self.cluster_id,
+            controller=controller,
+            unauthorized_topics=self.unauthorized_topics,
+            invalid_topics=self.invalid_topics,
+            internal_topics=self.internal_topics,
+            is_bootstrap_configured=self.is_bootstrap_configured,
+        )
+
     @classmethod
     def empty(cls) -> Cluster:
         return cls(())

@@ -431,16 +431,7 @@ class Metadata:
                         info.leader_epoch,
                     )
                 )
-        return Cluster(
-            nodes.values(),
-            partitions,
-            cluster_id=cluster.cluster_id,
-            controller=same(cluster.controller),
-            unauthorized_topics=cluster.unauthorized_topics,
-            invalid_topics=cluster.invalid_topics,
-            internal_topics=cluster.internal_topics,
-            is_bootstrap_configured=cluster.is_bootstrap_configured,
-        )
+        return cluster.replaced(nodes.values(), partitions, same(cluster.controller))
 
     def failed_update(self, now_ms: int) -> None:
         """A refresh failed; the next one waits for the retry backoff, which doubles (up to
@@ -533,12 +524,4 @@ class Metadata:
             return cluster
         self._need_full_update = True
         log.debug("%skeeping newer leaders for %s", self._prefix, [str(i) for i in stale])
-        return Cluster(
-            cluster.nodes,
-            fresh + stale,
-            cluster_id=cluster.cluster_id,
-            controller=cluster.controller,
-            unauthorized_topics=cluster.unauthorized_topics,
-            invalid_topics=cluster.invalid_topics,
-            internal_topics=cluster.internal_topics,
-        )
+        return cluster.replaced(cluster.nodes, fresh + stale, cluster.controller)
