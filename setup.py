@@ -26,6 +26,7 @@ compiled are in the generated ``kclient/_compiled_sources.py``).
 import hashlib
 import importlib.util
 import os
+import sys
 
 from mypyc.build import mypycify
 from setuptools import Extension, setup
@@ -63,8 +64,13 @@ if not _unchanged:  # replaced whole: builds for other CPythons run beside the t
 
 # KCLIENT_MYPYC_OPT_LEVEL: the C compiler's optimisation of the compiled modules (default 3,
 # for speed); the test suite builds its extra environments at 0, where only behaviour counts
+# The generated C goes to a folder of this interpreter's own: scripts/test builds the other
+# CPythons' environments from the same checkout while this one's build runs.
 COMPILED = mypycify(
-    MODULES, opt_level=os.environ.get("KCLIENT_MYPYC_OPT_LEVEL", "3"), group_name="kclient"
+    MODULES,
+    opt_level=os.environ.get("KCLIENT_MYPYC_OPT_LEVEL", "3"),
+    group_name="kclient",
+    target_dir=os.path.join("build", f"mypyc-{sys.implementation.cache_tag}"),
 )
 for _extension in COMPILED:  # as the C extensions: without a compiler the .py modules run
     _extension.optional = True
@@ -138,5 +144,8 @@ setup(
             optional=True,
         ),
         Extension("kclient._clock", ["kclient/_clock.c"], optional=True),
-    ]
+    ],
+    # the extensions compile side by side (the compiled modules' one large C file beside
+    # the hand-written ones)
+    options={"build_ext": {"parallel": os.cpu_count() or 1}},
 )

@@ -21,8 +21,8 @@ partitions and is read back with confluent-kafka (read_committed): every id exac
 once. Rounds alternate the writers; "x Spark" is the median over rounds of rate /
 Spark's sink's rate that round, and "EOS time / ALO time" the median of exactly once's
 seconds / at least once's that round (the issue's goal: at most 1.2). ``--quick``:
-100,000 rows, one round, the test harness's quick-start broker (CI's smoke test; its
-numbers mean little). Prints Markdown.
+20,000 rows, one round, the test harness's quick-start broker and its Spark driver flags
+(the JIT's first tier: CI's smoke test; its numbers mean little). Prints Markdown.
 """
 
 from __future__ import annotations
@@ -113,11 +113,19 @@ WRITERS: dict[str, Callable[[DataFrame, str, dict[str, str]], int | None]] = {
 }
 
 
-def session(jars: list[Path]) -> SparkSession:
+#: ``--quick``'s driver JVM flags: the test harness's (integration/spark/session.py), which
+#: start Spark sooner and run it slower.
+QUICK_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def session(jars: list[Path], *, quick: bool = False) -> SparkSession:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    if quick:
+        builder = builder.config("spark.driver.extraJavaOptions", QUICK_JAVA_OPTIONS)
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("kclient-spark-kafka-sink-benchmark")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
@@ -177,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--partitions", type=int, default=6, help="topic partitions")
-    parser.add_argument("--quick", action="store_true", help="100,000 rows, one round (CI)")
+    parser.add_argument("--quick", action="store_true", help="20,000 rows, one round (CI)")
     parser.add_argument(
         "--spark-kafka-version", help="spark-sql-kafka-0-10's version (default: see above)"
     )
@@ -190,13 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"spark-sql-kafka-0-10 {version}: {len(jars)} jars for pyspark {pyspark.__version__}")
         return 0
     if args.quick:
-        args.rows, args.rounds = 100_000, 1
+        args.rows, args.rounds = 20_000, 1
     stop_on_sigterm()
     version, jars = spark_kafka_jars(args.spark_kafka_version)
     load_before = os.getloadavg()
     started = time.monotonic()
     results: dict[str, list[float]] = {writer: [] for writer in WRITERS}
-    spark = session(jars)
+    spark = session(jars, quick=args.quick)
     try:
         with apache_kafka(quick=args.quick) as kafka:
             df = rows(spark, args.rows, SIZE, 2).cache()

@@ -224,9 +224,11 @@ class KdcBound:
         with self._lock:
             if self._worker is not None and self._worker.is_alive():
                 waited_s = time.monotonic() - self._started_s
-                raise SaslAuthenticationError(
-                    f"GSSAPI: the Kerberos KDC has not answered for {waited_s:.0f} s; check the "
-                    "KDC in krb5.conf (KRB5_CONFIG) and that it is running"
+                raise SaslAuthenticationError(  # an earlier attempt's call still waits
+                    f"GSSAPI: the Kerberos KDC did not answer within {self.timeout_ms} ms "
+                    f"('socket.connection.setup.timeout.ms') and is still silent after "
+                    f"{waited_s:.0f} s; check the KDC in krb5.conf (KRB5_CONFIG) and that it "
+                    "is running"
                 )
             worker = threading.Thread(target=work, name="kclient-kerberos", daemon=True)
             self._worker, self._started_s = worker, time.monotonic()
