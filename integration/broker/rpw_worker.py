@@ -4,8 +4,9 @@
 ``rpw-in`` with a confluent-kafka group consumer (read_committed), writes each value to
 ``rpw-out`` as ``out:<value>`` with kclient's transactional producer and commits the
 consumed offsets in the same transaction. Prints ``committed <n>`` after each commit and
-exits after 1 s without input (the tests write every input first; 30 s before its first
-input: joining the group waits for a killed member's 2 s session to expire). With
+exits once it read every input (the tests write them all first) and 1 s passed without
+more; 30 s without input at all ends it too (joining the group waits for a killed member's
+2 s session to expire; a loaded machine can pause a fetch for over a second). With
 HANG_AT, once it committed that many records it writes one more transaction (records and
 offsets sent), prints ``open`` and waits there, to be killed in the middle of it.
 """
@@ -38,9 +39,11 @@ def main(bootstrap: str, group: str, transactional_id: str, hang_at: int = -1) -
     producer.init_transactions(timeout=30)
     committed = 0
     idle_since = time.monotonic()
-    while time.monotonic() - idle_since < (1 if committed else 30):
+    while time.monotonic() - idle_since < 30:
         messages = [m for m in consumer.consume(20, 0.2) if m.error() is None]
         if not messages:
+            if time.monotonic() - idle_since >= 1 and read_everything(consumer):
+                break
             continue
         idle_since = time.monotonic()
         producer.begin_transaction()
@@ -58,6 +61,19 @@ def main(bootstrap: str, group: str, transactional_id: str, hang_at: int = -1) -
         print(f"committed {committed}", flush=True)
     producer.close(timeout=5)
     consumer.close()
+
+
+def read_everything(consumer: confluent_kafka.Consumer) -> bool:
+    """Whether the consumer holds every partition of ``rpw-in`` and is at its end."""
+    partitions = consumer.list_topics("rpw-in", timeout=10).topics["rpw-in"].partitions
+    assigned = {tp.partition for tp in consumer.assignment() if tp.topic == "rpw-in"}
+    if assigned != set(partitions):
+        return False
+    for tp in consumer.position([confluent_kafka.TopicPartition("rpw-in", p) for p in partitions]):
+        _, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+        if high > 0 and tp.offset < high:
+            return False
+    return True
 
 
 if __name__ == "__main__":

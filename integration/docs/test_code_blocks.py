@@ -2,7 +2,10 @@
 
 Each block runs in a fresh process (``python`` / ``bash -euo pipefail``) with a timeout,
 from a temporary directory, with this Python's ``bin`` first on PATH (so ``kclient-broker``
-and the other commands are the ones under test) and ``PYSPARK_PYTHON`` set to this Python.
+and the other commands are the ones under test), ``PYSPARK_PYTHON`` set to this Python and
+the Spark driver JVM given the test harness's quick-start flags (``PYSPARK_SUBMIT_ARGS``:
+the JIT's first tier, as ``integration/spark/session.py``; a block that starts Spark took
+21 s with the full JIT on a loaded machine).
 Blocks run in document order against one ``kclient-broker`` per document (started by the
 document's ``<!-- server -->`` block, or by the test); blocks marked ``<!-- fragment -->``
 are only compiled. See ``integration/docs/blocks.py`` for the conventions.
@@ -24,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from integration.docs.blocks import Block, all_blocks, with_address
+from integration.spark.session import DRIVER_JAVA_OPTIONS
 
 BLOCKS = all_blocks()
 _READY = re.compile(r"bootstrap\.servers=(\S+)")
@@ -83,6 +87,7 @@ def environment(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_SUBMIT_ARGS"] = f'--driver-java-options "{DRIVER_JAVA_OPTIONS}" pyspark-shell'
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["KCLIENT_DOCS_TEST"] = "1"
     return env
