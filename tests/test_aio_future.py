@@ -345,3 +345,44 @@ def test_gather_over_a_cancelled_record_future_behaves_as_over_asyncios(
         assert futures[0]._cancel_message is None and futures[1]._cancel_message == "gave up"
 
     run(main())
+
+
+class _Topic(str):
+    """A str subclass: its instances may hold a reference cycle (they can have attributes)."""
+
+
+@native
+def test_settled_futures_and_their_metadata_leave_the_garbage_collectors_walk() -> None:
+    """A caller that keeps a batch's futures (``asyncio.gather`` adds a callback to each) does
+    not have the garbage collector walk them at every full collection once they are settled
+    with plain metadata: with 100,000 kept, those walks were 40% of ``await send()``'s CPU."""
+
+    async def main() -> None:
+        step = Step()
+        ok, failed = ProduceResult(TP), ProduceResult(TP)
+        futures = await step.track(ok, 3)
+        (bad,) = await step.track(failed, 1)
+        odd = ProduceResult(TopicPartition(_Topic("t"), 3))
+        (subclassed,) = await step.track(odd, 1)
+        gathered = asyncio.ensure_future(asyncio.gather(*futures))
+        await asyncio.sleep(0)
+        assert all(gc.is_tracked(f) for f in futures)  # a callback each: maybe in a cycle
+        step.complete(ok)
+        step.complete(failed, NotEnoughReplicasError("t-3"))
+        step.complete(odd)
+        metadata = await gathered
+        assert [m.offset for m in metadata] == [40, 41, 42]
+        assert not any(gc.is_tracked(f) for f in futures)
+        assert not any(gc.is_tracked(m) for m in metadata)
+        assert gc.is_tracked(bad)  # its exception (and traceback) may be in a cycle
+        with pytest.raises(NotEnoughReplicasError):
+            await bad
+        # a topic of a str subclass may be in a cycle: its metadata stays walked
+        assert gc.is_tracked(subclassed.result())
+        ran: list[Any] = []
+        futures[0].add_done_callback(ran.append)  # on a done future: run by the loop, not kept
+        await asyncio.sleep(0)
+        assert ran == [futures[0]]
+        assert not gc.is_tracked(futures[0])
+
+    run(main())

@@ -14,7 +14,10 @@
  *
  * A future with no callbacks and no exception cannot be part of a reference cycle (it holds
  * its loop and a RecordMetadata), so it is tracked by the garbage collector only once a
- * callback or an exception is added.
+ * callback or an exception is added, and untracked again when a batch settles it with a
+ * RecordMetadata of plain values, its callbacks taken off (untrack_settled): a caller that
+ * keeps a batch's futures (asyncio.gather adds a callback to each) no longer has the
+ * garbage collector walk all of them at every full collection.
  *
  * Ready is what send() returns: an awaitable (and, to asyncio.create_task, a coroutine)
  * whose await gives its value at once, with no frame.
@@ -112,6 +115,19 @@ take_callbacks(FutureObject *self, PyObject *pending)
     Py_XDECREF(ctx0);
     Py_XDECREF(rest);
     return rc;
+}
+
+/* A future finished with a result the garbage collector does not track (settle_ok's plain
+ * RecordMetadata), no exception and its callbacks taken off: in no cycle, untracked (see the
+ * top comment). A callback added later to a done future is not kept (call_soon). */
+void
+untrack_settled(FutureObject *self)
+{
+    if (self->state == FINISHED && self->exception == NULL && self->cb0 == NULL &&
+        self->callbacks == NULL && self->result != NULL &&
+        !PyObject_GC_IsTracked(self->result) && PyObject_GC_IsTracked((PyObject *)self)) {
+        PyObject_GC_UnTrack(self);
+    }
 }
 
 /* Mark done with a result (steals nothing) or an exception instance. */

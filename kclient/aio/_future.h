@@ -41,6 +41,7 @@ extern PyTypeObject kaio_FutureType, kaio_ReadyType;
 FutureObject *future_create(PyTypeObject *type, PyObject *loop);
 int call_soon(PyObject *loop, PyObject *fn, PyObject *future, PyObject *ctx);
 int finish(FutureObject *self, PyObject *result, PyObject *exception, PyObject *pending);
+void untrack_settled(FutureObject *self);
 PyObject *stop_iteration(PyObject *value);
 
 /* _settle.c */
