@@ -10,7 +10,8 @@ interceptor (``send``'s fast path: tracing off), a no-op ``ProducerInterceptor``
 general path every interceptor takes), ``TracingInterceptor`` without an SDK (the API's
 no-op tracer: the extra installed, tracing not configured), with the SDK sampling
 nothing, and with the SDK recording every span (a ``SimpleSpanProcessor`` into an
-exporter that drops them, so the cost is kclient's and the SDK's, not an exporter's).
+exporter that drops them: the cost is kclient's and the SDK's, not an exporter's; a
+``BatchSpanProcessor`` drops spans once a burst fills its queue, which would flatter it).
 Then ``send_batch`` in calls of 10,000 rows, off and traced (each record its own span).
 Medians of ``--rounds``; prints a Markdown table (µs per record, and the cost over off).
 """
@@ -97,9 +98,14 @@ class DroppingExporter(SpanExporter):
         pass
 
 
+_providers: list[TracerProvider] = []
+"""The recording providers made, shut down at the end."""
+
+
 def recording_provider() -> TracerProvider:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(DroppingExporter()))
+    _providers.append(provider)
     return provider
 
 
@@ -182,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         us = seconds / args.records * 1e6
         base = off.setdefault(run, us)
         print(f"| {name} | {us:.2f} | {'-' if us is base else f'+{us - base:.2f}'} |", flush=True)
+    for provider in _providers:
+        provider.shutdown()
     return 0
 
 

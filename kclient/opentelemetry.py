@@ -151,14 +151,22 @@ class _SpanEnd:
         if span.is_recording():
             if exception is not None:
                 span.record_exception(exception)
-                span.set_attribute("error.type", type(exception).__qualname__)
                 span.set_status(
                     Status(StatusCode.ERROR, f"{type(exception).__name__}: {exception}")
                 )
+                span.set_attribute("error.type", type(exception).__qualname__)
             if metadata is not None and metadata.partition >= 0:
-                span.set_attribute("messaging.destination.partition.id", str(metadata.partition))
-                if metadata.offset >= 0:
-                    span.set_attribute("messaging.kafka.offset", metadata.offset)
+                if metadata.offset >= 0:  # one call: each takes the span's lock
+                    span.set_attributes(
+                        {
+                            "messaging.destination.partition.id": str(metadata.partition),
+                            "messaging.kafka.offset": metadata.offset,
+                        }
+                    )
+                else:
+                    span.set_attribute(
+                        "messaging.destination.partition.id", str(metadata.partition)
+                    )
         span.end()
 
 
