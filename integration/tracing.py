@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -41,11 +41,12 @@ def send_traced(settings: Mapping[str, object], topic: str) -> dict[tuple[int, i
         partition = int(str(attributes["messaging.destination.partition.id"]))
         offset = attributes["messaging.kafka.offset"]
         assert isinstance(offset, int)
-        context = span.get_span_context()
-        expected[partition, offset] = b"00-%032x-%016x-%02x" % (
-            context.trace_id,
-            context.span_id,
-            context.trace_flags,
-        )
+        expected[partition, offset] = traceparent(span)
     assert len(expected) == 5
     return expected
+
+
+def traceparent(span: ReadableSpan) -> bytes:
+    """The W3C ``traceparent`` header of ``span``'s context."""
+    context = span.get_span_context()
+    return b"00-%032x-%016x-%02x" % (context.trace_id, context.span_id, context.trace_flags)

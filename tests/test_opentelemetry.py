@@ -175,6 +175,26 @@ def test_aio_send_and_send_batch_are_traced(
     assert [r.headers for r in records] == [[("traceparent", _traceparent(s))] for s in sent]
 
 
+def test_aio_a_send_that_waits_for_metadata_in_vain_ends_its_span_with_the_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    async def main() -> None:
+        async with AIOKafkaProducer(
+            bootstrap_servers="127.0.0.1:1",
+            kafka_client=LiveMockClient(partitions=1),
+            max_block_ms=100,
+            interceptors=[TracingInterceptor(tracer_provider=provider)],
+        ) as producer:
+            with pytest.raises(errors.KafkaTimeoutError, match="max_block_ms"):
+                await producer.send("unknown", b"x")  # tried again until max_block_ms
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    (span,) = exporter.get_finished_spans()  # one span for all the tries, ended once
+    assert span.name == "send unknown"
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "KafkaTimeoutError"
+
+
 def test_a_sampled_out_record_still_carries_its_context_and_costs_no_attributes(
     client: LiveMockClient,
 ) -> None:
