@@ -195,6 +195,26 @@ def test_aio_a_send_that_waits_for_metadata_in_vain_ends_its_span_with_the_error
     assert (span.attributes or {})["error.type"] == "KafkaTimeoutError"
 
 
+def test_aio_a_send_after_stop_ends_its_span_with_the_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    async def main() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers="127.0.0.1:1",
+            kafka_client=LiveMockClient(partitions=1),
+            interceptors=[TracingInterceptor(tracer_provider=provider)],
+        )
+        await producer.start()
+        await producer.stop()
+        with pytest.raises(errors.IllegalStateError, match="stopped"):
+            await producer.send("t", b"x")
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "IllegalStateError"
+
+
 def test_a_sampled_out_record_still_carries_its_context_and_costs_no_attributes(
     client: LiveMockClient,
 ) -> None:

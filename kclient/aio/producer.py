@@ -301,8 +301,15 @@ class AIOKafkaProducer:
         acks: RecordAcks | None = None,
     ) -> Future:
         """``send`` with the Sender on its own thread (or before start / after stop: the
-        error is raised at the ``await``)."""
-        producer = self._started()
+        error is raised at the ``await``; a record that began its ``on_send_record``
+        acknowledgements is acknowledged with it)."""
+        try:
+            producer = self._started()
+        except IllegalStateError as exc:
+            stopped = self._producer
+            if acks is not None and stopped is not None and stopped._interceptors is not None:
+                stopped._interceptors.on_send_error(topic, partition, exc, acks)
+            raise
         loop = self._loop
         assert loop is not None
         future: asyncio.Future[RecordMetadata] = loop.create_future()
