@@ -94,7 +94,11 @@ class Interceptor(Protocol):
 
 class ProducerInterceptor:
     """A base class for interceptors: every method does nothing (``on_send`` returns the
-    record unchanged); override the ones needed."""
+    record unchanged); override the ones needed. Two optional methods may be added:
+    ``configure(config)`` (called once with the producer's ``ProducerConfig``) and
+    ``on_send_record(record) -> (record, acknowledge)`` (called instead of ``on_send``;
+    ``acknowledge(metadata, exception)`` then gets that record's acknowledgement), as
+    ``kclient.opentelemetry.TracingInterceptor`` has them."""
 
     def on_send(self, record: ProducerRecord) -> ProducerRecord:
         """Return the record to send (``record`` itself, or ``record._replace(...)``)."""
