@@ -66,7 +66,9 @@ class TracingInterceptor(ProducerInterceptor):
     ``tracer_provider`` (default: the global one) makes the spans; ``propagator`` (default:
     the global text-map propagator, W3C trace context unless configured otherwise) writes
     the headers. One interceptor per producer: it reads the producer's ``client.id`` and
-    first bootstrap server when the producer is created (``configure``)."""
+    first bootstrap server when the producer is created (``configure``). Put it last in
+    ``interceptors``: it then traces the record as sent, and no interceptor after it can
+    drop the headers it added."""
 
     def __init__(
         self,
@@ -125,11 +127,14 @@ class TracingInterceptor(ProducerInterceptor):
             self._propagator.inject(carrier, context=span_context)
         if carrier:
             injected: list[Header] = [(name, text.encode()) for name, text in carrier.items()]
-            if record.headers:
-                kept = [header for header in record.headers if header[0] not in carrier]
-                record = record._replace(headers=kept + injected)
-            else:
+            if not record.headers:
                 record = record._replace(headers=injected)
+            else:
+                try:
+                    kept = [header for header in record.headers if header[0] not in carrier]
+                except (TypeError, IndexError, KeyError):  # send says what is wrong with them
+                    return record, _SpanEnd(span)  # and the span ends with that error
+                record = record._replace(headers=kept + injected)
         return record, _SpanEnd(span)
 
     def on_acknowledgement(

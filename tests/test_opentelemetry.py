@@ -113,6 +113,16 @@ def test_user_headers_are_kept_and_a_stale_traceparent_is_replaced(
     assert user[1] == ("traceparent", b"00-stale")  # the caller's list is not changed
 
 
+def test_malformed_headers_fail_the_send_and_end_the_span_with_that_error(
+    client: LiveMockClient, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    with _producer(client, provider) as producer, pytest.raises(TypeError, match="header"):
+        producer.send("t", b"v", headers=[42], partition=0)  # type: ignore[list-item]
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "TypeError"
+
+
 def test_a_failed_record_ends_its_span_with_error_status_and_the_exception(
     client: LiveMockClient, provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
