@@ -317,6 +317,34 @@ def test_export_metrics_of_an_aio_producer_not_started_reports_nothing() -> None
     )
 
 
+def test_export_metrics_of_an_aio_producer_once_started() -> None:
+    reader = InMemoryMetricReader()
+
+    async def main() -> None:
+        async with AIOKafkaProducer(
+            bootstrap_servers="127.0.0.1:1",
+            client_id="aio-1",
+            kafka_client=LiveMockClient(partitions=1),
+        ) as producer:
+            export_metrics(producer, meter_provider=MeterProvider(metric_readers=[reader]))
+            await producer.send_and_wait("t", b"a")
+            await producer.send_and_wait("t", b"b")
+            data = reader.get_metrics_data()
+            assert data is not None
+            (sent,) = [
+                point
+                for resource in data.resource_metrics
+                for scope in resource.scope_metrics
+                for metric in scope.metrics
+                if metric.name == "org.apache.kafka.producer.record.send.total"
+                for point in metric.data.data_points
+            ]
+            assert sent.value == 2
+            assert dict(sent.attributes or {}) == {"messaging.client.id": "aio-1"}
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
 def test_kclient_imports_no_opentelemetry_unless_asked() -> None:
     code = (
         "import sys, kclient, kclient.aio, kclient.producer, kclient.testing\n"
