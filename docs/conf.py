@@ -34,6 +34,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 nitpick_ignore_regex = [
     ("py:.*", r"(typing|collections|concurrent|asyncio|_asyncio|ssl|socket|threading|_thread|enum|types|os)\b.*"),
     ("py:.*", r"(pyspark|pyarrow|pandas|pytest|_pytest|confluent_kafka)\b.*"),
+    ("py:.*", r"(opentelemetry\b.*|trace\.TracerProvider|TextMapPropagator)"),
     ("py:.*", r"(Any|Callable|Iterable|Iterator|Sequence|Mapping|Awaitable|Buffer|Self)"),
     ("py:.*", r"(NoneType|Ellipsis|EllipsisType|T|_T|P|CancelledError|Future)"),
 ]

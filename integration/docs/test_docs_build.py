@@ -1,6 +1,6 @@
 """The documentation site builds with no warning (Sphinx ``-W -n``, as ``./scripts/docs``),
 and its API reference lists every public name of ``kclient``, ``kclient.aio``,
-``kclient.spark``, ``kclient.testing`` and ``kclient.broker``."""
+``kclient.spark``, ``kclient.testing``, ``kclient.broker`` and ``kclient.opentelemetry``."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ import pytest
 
 from integration.docs.blocks import ROOT
 
-PUBLIC = ("kclient", "kclient.aio", "kclient.spark", "kclient.testing", "kclient.broker")
+PUBLIC = (
+    "kclient",
+    "kclient.aio",
+    "kclient.spark",
+    "kclient.testing",
+    "kclient.broker",
+    "kclient.opentelemetry",
+)
 
 
 @pytest.mark.timeout(600)

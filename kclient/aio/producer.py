@@ -44,7 +44,7 @@ from kclient.errors import (
 from kclient.network import NetworkClient
 from kclient.oauth.login import OAuthBearerCredentials
 from kclient.producer import KafkaProducer
-from kclient.producer.interceptors import ProducerRecord
+from kclient.producer.interceptors import ProducerRecord, RecordAcks
 from kclient.sender.batch import Header
 from kclient.sender.bulk import SendBatchResult
 from kclient.sender.future import FutureRecordMetadata, RecordMetadata
@@ -63,11 +63,13 @@ def _queue(  # noqa: PLR0917 (send's arguments, positionally)
     timestamp_ms: int | None,
     headers: Sequence[Header] | None,
     callback: Callable[[RecordMetadata | None, BaseException | None], None] | None,
+    acks: RecordAcks | None = None,
 ) -> FutureRecordMetadata:
-    """``producer.send``; with interceptors, past their ``on_send`` (``send`` ran it once)."""
+    """``producer.send``; with interceptors, past their ``on_send`` (``send`` ran it once;
+    ``acks``: the record's ``on_send_record`` acknowledgements)."""
     if producer._interceptors is not None:
         return producer._send_intercepted(
-            topic, value, key, headers, partition, timestamp_ms, callback
+            topic, value, key, headers, partition, timestamp_ms, callback, True, acks
         )
     return producer.send(
         topic,
@@ -254,18 +256,19 @@ class AIOKafkaProducer:
         """``send`` with interceptors: their ``on_send`` once, here; every try after it
         queues the record it returned (``_queue``)."""
         assert producer._interceptors is not None
-        topic, value, key, headers, partition, timestamp_ms = producer._interceptors.on_send(
+        intercepted, acks = producer._interceptors.on_send_record(
             ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
         )
+        topic, value, key, headers, partition, timestamp_ms = intercepted
         completions = self._completions
         if completions is None or self._stopped:
-            return self._send_threaded(topic, value, key, partition, timestamp_ms, headers)
+            return self._send_threaded(topic, value, key, partition, timestamp_ms, headers, acks)
         try:
             record = producer._send_intercepted(
-                topic, value, key, headers, partition, timestamp_ms, None
+                topic, value, key, headers, partition, timestamp_ms, None, True, acks
             )
         except KafkaTimeoutError as exc:
-            return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers)
+            return self._send_later(exc, topic, value, key, partition, timestamp_ms, headers, acks)
         return completions.track(record)  # type: ignore[no-any-return]
 
     async def _send_later(  # noqa: PLR0917
@@ -277,10 +280,11 @@ class AIOKafkaProducer:
         partition: int | None,
         timestamp_ms: int | None,
         headers: Sequence[Header] | None,
+        acks: RecordAcks | None = None,
     ) -> Future:
         """``send`` once metadata or buffer memory is there (see ``_send_when_possible``)."""
         record = await self._send_when_possible(
-            error, topic, value, key, partition, timestamp_ms, headers, None
+            error, topic, value, key, partition, timestamp_ms, headers, None, acks
         )
         completions = self._completions
         assert completions is not None
@@ -294,19 +298,27 @@ class AIOKafkaProducer:
         partition: int | None,
         timestamp_ms: int | None,
         headers: Sequence[Header] | None,
+        acks: RecordAcks | None = None,
     ) -> Future:
         """``send`` with the Sender on its own thread (or before start / after stop: the
-        error is raised at the ``await``)."""
-        producer = self._started()
+        error is raised at the ``await``; a record that began its ``on_send_record``
+        acknowledgements is acknowledged with it)."""
+        try:
+            producer = self._started()
+        except IllegalStateError as exc:
+            stopped = self._producer
+            if acks is not None and stopped is not None and stopped._interceptors is not None:
+                stopped._interceptors.on_send_error(topic, partition, exc, acks)
+            raise
         loop = self._loop
         assert loop is not None
         future: asyncio.Future[RecordMetadata] = loop.create_future()
         callback = self._threaded.callback(loop, future)
         try:
-            _queue(producer, topic, value, key, partition, timestamp_ms, headers, callback)
+            _queue(producer, topic, value, key, partition, timestamp_ms, headers, callback, acks)
         except KafkaTimeoutError as exc:
             await self._send_when_possible(
-                exc, topic, value, key, partition, timestamp_ms, headers, callback
+                exc, topic, value, key, partition, timestamp_ms, headers, callback, acks
             )
         self._pending.add(future)  # flush() waits for these (on the loop: the accumulator)
         future.add_done_callback(self._pending.discard)
@@ -322,6 +334,7 @@ class AIOKafkaProducer:
         timestamp_ms: int | None,
         headers: Sequence[Header] | None,
         callback: Callable[[RecordMetadata | None, BaseException | None], None] | None,
+        acks: RecordAcks | None = None,
     ) -> FutureRecordMetadata:
         """Try again after short sleeps until the record is queued or ``max_block_ms``
         ran out; the record is queued at most once (by the attempt that returns)."""
@@ -340,13 +353,21 @@ class AIOKafkaProducer:
                     producer._metadata.forget(topic)  # no refreshes, no warnings for it
                 final = self._blocked_too_long(error, topic, partition)
                 if producer._interceptors is not None:  # the record's one acknowledgement
-                    producer._interceptors.on_send_error(topic, partition, final)
+                    producer._interceptors.on_send_error(topic, partition, final, acks)
                 raise final from error
             await asyncio.sleep(min(wait_s, remaining_s))
             wait_s = min(wait_s * 2, _MAX_WAIT_S)
             try:
                 return _queue(
-                    self._started(), topic, value, key, partition, timestamp_ms, headers, callback
+                    self._started(),
+                    topic,
+                    value,
+                    key,
+                    partition,
+                    timestamp_ms,
+                    headers,
+                    callback,
+                    acks,
                 )
             except KafkaTimeoutError as exc:
                 error = exc

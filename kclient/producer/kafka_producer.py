@@ -42,7 +42,7 @@ from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.cluster import PartitionInfo
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import record_args
-from kclient.producer.interceptors import ProducerInterceptors, ProducerRecord
+from kclient.producer.interceptors import ProducerInterceptors, ProducerRecord, RecordAcks
 from kclient.producer.metadata_wait import ProducerMetadataWait
 from kclient.producer.send_batch import ProducerBatches
 from kclient.producer.transactions import ProducerTransactions
@@ -173,7 +173,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         self._max_record_bytes = min(cfg.max_request_size, cfg.buffer_memory)
         self._serializers = self._key_serializer is not None or self._value_serializer is not None
         self._interceptors = (
-            ProducerInterceptors(cfg.interceptors, clock.monotonic_ms, self._prefix)
+            ProducerInterceptors(cfg.interceptors, clock.monotonic_ms, self._prefix, cfg)
             if cfg.interceptors
             else None
         )
@@ -272,11 +272,12 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
             return self._send_record(
                 topic, value, key, headers, partition, timestamp_ms, callback, serialize
             )
-        topic, value, key, headers, partition, timestamp_ms = interceptors.on_send(
+        record, acks = interceptors.on_send_record(
             ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
         )
+        topic, value, key, headers, partition, timestamp_ms = record
         return self._send_intercepted(
-            topic, value, key, headers, partition, timestamp_ms, callback, serialize
+            topic, value, key, headers, partition, timestamp_ms, callback, serialize, acks
         )
 
     def _send_intercepted(  # noqa: PLR0917 (send's arguments, positionally)
@@ -289,10 +290,11 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         timestamp_ms: int | None,
         callback: Callback | None,
         serialize: bool = True,
+        acks: RecordAcks | None = None,
     ) -> FutureRecordMetadata:
         """``send`` of a record the interceptors' ``on_send`` returned (``kclient.aio``
-        calls it directly when it tries a record again): its callback acknowledges it, and
-        so does an error raised here."""
+        calls it directly when it tries a record again): its callback acknowledges it (and
+        its ``acks``, from ``on_send_record``), and so does an error raised here."""
         interceptors = self._interceptors
         assert interceptors is not None
         try:
@@ -303,12 +305,12 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
                 headers,
                 partition,
                 timestamp_ms,
-                interceptors.wrap(callback, topic, partition),
+                interceptors.wrap(callback, topic, partition, acks),
                 serialize,
             )
         except Exception as exc:  # Java's onSendError: the record is acknowledged failed
             if self._ack_send_errors or not isinstance(exc, KafkaTimeoutError):
-                interceptors.on_send_error(topic, partition, exc)
+                interceptors.on_send_error(topic, partition, exc, acks)
             raise
 
     def _send_record(  # noqa: PLR0917 (send's arguments, positionally)
