@@ -430,6 +430,7 @@ class Sender(ProduceResponses):
         # Metrics once the request is on its way (off the latency path).
         for batch in batches:
             metrics.record_batch(batch.estimated_size_bytes, batch.uncompressed_bytes, now_ms)
+            metrics.record_queue_time(now_ms - batch.created_ms, now_ms)
         metrics.record_request(len(batches), records, size, now_ms)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(

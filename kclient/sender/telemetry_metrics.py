@@ -9,8 +9,8 @@ producer started — and everything else (rates, averages, maxima, gauges) a ``G
 resource is named by ``client_id`` (and ``transactional_id`` when set).
 
 What kclient does not measure is not pushed: the per-node, per-topic and per-partition
-metrics (``node.request.latency.*``, ``partition.*``), ``record.queue.time.*``,
-``produce.throttle.time.*`` and ``connection.creation.*`` (docs/guide/telemetry.md).
+metrics (``node.request.latency.*``, ``partition.*``), ``produce.throttle.time.*`` and
+``connection.creation.*`` (docs/guide/telemetry.md).
 Owned by the Sender thread.
 """
 
