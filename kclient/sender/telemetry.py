@@ -7,8 +7,10 @@ subscription selects, compressed and in its temporality) and takes the answers. 
 and the moves between them are the table ``TRANSITIONS`` (Java's ``ClientTelemetryState``).
 ``TelemetrySender.maybe_update`` is called by the Sender once per loop, off the per-record
 path, and sends the due request to the least-loaded node — only to a node whose ApiVersions
-lists GetTelemetrySubscriptions (a broker does only with a client-telemetry plugin): when the
-first node asked does not, the reporter stops, as Java's does, and nothing is ever sent.
+lists both GetTelemetrySubscriptions and PushTelemetry (a Kafka broker does only with a
+client-telemetry plugin): when the first node asked does not, the reporter stops, as Java's
+does when the API is missing, and nothing is ever sent. (tansu lists GetTelemetrySubscriptions
+alone and hands out empty subscriptions: a client there could never push, so it asks nothing.)
 
 Owned by the Sender thread, but for ``client_instance_id``, which any thread may wait on.
 """
@@ -93,9 +95,10 @@ class TelemetrySubscription:
         return bool(self.requested_metrics)
 
     def selects(self, name: str) -> bool:
-        """Whether the metric ``name`` is subscribed: a requested prefix matches it (an
-        empty string, KIP-714's "all metrics", matches every name)."""
-        return any(name.startswith(prefix) for prefix in self.requested_metrics)
+        """Whether the metric ``name`` is subscribed: a requested prefix matches it. An
+        empty string (KIP-714's message definition) or ``*`` (Kafka's and librdkafka's
+        "all metrics") selects every name."""
+        return any(p == "*" or name.startswith(p) for p in self.requested_metrics)
 
 
 def error_interval_ms(error_code: int, interval_ms: int) -> int:
@@ -375,10 +378,14 @@ class TelemetrySender:
         if not client.ready(node, now_ms):
             return max(client.poll_delay_ms(node, now_ms), 1)
         versions = client.api_versions(node.id)
-        if versions is None or versions.max_version(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS) is None:
+        if (
+            versions is None
+            or versions.max_version(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS) is None
+            or versions.max_version(ApiKey.PUSH_TELEMETRY) is None
+        ):
             reporter.stop(
-                f"node {node.id} does not accept client metrics (no GetTelemetrySubscriptions "
-                "in its ApiVersions: the broker has no client-telemetry plugin)",
+                f"node {node.id} does not accept client metrics (its ApiVersions lacks "
+                "GetTelemetrySubscriptions or PushTelemetry: no client-telemetry plugin)",
                 now_ms,
                 logging.DEBUG,  # the usual case: no broker plugin, nothing to say
             )

@@ -124,6 +124,15 @@ def test_nothing_is_sent_to_a_cluster_without_the_telemetry_apis() -> None:
     assert s.reporter.client_instance_id(0) is None
 
 
+def test_nothing_is_sent_to_a_broker_listing_only_get_telemetry_subscriptions() -> None:
+    s = Setup(telemetry_apis=False)  # as tansu: 71 listed, 72 not
+    versions = {int(k): v for k, v in SUPPORTED_VERSIONS.items() if k != ApiKey.PUSH_TELEMETRY}
+    s.h.client.set_node_api_versions(NodeApiVersions(versions))
+    s.run(3)
+    assert s.telemetry_requests() == []
+    assert s.reporter.stopped
+
+
 def test_first_request_asks_with_the_zero_uuid_then_pushes_the_subscribed_metrics() -> None:
     s = Setup()
     s.run()
@@ -159,9 +168,10 @@ def test_first_push_jitter_differs_between_clients() -> None:
     assert len(waits) > 1
 
 
-def test_an_empty_string_prefix_selects_every_metric() -> None:
+@pytest.mark.parametrize("everything", ["", "*"])
+def test_an_empty_string_or_a_star_selects_every_metric(everything: str) -> None:
     s = Setup()
-    s.subscribe(requested_metrics=[""])
+    s.subscribe(requested_metrics=[everything])
     s.until_push()
     assert sorted(s.pushed().metric_names()) == sorted(telemetry_name(n) for n in s.values)
 
