@@ -5,11 +5,16 @@ terminating, and ``client_instance_id`` is the id the broker gave."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
+from typing import Any
 
 from kclient import KafkaProducer
 from kclient.aio import AIOKafkaProducer
 from kclient.broker import EmbeddedBroker
+from kclient.protocol import ApiKey
+from kclient.protocol.frame import decode_response, encode_request
+from kclient.protocol.types import ZERO_UUID
 
 PREFIX = "org.apache.kafka.producer.record.send"
 
@@ -73,3 +78,41 @@ def test_the_asyncio_producer_pushes_and_terminates_on_stop() -> None:
         pushes = broker.telemetry()
         assert len(pushes) >= 2
         assert pushes[-1].terminating and not any(p.terminating for p in pushes[:-1])
+
+
+def _call(sock: socket.socket, api_key: int, body: dict[str, Any], correlation_id: int) -> Any:
+    sock.sendall(b"".join(encode_request(api_key, 0, correlation_id, "raw", body)))
+    size = int.from_bytes(_read(sock, 4), "big")
+    return decode_response(api_key, 0, _read(sock, size))[1]
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
+def test_bad_pushes_are_refused_and_the_broker_goes_on() -> None:
+    with EmbeddedBroker(client_telemetry=True) as broker:
+        host, port = broker.bootstrap_servers.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sub = _call(
+                sock, ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, {"client_instance_id": ZERO_UUID}, 1
+            )
+            push = {
+                "client_instance_id": sub["client_instance_id"],
+                "subscription_id": sub["subscription_id"],
+                "terminating": False,
+                "compression_type": 0,
+                "metrics": b"\x0a\xff\xff\xff",  # a length past the end
+            }
+            assert _call(sock, ApiKey.PUSH_TELEMETRY, push, 2)["error_code"] == 87
+            gzip_garbage = {**push, "compression_type": 1, "metrics": b"not gzip at all"}
+            assert _call(sock, ApiKey.PUSH_TELEMETRY, gzip_garbage, 3)["error_code"] == 87
+        assert [p.error is not None for p in broker.telemetry()] == [True, True]
+        broker.create_topic("t", 1)
+        with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+            assert producer.send("t", b"v").get(10).offset == 0
