@@ -57,7 +57,9 @@ class TelemetryState(Enum):
 
 _S = TelemetryState
 TRANSITIONS: Mapping[TelemetryState, frozenset[TelemetryState]] = {
-    _S.SUBSCRIPTION_NEEDED: frozenset({_S.SUBSCRIPTION_IN_PROGRESS, _S.TERMINATED}),
+    _S.SUBSCRIPTION_NEEDED: frozenset(
+        {_S.SUBSCRIPTION_IN_PROGRESS, _S.TERMINATING_PUSH_NEEDED, _S.TERMINATED}
+    ),
     _S.SUBSCRIPTION_IN_PROGRESS: frozenset(
         {_S.PUSH_NEEDED, _S.SUBSCRIPTION_NEEDED, _S.TERMINATING_PUSH_NEEDED, _S.TERMINATED}
     ),
@@ -390,7 +392,12 @@ class TelemetrySender:
                 logging.DEBUG,  # the usual case: no broker plugin, nothing to say
             )
             return NEVER_MS
-        request = reporter.create_request(now_ms)
+        try:
+            request = reporter.create_request(now_ms)
+        except Exception as exc:  # a metric that cannot be read must not stop the producer
+            log.warning("%sclient metrics push failed", self._prefix, exc_info=True)
+            reporter.stop(f"building the push failed: {exc!r}", now_ms, logging.WARNING)
+            return NEVER_MS
         if request is None:
             return reporter.time_to_next_update_ms(now_ms)
         api_key, body = request
@@ -402,10 +409,14 @@ class TelemetrySender:
 
         def on_complete(response: ClientResponse) -> None:
             done_ms = self._monotonic_ms()
-            if response.body is None:
-                reporter.handle_failed_request(response, done_ms)
-            else:
-                handle(response.body, done_ms)
+            try:
+                if response.body is None:
+                    reporter.handle_failed_request(response, done_ms)
+                else:
+                    handle(response.body, done_ms)
+            except Exception as exc:  # never the producer's problem
+                log.warning("%sclient metrics push failed", self._prefix, exc_info=True)
+                reporter.stop(f"handling {response!r} failed: {exc!r}", done_ms, logging.WARNING)
 
         log.debug("%ssending %s to node %d", self._prefix, ApiKey(api_key).name, node.id)
         client.send(

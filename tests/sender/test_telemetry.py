@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -101,6 +102,15 @@ class Setup:
         if body["compression_type"]:
             payload = decompress(CompressionType(body["compression_type"]), payload)
         return decode_metrics_data(payload)
+
+    def until_push_or(self, done: Callable[[], bool]) -> None:
+        """Advance in 100 ms steps until ``done()``."""
+        for _ in range(10 * INTERVAL_MS // 100):
+            if done():
+                return
+            self.h.clock.advance(100)
+            self.run()
+        raise AssertionError("never done")
 
     def until_push(self) -> int:
         """Advance in 100 ms steps until a push is sent; returns the ms waited."""
@@ -279,6 +289,46 @@ def test_the_sender_closing_pushes_the_terminating_push_within_its_loop() -> Non
     s.h.sender.run()
     assert s.push_body()["terminating"] is True
     assert s.reporter.state is TelemetryState.TERMINATED
+
+
+def test_closing_while_waiting_after_an_error_still_sends_the_terminating_push() -> None:
+    s = Setup()
+    s.subscribe()
+    s.until_push()
+    s.answer({"throttle_time_ms": 0, "error_code": 118})  # TELEMETRY_TOO_LARGE: wait
+    assert s.reporter.state is TelemetryState.SUBSCRIPTION_NEEDED
+    s.reporter.initiate_close(s.h.clock.monotonic_ms())
+    s.run()
+    assert s.push_body()["terminating"] is True
+
+
+@pytest.mark.parametrize("state", list(TelemetryState), ids=lambda s: s.name)
+@pytest.mark.parametrize("subscribed", [True, False])
+def test_closing_is_allowed_from_every_state(state: TelemetryState, subscribed: bool) -> None:
+    s = Setup()
+    if subscribed:
+        s.subscribe()
+    s.reporter.state = state
+    s.reporter.initiate_close(0)  # never raises: close() must always return
+    assert s.reporter.state in (
+        TelemetryState.TERMINATED,
+        TelemetryState.TERMINATING_PUSH_NEEDED,
+        TelemetryState.TERMINATING_PUSH_IN_PROGRESS,
+    )
+
+
+def test_a_metric_that_cannot_be_read_stops_the_push_not_the_producer() -> None:
+    s = Setup()
+    s.subscribe()
+
+    def broken() -> dict[str, float]:
+        raise RuntimeError("boom")
+
+    s.metrics._snapshot = broken
+    s.until_push_or(lambda: s.reporter.stopped)
+    assert s.reporter.stopped
+    assert s.h.sender.running  # the Sender goes on
+    s.run()
 
 
 def test_closing_without_a_subscription_sends_nothing() -> None:
