@@ -1,8 +1,9 @@
 """KIP-714 metrics push, kclient → Apache Kafka 4.4 with a client-telemetry plugin (our
 ``KclientTelemetryRecorder``, installed as ``metric.reporters``) and a ``CLIENT_METRICS``
 subscription made with Kafka's ``ConfigCommand``: kclient's pushes arrive, Kafka's own
-OpenTelemetry classes and kclient's reader both decode them to the subscribed metrics, the
-client instance id is Kafka's, and closing sends a terminating push. One Kafka start."""
+OpenTelemetry classes and kclient's reader both decode them (zstd-compressed on the wire) to
+the subscribed metrics, counted as deltas, the client instance id is Kafka's, and closing
+sends a terminating push. One Kafka start."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 from kclient import KafkaProducer
 from kclient.protocol import ApiKey
 from kclient.protocol.otlp import DELTA, decode_metrics_data
+from kclient.record.compression import CompressionType
+from kclient.sender.telemetry import preferred_compression
 from kclient.testing.apache_kafka import VERSIONS, ApacheKafka, kafka_jars
 from kclient.testing.apache_kafka_telemetry import read_pushes, recorder_setup, subscribe
 
@@ -43,6 +46,11 @@ def test_pushes_reach_apache_kafka_and_decode_to_the_subscribed_metrics(
     with KafkaProducer(bootstrap_servers=kafka.bootstrap_servers, client_id="kip714") as producer:
         instance_id = producer.client_instance_id(15)
         assert isinstance(instance_id, uuid.UUID)
+        telemetry = producer._sender.telemetry
+        assert telemetry is not None and telemetry.reporter.subscription is not None
+        accepted = telemetry.reporter.subscription.accepted_compression_types
+        # Kafka 4.4 lists zstd first: kclient's pushes go zstd-compressed, Kafka reads them
+        assert preferred_compression(accepted) == CompressionType.ZSTD
         producer.send("telemetry", b"v").get(15)
         deadline = time.monotonic() + 15
         while not [p for p in read_pushes(file) if p.client_instance_id == instance_id]:
