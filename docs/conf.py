@@ -32,7 +32,7 @@ autodoc_typehints = "description"
 autodoc_default_options = {"members": True, "show-inheritance": True}
 # Names in signatures that live outside kclient (no intersphinx: the build is offline).
 nitpick_ignore_regex = [
-    ("py:.*", r"(typing|collections|concurrent|asyncio|_asyncio|ssl|socket|threading|_thread|enum|types|os)\b.*"),
+    ("py:.*", r"(typing|collections|concurrent|asyncio|_asyncio|ssl|socket|threading|_thread|enum|types|os|uuid)\b.*"),
     ("py:.*", r"(pyspark|pyarrow|pandas|pytest|_pytest|confluent_kafka)\b.*"),
     ("py:.*", r"(opentelemetry\b.*|trace\.TracerProvider|TextMapPropagator)"),
     ("py:.*", r"(Any|Callable|Iterable|Iterator|Sequence|Mapping|Awaitable|Buffer|Self)"),

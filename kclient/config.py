@@ -146,6 +146,7 @@ class ProducerConfig:
     receive_message_max_bytes: int
     statistics_interval_ms: int
     stats_cb: Callable[[str], object] | None
+    enable_metrics_push: bool
     metadata_max_age_ms: int
     metadata_max_idle_ms: int
     metadata_recovery_strategy: str

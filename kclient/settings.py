@@ -410,6 +410,9 @@ SETTINGS: tuple[Setting, ...] = (
             doc="`stats_cb(json_text)`: `metrics()` with librdkafka's `name`, `client_id`, "
             "`type`, `ts`, `time`, `age`, `msg_size`, `msg_size_max`; needs "
             "`statistics.interval.ms`"),
+    Setting("enable.metrics.push", _parse_bool, True,
+            doc="push the producer's metrics to the cluster when its brokers ask for them "
+            "(KIP-714; only a broker with a client-telemetry plugin does, see Telemetry)"),
     _int("metadata.max.age.ms", 300_000, 0, INT64_MAX, "metadata refresh interval"),
     _int("metadata.max.idle.ms", 300_000, 5_000, INT64_MAX,
          "forget topics not produced to for this long"),

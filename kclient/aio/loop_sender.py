@@ -313,6 +313,11 @@ class LoopProducer(KafkaProducer):
                     await driver.turn(deadline - loop.time())
             if sender.has_pending_work():
                 log.warning("close timed out; failing the records not yet delivered")
+            sender.begin_terminating_push()  # KIP-714's last push, within the same bound
+            while sender.terminating_push_pending() and loop.time() < deadline:
+                driver.schedule()
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await driver.turn(deadline - loop.time())
             txn = sender._txn
             if txn is not None:  # an open transaction was aborted (awaited) before this
                 txn.abort_on_close(lambda: True, sender.run_once)

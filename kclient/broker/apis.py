@@ -38,6 +38,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from kclient import errors
+from kclient.broker.client_metrics import ClientMetricsApis, ClientMetricsManager
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.config_apis import ConfigApis
@@ -126,6 +127,7 @@ class Apis:
         txn_state: TransactionStateManager | None = None,
         pending_txn_offsets: PendingTxnOffsets | None = None,
         quotas: QuotaManagers | None = None,
+        client_metrics: ClientMetricsManager | None = None,
     ) -> None:
         """``quotas``: the broker's client quota managers (fresh ones over the settings'
         defaults when not given);
@@ -208,6 +210,8 @@ class Apis:
             ).handlers(),
             **ConfigApis(node_id, controller, config, self._send).handlers(),
         }
+        if client_metrics is not None:  # KIP-714, only when enabled (client_telemetry)
+            self._handlers.update(ClientMetricsApis(node_id, client_metrics, self._send).handlers())
         self._api_keys = advertised_versions(
             sasl=config.sasl, served=self._handlers, transaction_version=config.transaction_version
         )

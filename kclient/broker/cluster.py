@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
 from kclient import errors
 from kclient.broker import consumer_protocol
+from kclient.broker.client_metrics import ClientMetricsManager, ReceivedTelemetry
 from kclient.broker.client_quota_manager import ClientQuotaMetrics
 from kclient.broker.client_quotas import ClientQuotas, Entity, entity
 from kclient.broker.config import BrokerConfig
@@ -113,6 +115,14 @@ class EmbeddedCluster:
         )
         self.pending_txn_offsets = PendingTxnOffsets(self.consumer_offsets, self.config.log_dir)
         self.client_quotas = ClientQuotas(self.config.quota_defaults(), self.config.log_dir)
+        self.client_metrics = (
+            ClientMetricsManager(
+                self.config.client_telemetry_metrics,
+                self.config.client_telemetry_push_interval_ms,
+            )
+            if self.config.client_telemetry
+            else None
+        )
         self.purgatory = DelayedOperationPurgatory("kclient-broker-fetch")
         self.controller.add_append_listener(self.purgatory.check_and_complete)
         base = self.config.port
@@ -129,11 +139,29 @@ class EmbeddedCluster:
                 txn_state=self.txn_state,
                 pending_txn_offsets=self.pending_txn_offsets,
                 client_quotas=self.client_quotas,
+                client_metrics=self.client_metrics,
             )
             for node_id in range(brokers)
         }
 
     # ---- lifecycle ---------------------------------------------------------------------
+
+    def telemetry(self) -> list[ReceivedTelemetry]:
+        """The metrics clients pushed (KIP-714), decoded, oldest first; needs
+        ``client_telemetry=True`` (else an ``IllegalStateError`` says so)."""
+        return self._client_metrics().received()
+
+    def set_telemetry_subscription(self, metrics: Sequence[str], push_interval_ms: int) -> None:
+        """Change the client-metrics subscription: metric name prefixes (``""``: all) and
+        the push interval; clients pick it up at their next request."""
+        self._client_metrics().set_subscription(tuple(metrics), push_interval_ms)
+
+    def _client_metrics(self) -> ClientMetricsManager:
+        if self.client_metrics is None:
+            raise errors.IllegalStateError(
+                "client telemetry is off for this broker: start it with client_telemetry=True"
+            )
+        return self.client_metrics
 
     def start(self) -> EmbeddedCluster:
         """Start every broker; returns self. Raises OSError if a port is taken."""

@@ -206,6 +206,16 @@ class BrokerConfig:
     quota_window_num: int = 11
     #: ``quota.window.size.seconds``: the length of each sample (Kafka's 1).
     quota_window_size_seconds: int = 1
+    #: Serve KIP-714's GetTelemetrySubscriptions and PushTelemetry, as a Kafka broker with a
+    #: client-telemetry plugin in ``metric.reporters``; off (the default), ApiVersions does
+    #: not list them and clients push nothing. ``EmbeddedCluster.telemetry()`` shows what
+    #: clients pushed.
+    client_telemetry: bool = False
+    #: The client-metrics subscription (a ``CLIENT_METRICS`` resource's ``metrics``): metric
+    #: name prefixes; ``("",)`` (the default) every metric, ``()`` none.
+    client_telemetry_metrics: tuple[str, ...] = ("",)
+    #: ... and its ``interval.ms``: how often clients push (Kafka's default, 5 minutes).
+    client_telemetry_push_interval_ms: int = 300_000
 
     def kafka_settings(self) -> dict[str, str]:
         """The broker's settings under Kafka's names, as DescribeConfigs reports them."""

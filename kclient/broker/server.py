@@ -24,6 +24,7 @@ import threading
 import time
 
 from kclient.broker.apis import Apis
+from kclient.broker.client_metrics import ClientMetricsManager
 from kclient.broker.client_quotas import ClientQuotas
 from kclient.broker.config import BrokerConfig
 from kclient.broker.consumer_offsets import ConsumerOffsets
@@ -66,9 +67,16 @@ class KafkaServer:
         txn_state: TransactionStateManager | None = None,
         pending_txn_offsets: PendingTxnOffsets | None = None,
         client_quotas: ClientQuotas | None = None,
+        client_metrics: ClientMetricsManager | None = None,
     ) -> None:
         self.node_id = node_id
         self.config = config
+        if client_metrics is None and config.client_telemetry:
+            client_metrics = ClientMetricsManager(
+                config.client_telemetry_metrics, config.client_telemetry_push_interval_ms
+            )
+        self.client_metrics = client_metrics
+        """The cluster's KIP-714 state (None: not served)."""
         # an SSL listener's context, a SASL listener's users: given by the cluster (built
         # once), else built here
         self.ssl_context = ssl_context if ssl_context is not None else config.ssl_context()
@@ -165,6 +173,7 @@ class KafkaServer:
             txn_state=self.txn_state,
             pending_txn_offsets=self.pending_txn_offsets,
             quotas=self.quota_managers,
+            client_metrics=self.client_metrics,
         )
         handlers = RequestHandlerPool(channel, apis, cfg.num_io_threads, name_prefix=prefix)
         handlers.start()

@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,6 +46,7 @@ from kclient.producer import record_args
 from kclient.producer.interceptors import ProducerInterceptors, ProducerRecord, RecordAcks
 from kclient.producer.metadata_wait import ProducerMetadataWait
 from kclient.producer.send_batch import ProducerBatches
+from kclient.producer.telemetry import client_instance_id, telemetry_sender
 from kclient.producer.transactions import ProducerTransactions
 from kclient.record import CompressionType, RecordBatchBuilder
 from kclient.sender import transaction_manager
@@ -161,6 +163,7 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
             guarantee_message_order=cfg.max_in_flight_requests_per_connection == 1,
             transaction_manager=self._tm,
             metrics=SenderMetrics(clock.monotonic_ms),
+            telemetry=telemetry_sender(self, cfg, kafka_client, clock, self._prefix),
             log_prefix=self._prefix,
         )
         self._accumulator.wakeup = self._sender.wakeup
@@ -559,6 +562,13 @@ class KafkaProducer(ProducerBatches, ProducerTransactions, ProducerMetadataWait)
         values["bufferpool-wait-time-ns-total"] = float(self._pool.wait_time_ns_total)
         values["requests-in-flight"] = float(self._client.in_flight_request_count())
         return values
+
+    def client_instance_id(self, timeout: float) -> uuid.UUID | None:
+        """The id the cluster assigned this producer for its metrics (KIP-714, Java's
+        ``clientInstanceId``), waiting up to ``timeout`` seconds for it; None when none
+        came (the cluster does not accept client metrics, or the time ran out).
+        ``IllegalStateError`` with ``enable.metrics.push=false``."""
+        return client_instance_id(self._sender.telemetry, timeout)
 
     def __repr__(self) -> str:
         state = str(self._unusable or "open")

@@ -84,6 +84,9 @@ class SenderMetrics:
         self.compression_rate: Stat = SampledStat()
         self.request_latency: Stat = SampledStat()
         self.outgoing_bytes: Stat = SampledStat()
+        self.queue_time: Stat = SampledStat()
+        """A drained batch's time in the accumulator, created to drained (Java's
+        ``record-queue-time``)."""
         self.batch_splits = 0
         self.leader_hints_followed = 0
         """Retried batches that went straight to the leader a Produce answer named (KIP-951)."""
@@ -98,6 +101,9 @@ class SenderMetrics:
         self.batch_size.record(size_bytes, now_ms)
         if uncompressed_bytes > 0:
             self.compression_rate.record(size_bytes / uncompressed_bytes, now_ms)
+
+    def record_queue_time(self, queue_time_ms: int, now_ms: int) -> None:
+        self.queue_time.record(queue_time_ms, now_ms)
 
     def record_sent(self, records: int, now_ms: int) -> None:
         self.records_sent.record(records, now_ms)
@@ -128,6 +134,8 @@ class SenderMetrics:
             "request-latency-avg": self.request_latency.avg(now_ms),
             "request-latency-max": self.request_latency.max(now_ms),
             "outgoing-byte-rate": self.outgoing_bytes.rate_per_s(now_ms),
+            "record-queue-time-avg": self.queue_time.avg(now_ms),
+            "record-queue-time-max": self.queue_time.max(now_ms),
             "batch-split-total": float(self.batch_splits),
             "leader-hint-followed-total": float(self.leader_hints_followed),
         }

@@ -38,6 +38,7 @@ from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
 from kclient.sender.produce_responses import ProduceResponses
+from kclient.sender.telemetry import TelemetrySender
 from kclient.sender.transaction_manager import TransactionManager as TransactionalManager
 from kclient.sender.txn_sender import TransactionalRequestSender
 
@@ -70,6 +71,7 @@ class Sender(ProduceResponses):
         guarantee_message_order: bool,
         transaction_manager: TransactionManager | None = None,
         metrics: SenderMetrics | None = None,
+        telemetry: TelemetrySender | None = None,
         log_prefix: str = "",
     ) -> None:
         self._client = client
@@ -100,6 +102,8 @@ class Sender(ProduceResponses):
             transaction_manager.transactional_id if transaction_manager is not None else None
         )
         self.metrics = metrics if metrics is not None else SenderMetrics(clock.monotonic_ms)
+        self.telemetry = telemetry
+        """KIP-714's metrics push (``enable.metrics.push``), or None."""
         self._prefix = log_prefix
         self._in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
         self._wakeups: list[threading.Lock] = client.release_before_blocking
@@ -125,6 +129,8 @@ class Sender(ProduceResponses):
             while self.running:
                 self.run_once()
             self._finish_on_close()
+            if self.telemetry is not None:
+                self._push_terminating()
             if self._txn is not None:
                 self._txn.abort_on_close(lambda: self.force_close_requested, self.run_once)
             if self.force_close_requested:
@@ -160,6 +166,28 @@ class Sender(ProduceResponses):
                 )
                 return
             self.run_once()
+
+    def _push_terminating(self) -> None:
+        """Closing: the last metrics push, ``terminating`` set (KIP-714), for at most
+        ``request.timeout.ms`` (and no longer than ``close``'s timeout, which forces)."""
+        deadline_ms = self._clock.monotonic_ms() + self._request_timeout_ms
+        self.begin_terminating_push()
+        while (
+            not self.force_close_requested
+            and self.terminating_push_pending()
+            and self._clock.monotonic_ms() < deadline_ms
+        ):
+            self.run_once()
+
+    def begin_terminating_push(self) -> None:
+        """Closing, records delivered: the next loops send the last metrics push (KIP-714;
+        ``kclient.aio``'s close drives them)."""
+        if self.telemetry is not None:
+            self.telemetry.reporter.initiate_close(self._clock.monotonic_ms())
+
+    def terminating_push_pending(self) -> bool:
+        """Whether the last metrics push is still to be sent or answered."""
+        return self.telemetry is not None and not self.telemetry.reporter.stopped
 
     def _has_pending_records(self) -> bool:
         return (
@@ -227,6 +255,9 @@ class Sender(ProduceResponses):
             elif not tm.has_producer_id:
                 self._maybe_init_producer_id(now_ms)
         poll_timeout_ms = self._send_producer_data(now_ms)
+        telemetry = self.telemetry
+        if telemetry is not None:  # once per loop, off the per-record path
+            poll_timeout_ms = min(poll_timeout_ms, telemetry.maybe_update(now_ms))
         if self._txn is not None:
             poll_timeout_ms = min(poll_timeout_ms, txn_timeout_ms)
         elif tm is not None and not tm.has_producer_id:
@@ -399,6 +430,7 @@ class Sender(ProduceResponses):
         # Metrics once the request is on its way (off the latency path).
         for batch in batches:
             metrics.record_batch(batch.estimated_size_bytes, batch.uncompressed_bytes, now_ms)
+            metrics.record_queue_time(now_ms - batch.created_ms, now_ms)
         metrics.record_request(len(batches), records, size, now_ms)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(

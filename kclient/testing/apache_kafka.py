@@ -134,7 +134,10 @@ class ApacheKafka:
         start_timeout_s: float = 90.0,
         stop_timeout_s: float = 30.0,
         kerberos: KerberosSetup | None = None,
+        classpath: Sequence[Path | str] = (),
     ) -> None:
+        """``classpath``: more folders or jars for the brokers' class path, after Kafka's
+        jars (a plugin of ``properties``, e.g. a ``metric.reporters`` class)."""
         unknown = [name for name in listeners if name not in LISTENERS]
         if unknown:
             raise ValueError(f"listeners {unknown} unknown: choose from {list(LISTENERS)}")
@@ -150,6 +153,7 @@ class ApacheKafka:
         self.listeners = tuple(dict.fromkeys(("PLAINTEXT", *listeners)))
         self.properties = {k: str(v) for k, v in (properties or {}).items()}
         self.features = dict(features or {})
+        self.classpath = tuple(str(entry) for entry in classpath)
         self.jvm_options: tuple[str, ...] = JVM_OPTIONS + (
             (f"-Djava.security.krb5.conf={kerberos.kdc.krb5_conf}",) if kerberos else ()
         )
@@ -240,6 +244,7 @@ class ApacheKafka:
                 ports=node_ports,
                 properties=self._server_properties(node_id, node_ports, voters, folder),
                 jvm_options=self.jvm_options,
+                classpath=self.classpath,
             )
 
     def _server_properties(

@@ -145,8 +145,11 @@ class KafkaNode:
         ports: NodePorts,
         properties: Mapping[str, str],
         jvm_options: Sequence[str] = JVM_OPTIONS,
+        classpath: Sequence[str] = (),
     ) -> None:
         self.java = java
+        self.classpath = ":".join((f"{libs}/*", *classpath))
+        """Kafka's jars, then ``classpath`` (plugins)."""
         self.libs = libs
         self.version = version
         self.node_id = node_id
@@ -171,7 +174,7 @@ class KafkaNode:
             *class_data_sharing(self.libs),
             self._log_property,
             "-cp",
-            f"{self.libs}/*",
+            self.classpath,
             main_class,
             *args,
         ]

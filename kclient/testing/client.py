@@ -38,7 +38,10 @@ from kclient.network.connection_states import ConnectionFailures
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.network.metadata import Metadata, Node
 from kclient.network.selector import release_all
-from kclient.protocol import SUPPORTED_VERSIONS
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
+
+#: KIP-714's APIs, which a broker lists only with a client-telemetry plugin.
+TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
 Matcher = Callable[[Mapping[str, Any]], bool]
 
@@ -96,7 +99,11 @@ class MockClient:
         self._prepared: deque[_Prepared] = deque()
         self._responses: deque[ClientResponse] = deque()
         self._metadata_updates: deque[Mapping[str, Any]] = deque()
-        self._api_versions = NodeApiVersions({int(k): v for k, v in SUPPORTED_VERSIONS.items()})
+        self._api_versions = NodeApiVersions(
+            {int(k): v for k, v in SUPPORTED_VERSIONS.items() if k not in TELEMETRY_APIS}
+        )
+        """Every API kclient speaks but KIP-714's, as a broker without a client-telemetry
+        plugin answers (``set_node_api_versions`` to change)."""
         self.failures = ConnectionFailures()
 
     # ---- scripting: responses -------------------------------------------------------

@@ -23,8 +23,9 @@ def error_name(code: int) -> str:
 
 
 SASL_APIS = (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)
-#: Declared in the protocol package, not (yet) served by the broker: not advertised.
-UNSERVED: frozenset[int] = frozenset()
+#: Declared in the protocol package, not served by this broker: not advertised (KIP-714's
+#: APIs only with ``client_telemetry=True``, as Kafka only with a client-telemetry plugin).
+UNSERVED: frozenset[int] = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 #: Served below the declared version with transaction version 1 (KIP-890 part 2 off).
 TV1_SERVED_UP_TO = {ApiKey.END_TXN: 4, ApiKey.TXN_OFFSET_COMMIT: 4}
 

@@ -47,6 +47,8 @@ KAFKA_4_1 = {
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: (0, 0),
+    ApiKey.PUSH_TELEMETRY: (0, 0),
 }
 # Group APIs declared below Kafka 4.1's KIP-896 baseline: kafka-python pinned to an old
 # api_version (its BrokerVersionData tables) still sends these.
@@ -61,7 +63,7 @@ ABOVE_4_1 = {ApiKey.API_VERSIONS: 5}
 FIRST_FLEXIBLE = {
     **{0: 9, 1: 12, 2: 6, 3: 9, 17: None, 18: 3, 19: 5, 20: 4, 22: 2, 36: 2, 37: 2, 32: 4, 44: 1},
     **{8: 8, 9: 6, 10: 3, 11: 6, 12: 4, 13: 4, 14: 4, 15: 5, 16: 3, 42: 2, 47: None},
-    **{24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 48: 1, 49: 1, 61: 0, 65: 0, 66: 0},
+    **{24: 3, 25: 3, 26: 3, 27: 1, 28: 3, 48: 1, 49: 1, 61: 0, 65: 0, 66: 0, 71: 0, 72: 0},
 }
 
 

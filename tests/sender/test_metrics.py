@@ -78,6 +78,8 @@ def test_sender_metrics_record_totals_and_rates() -> None:
         ("record_errors_for", (2, 40_000)),
         ("record_request", (2, 7, 900, 40_001)),
         ("record_latency", (12, 70_000)),
+        ("record_queue_time", (4, 69_000)),
+        ("record_queue_time", (9, 70_000)),
         ("record_sent", (7, 70_000)),
     ]
     for name, args in calls:
@@ -87,6 +89,7 @@ def test_sender_metrics_record_totals_and_rates() -> None:
     snapshot = c.snapshot()
     assert snapshot["batch-split-total"] == len(calls)
     assert snapshot["request-latency-max"] == 12.0
+    assert (snapshot["record-queue-time-avg"], snapshot["record-queue-time-max"]) == (6.5, 9.0)
     assert snapshot["records-per-request-avg"] == 7.0  # the first request's window has gone
     assert c.records_sent_total == 10
     assert c.record_errors_total == 2

@@ -31,6 +31,7 @@ from kclient.protocol.messages import (
     end_txn,
     fetch,
     find_coordinator,
+    get_telemetry_subscriptions,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
@@ -44,6 +45,7 @@ from kclient.protocol.messages import (
     offset_delete,
     offset_fetch,
     produce,
+    push_telemetry,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -90,6 +92,8 @@ class ApiKey(IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    GET_TELEMETRY_SUBSCRIPTIONS = 71
+    PUSH_TELEMETRY = 72
 
 
 _MODULES = {
@@ -127,6 +131,8 @@ _MODULES = {
     ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
     ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
     ApiKey.LIST_TRANSACTIONS: list_transactions,
+    ApiKey.GET_TELEMETRY_SUBSCRIPTIONS: get_telemetry_subscriptions,
+    ApiKey.PUSH_TELEMETRY: push_telemetry,
 }
 
 REQUESTS: dict[int, Message] = {key: mod.REQUEST for key, mod in _MODULES.items()}
