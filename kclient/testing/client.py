@@ -38,10 +38,8 @@ from kclient.network.connection_states import ConnectionFailures
 from kclient.network.kafka_client import ClientRequest, ClientResponse
 from kclient.network.metadata import Metadata, Node
 from kclient.network.selector import release_all
-from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
-
-#: KIP-714's APIs, which a broker lists only with a client-telemetry plugin.
-TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
+from kclient.protocol import SUPPORTED_VERSIONS
+from kclient.testing.selector import TELEMETRY_APIS
 
 Matcher = Callable[[Mapping[str, Any]], bool]
 

@@ -28,13 +28,16 @@ from typing import Any
 
 from kclient.errors import IllegalStateError, KafkaConnectionError, KafkaError
 from kclient.network.selector import NetworkReceive, NetworkSend, release_all
-from kclient.protocol import SUPPORTED_VERSIONS
+from kclient.protocol import SUPPORTED_VERSIONS, ApiKey
 from kclient.protocol.frame import (
     RequestHeader,
     decode_request,
     encode_response,
     frame_bytes,
 )
+
+#: KIP-714's APIs, which a broker lists only with a client-telemetry plugin.
+TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
 
 @dataclass
@@ -289,8 +292,12 @@ class MockSelector:
 def api_versions_body(
     versions: Mapping[int, tuple[int, int]] | None = None, error_code: int = 0
 ) -> dict[str, Any]:
-    """An ApiVersionsResponse body; by default the broker supports what kclient supports."""
-    table = versions if versions is not None else SUPPORTED_VERSIONS
+    """An ApiVersionsResponse body; by default the broker supports what kclient supports but
+    KIP-714's APIs, as a broker without a client-telemetry plugin (a fake broker that
+    listed them would be asked for a subscription it has no answer for)."""
+    table = versions
+    if table is None:
+        table = {k: v for k, v in SUPPORTED_VERSIONS.items() if k not in TELEMETRY_APIS}
     return {
         "error_code": error_code,
         "api_keys": [
@@ -302,6 +309,7 @@ def api_versions_body(
 
 
 __all__ = [
+    "TELEMETRY_APIS",
     "MockSelector",
     "Responder",
     "SentRequest",
