@@ -21,8 +21,9 @@ partitions and is read back with confluent-kafka (read_committed): every id exac
 once. Rounds alternate the writers; "x Spark" is the median over rounds of rate /
 Spark's sink's rate that round, and "EOS time / ALO time" the median of exactly once's
 seconds / at least once's that round (the issue's goal: at most 1.2). ``--quick``:
-20,000 rows, one round, the test harness's quick-start broker and its Spark driver flags
-(the JIT's first tier: CI's smoke test; its numbers mean little). Prints Markdown.
+20,000 rows, one round, no warm-up, the test harness's quick-start broker and its Spark
+driver flags (the JIT's first tier: CI's smoke test; its numbers mean little). Prints
+Markdown.
 """
 
 from __future__ import annotations
@@ -144,10 +145,11 @@ def write_once(
     """One timed write of ``df`` by ``writer`` to a fresh topic, read back; its seconds."""
     topic, warm = f"sink-{uuid.uuid4().hex[:8]}", f"warm-{uuid.uuid4().hex[:8]}"
     kafka.create_topic(topic, args.partitions)
-    kafka.create_topic(warm, args.partitions)
     config = {"bootstrap.servers": kafka.bootstrap_servers}
     write = WRITERS[writer]
-    write(rows(spark, 1000, SIZE, 2), warm, config)
+    if not args.quick:  # (--quick: no warm-up, its numbers mean little anyway)
+        kafka.create_topic(warm, args.partitions)
+        write(rows(spark, 1000, SIZE, 2), warm, config)
     start = time.perf_counter()
     written = write(df, topic, config)
     seconds = time.perf_counter() - start
