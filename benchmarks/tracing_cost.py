@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -41,6 +40,7 @@ from opentelemetry.sdk.trace.export import (  # noqa: E402
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF  # noqa: E402
 from opentelemetry.trace import NoOpTracerProvider  # noqa: E402
 
+from benchmarks.send_cpu import BlockingMockClient  # noqa: E402
 from kclient import ProducerInterceptor  # noqa: E402
 from kclient.clock import SYSTEM_CLOCK  # noqa: E402
 from kclient.network.kafka_client import ClientRequest  # noqa: E402
@@ -48,16 +48,15 @@ from kclient.opentelemetry import TracingInterceptor  # noqa: E402
 from kclient.producer import KafkaProducer  # noqa: E402
 from kclient.protocol import ApiKey  # noqa: E402
 from kclient.record import RecordBatch  # noqa: E402
-from kclient.testing.client import MockClient, metadata_update_with  # noqa: E402
+from kclient.testing.client import metadata_update_with  # noqa: E402
 
 
-class AnsweringClient(MockClient):
+class AnsweringClient(BlockingMockClient):
     """Answers each Produce request at once with the next offsets; ``poll`` blocks up to
     its timeout (or a ``wakeup``) when there is nothing to answer, as a real client does."""
 
     def __init__(self, partitions: int) -> None:
         super().__init__(SYSTEM_CLOCK, metadata_update_with(1, {"t": partitions}))
-        self._woken = threading.Event()
         self._offsets: dict[tuple[str, int], int] = defaultdict(int)
 
     def send(self, request: ClientRequest, now_ms: int) -> None:
@@ -75,17 +74,6 @@ class AnsweringClient(MockClient):
                 responses.append({"name": topic["name"], "partition_responses": parts})
             self.prepare_response({"responses": responses}, api_key=ApiKey.PRODUCE)
         super().send(request, now_ms)
-
-    def poll(self, timeout_ms: int, now_ms: int) -> list[Any]:
-        responses = super().poll(timeout_ms, now_ms)
-        if not responses:
-            self._woken.wait(min(timeout_ms, 100) / 1000)
-            self._woken.clear()
-        return responses
-
-    def wakeup(self) -> None:
-        super().wakeup()
-        self._woken.set()
 
 
 class DroppingExporter(SpanExporter):
