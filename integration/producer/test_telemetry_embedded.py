@@ -9,6 +9,7 @@ import socket
 import time
 from typing import Any
 
+from integration.broker.test_processor import recv_exactly
 from kclient import KafkaProducer
 from kclient.aio import AIOKafkaProducer
 from kclient.broker import EmbeddedBroker
@@ -82,17 +83,8 @@ def test_the_asyncio_producer_pushes_and_terminates_on_stop() -> None:
 
 def _call(sock: socket.socket, api_key: int, body: dict[str, Any], correlation_id: int) -> Any:
     sock.sendall(b"".join(encode_request(api_key, 0, correlation_id, "raw", body)))
-    size = int.from_bytes(_read(sock, 4), "big")
-    return decode_response(api_key, 0, _read(sock, size))[1]
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        assert chunk, "the broker closed the connection"
-        data += chunk
-    return data
+    size = int.from_bytes(recv_exactly(sock, 4), "big")
+    return decode_response(api_key, 0, recv_exactly(sock, size))[1]
 
 
 def test_bad_pushes_are_refused_and_the_broker_goes_on() -> None:
