@@ -45,6 +45,7 @@ from kclient.producer.interceptors import (
 )
 from kclient.sender.batch import Header
 from kclient.sender.future import RecordMetadata
+from kclient.sender.telemetry_metrics import telemetry_name
 
 log = logging.getLogger(__name__)
 
@@ -190,10 +191,7 @@ class Metric(NamedTuple):
 
 
 def _metric(java: str, kind: str, unit: str, description: str) -> tuple[str, Metric]:
-    # KIP-714's naming: "org.apache.kafka." + the group ("producer") + the name, '-' -> '.'
-    return java, Metric(
-        "org.apache.kafka.producer." + java.replace("-", "."), kind, unit, description
-    )
+    return java, Metric(telemetry_name(java), kind, unit, description)  # KIP-714's name
 
 
 METRICS: Mapping[str, Metric] = dict(

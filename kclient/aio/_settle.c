@@ -272,7 +272,7 @@ aio_settle_ok(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
             return NULL;
         }
         int rc = finish(future, md, NULL, pending);
-        if (rc == 0 && !PyObject_GC_IsTracked(md)) {
+        if (rc == 0) {
             untrack_settled(future);
         }
         Py_DECREF(md);

@@ -23,6 +23,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from kclient.errors import ProtocolDecodeError
+from kclient.protocol.types import write_uvarint
+from kclient.varint import VarintError, read_uvarint
 
 __all__ = [
     "CUMULATIVE",
@@ -143,11 +145,7 @@ class MetricsData:
 
 
 def _varint(value: int, out: bytearray) -> None:
-    value &= 0xFFFFFFFFFFFFFFFF  # negative int64 as ten bytes, as protobuf does
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
+    write_uvarint(out, value & 0xFFFFFFFFFFFFFFFF)  # negative int64 as ten bytes, as protobuf
 
 
 def _tag(number: int, wire: int, out: bytearray) -> None:
@@ -255,18 +253,10 @@ _Value = int | memoryview
 
 
 def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ProtocolDecodeError(f"OTLP metrics: a varint runs past the end at byte {pos}")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise ProtocolDecodeError(f"OTLP metrics: a varint is too long at byte {pos}")
+    try:
+        return read_uvarint(buf, pos)
+    except VarintError as exc:
+        raise ProtocolDecodeError(f"OTLP metrics: {exc}") from exc
 
 
 def _fields(buf: memoryview) -> Iterator[tuple[int, int, _Value]]:
