@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -45,12 +46,16 @@ from kclient.sender.txn_sender import TransactionalRequestSender
 log = logging.getLogger(__name__)
 
 PRODUCE_MIN_VERSION = 3  # record batch v2
-PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not track
+PRODUCE_MAX_VERSION = 13
+#: v13 names topics by id (KIP-516): a request uses it only when the metadata gave every
+#: topic in it an id; otherwise the topics go by name, at most v12
+PRODUCE_MAX_VERSION_BY_NAME = 12
 #: a transaction of transaction version 1 must not use Produce v12+ (KIP-890: v12 adds
 #: the partition to the transaction implicitly)
 PRODUCE_MAX_VERSION_TV1 = 11
 TOPIC_REFRESH_INTERVAL_MS = 1_000
 _NO_TIMEOUT_MS = 2**63 - 1
+_NO_IDS: dict[str, uuid.UUID] = {}
 
 
 class Sender(ProduceResponses):
@@ -380,13 +385,31 @@ class Sender(ProduceResponses):
         """All of a node's drained batches in one ProduceRequest (Java's ``sendProduceRequest``)."""
         metrics = self.metrics
         topic_data: list[dict[str, Any]]
+        # KIP-516: each topic also by its id, when the metadata gave every topic one (v13);
+        # the answer names topics by id then, matched back by this request's own ids (a
+        # refresh meanwhile may have a new id for a topic made again under its name)
+        cluster = self._last_cluster
+        topic_ids = cluster.topic_ids if cluster is not None else _NO_IDS
+        names: dict[uuid.UUID, str] | None = {}
         if len(batches) == 1:  # the usual case at linger 0: nothing to group
             batch = batches[0]
             tp = batch.tp
             data = _built(batch)
-            topic_data = [
-                {"name": tp.topic, "partition_data": [{"index": tp.partition, "records": data}]}
-            ]
+            topic_id = topic_ids.get(tp.topic)
+            if topic_id is None:
+                names = None
+                topic_data = [
+                    {"name": tp.topic, "partition_data": [{"index": tp.partition, "records": data}]}
+                ]
+            else:
+                names = {topic_id: tp.topic}
+                topic_data = [
+                    {
+                        "name": tp.topic,
+                        "topic_id": topic_id,
+                        "partition_data": [{"index": tp.partition, "records": data}],
+                    }
+                ]
             by_tp = {tp: batch}
             size = len(data)
             records = batch.builder.record_count
@@ -406,9 +429,18 @@ class Sender(ProduceResponses):
                 by_tp[tp] = batch
                 size += len(data)
                 records += batch.builder.record_count
-            topic_data = [
-                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
-            ]
+            topic_data = []
+            for topic, parts in by_topic.items():
+                topic_id = topic_ids.get(topic)
+                if topic_id is None:
+                    names = None
+                    topic_data.append({"name": topic, "partition_data": parts})
+                else:
+                    if names is not None:
+                        names[topic_id] = topic
+                    topic_data.append(
+                        {"name": topic, "topic_id": topic_id, "partition_data": parts}
+                    )
         body = {
             "transactional_id": self._transactional_id,
             "acks": self._acks,
@@ -421,10 +453,10 @@ class Sender(ProduceResponses):
             body,
             now_ms,
             self._acks != 0,  # expect_response
-            functools.partial(self._handle_produce_response, by_tp),  # callback
+            functools.partial(self._handle_produce_response, by_tp, names),  # callback
             self._request_timeout_ms,
             PRODUCE_MIN_VERSION,
-            self._produce_max_version(),
+            self._produce_max_version(names is not None),
         )
         self._client.send(request, now_ms)
         # Metrics once the request is on its way (off the latency path).
@@ -441,11 +473,13 @@ class Sender(ProduceResponses):
                 size,
             )
 
-    def _produce_max_version(self) -> int:
+    def _produce_max_version(self, by_id: bool) -> int:
+        """The highest Produce version for a request: v13 only when ``by_id`` (every topic
+        of the request has an id), v11 in a transaction of transaction version 1."""
         txn = self._txn
         if txn is not None and not txn.tm.is_transaction_v2:
             return PRODUCE_MAX_VERSION_TV1
-        return PRODUCE_MAX_VERSION
+        return PRODUCE_MAX_VERSION if by_id else PRODUCE_MAX_VERSION_BY_NAME
 
     # ---- InitProducerId ----------------------------------------------------------------------
 
