@@ -21,15 +21,15 @@
 #define SMALL_RECORDS 16384 /* batches up to this size are copied into the one buffer */
 
 /* From produce_fast.py by bind(): the Python encode_produce and decode_produce (for shapes
- * this code does not take), _PREFIXES, _make_prefix, uuid.UUID (a topic id's exact type) and
- * topic_id (an answer's id). NULL until bind() is called. */
+ * this code does not take), _PREFIXES, _make_prefix, uuid.UUID (a topic id's exact type),
+ * topic_id (an answer's id) and _IDS (the ids it made). NULL until bind() is called. */
 static PyObject *py_encode, *prefixes, *make_prefix, *uuid_type;
-PyObject *py_decode, *py_topic_id;
+PyObject *py_decode, *py_topic_id, *topic_ids;
 static PyObject *flex_tail; /* b"\0\0\0": the tagged fields after a v9+ batch */
 static PyObject *str_topic_data, *str_transactional_id, *str_acks, *str_timeout_ms,
     *str_partition_data, *str_records;
-PyObject *str_name, *str_topic_id, *str_index, *str_responses, *str_partition_responses, *str_throttle_time_ms,
-    *str_error_code, *str_base_offset, *str_log_append_time_ms, *str_log_start_offset,
+PyObject *str_name, *str_topic_id, *str_index, *str_responses, *str_partition_responses,
+    *str_throttle_time_ms, *str_error_code, *str_base_offset, *str_log_append_time_ms, *str_log_start_offset,
     *str_record_errors, *str_error_message;
 
 /* ---- the request ------------------------------------------------------------------------- */
@@ -297,21 +297,23 @@ general:
 
 /* ---- the module -------------------------------------------------------------------------- */
 
-/* bind(encode_produce, decode_produce, prefixes, make_prefix, uuid_type, topic_id): the
+/* bind(encode_produce, decode_produce, prefixes, make_prefix, uuid_type, topic_id, ids): the
  * Python module's reference functions, its prefix cache (a dict) and the function that fills
- * it, the type of a topic id and the function that makes one from an answer's 16 bytes. */
+ * it, the type of a topic id, the function that makes one from an answer's 16 bytes and the
+ * dict of those it made (by their bytes). */
 static PyObject *
 bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyDict_CheckExact(args[2]) || !PyType_Check(args[4])) {
+    if (nargs != 7 || !PyDict_CheckExact(args[2]) || !PyType_Check(args[4]) ||
+        !PyDict_CheckExact(args[6])) {
         PyErr_SetString(PyExc_TypeError,
                         "bind(encode_produce, decode_produce, prefixes: dict, make_prefix, "
-                        "uuid_type: type, topic_id)");
+                        "uuid_type: type, topic_id, ids: dict)");
         return NULL;
     }
-    PyObject **slots[6] = {&py_encode, &py_decode, &prefixes, &make_prefix, &uuid_type,
-                           &py_topic_id};
-    for (int i = 0; i < 6; i++) {
+    PyObject **slots[7] = {&py_encode, &py_decode, &prefixes, &make_prefix, &uuid_type,
+                           &py_topic_id, &topic_ids};
+    for (int i = 0; i < 7; i++) {
         Py_INCREF(args[i]);
         Py_XSETREF(*slots[i], args[i]);
     }
@@ -320,8 +322,8 @@ bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
-     "bind(encode_produce, decode_produce, prefixes, make_prefix, uuid_type, topic_id): the "
-     "Python fallbacks and helpers."},
+     "bind(encode_produce, decode_produce, prefixes, make_prefix, uuid_type, topic_id, ids): "
+     "the Python fallbacks and helpers."},
     {"assemble", (PyCFunction)(void (*)(void))assemble, METH_FASTCALL,
      "assemble(prefix, flexible, correlation_id, index, records) -> list | None"},
     {"encode_produce", (PyCFunction)(void (*)(void))encode_produce,

@@ -10,6 +10,7 @@ def bind(
     make_prefix: Callable[..., bytes | None],
     uuid_type: type,
     topic_id: Callable[[bytes], Any],
+    ids: dict[bytes, Any],
     /,
 ) -> None: ...
 def assemble(

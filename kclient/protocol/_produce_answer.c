@@ -246,8 +246,15 @@ kclient_decode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     const unsigned char *p = (const unsigned char *)view.buf;
     if (version == BY_ID) {
         if (read_by_id(p, view.len, &answer)) {
+            /* produce_fast's _IDS first (bytes keys: no Python code), else its topic_id() */
             PyObject *id = PyBytes_FromStringAndSize((const char *)answer.name, 16);
-            PyObject *topic_id = id == NULL ? NULL : PyObject_CallOneArg(py_topic_id, id);
+            PyObject *topic_id = id == NULL ? NULL : PyDict_GetItemWithError(topic_ids, id);
+            if (topic_id != NULL) {
+                Py_INCREF(topic_id);
+            }
+            else if (id != NULL && !PyErr_Occurred()) {
+                topic_id = PyObject_CallOneArg(py_topic_id, id);
+            }
             Py_XDECREF(id);
             if (topic_id != NULL) {
                 result = answer_tuple(&answer, str_topic_id, topic_id);

@@ -376,7 +376,9 @@ try:
 except ImportError:  # not built: the Python functions
     pass
 else:  # bound when built (the tests compare both), used when the accelerator is on
-    _c.bind(encode_produce_py, decode_produce_py, _PREFIXES, _make_prefix, uuid.UUID, topic_id)
+    _c.bind(
+        encode_produce_py, decode_produce_py, _PREFIXES, _make_prefix, uuid.UUID, topic_id, _IDS
+    )
     if ACCELERATED:
         _ASSEMBLERS.append(_c.assemble)
         encode_produce = _c.encode_produce

@@ -514,3 +514,8 @@ def test_v13_names_the_topic_by_id_and_the_answer_is_matched_by_it(impl: str) ->
     assert answer is not None
     assert answer[1]["responses"][0]["topic_id"] == TOPIC_ID
     assert type(answer[1]["responses"][0]["topic_id"]) is uuid.UUID
+    # one object per id, shared by both decoders (answers name the same topics again)
+    again = decoder(impl)(13, frame)
+    assert again is not None
+    assert again[1]["responses"][0]["topic_id"] is answer[1]["responses"][0]["topic_id"]
+    assert produce_fast.topic_id(TOPIC_ID.bytes) is answer[1]["responses"][0]["topic_id"]
