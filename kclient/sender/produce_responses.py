@@ -98,7 +98,9 @@ class ProduceResponses:
                 # a plain tuple finds the TopicPartition key (a NamedTuple) and is cheaper
                 found = batches.pop((name, part["index"]), None)  # type: ignore[call-overload]
                 if found is None:
-                    self._not_in_request(name, part["index"])
+                    self._not_in_request(
+                        name if name is not None else topic.get("topic_id"), part["index"]
+                    )
                     continue
                 code = part.get("error_code", 0)
                 if code in _LEADER_MOVED and part.get("current_leader"):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
+
 from kclient import errors
 from kclient.network.cluster import TopicPartition
 from kclient.network.kafka_client import ClientRequest
@@ -71,13 +73,16 @@ def test_a_v13_answer_is_matched_to_its_batch_by_the_topic_id() -> None:
     assert first.result(0).topic == "t"
 
 
-def test_an_answer_for_an_id_not_in_the_request_leaves_the_batch_unanswered() -> None:
+def test_an_answer_for_an_id_not_in_the_request_leaves_the_batch_unanswered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     h = make(topics={"t": 1}, topic_ids={"t": A}, retries=0)
     (future,) = h.send("t", 0)
     h.run()
     h.client.respond(by_id({(B, 0): (0, 1)}))
     h.run()
     assert isinstance(future.exception(0), errors.NetworkExceptionError)
+    assert f"produce response for {B}-0, which was not in the request" in caplog.text
 
 
 def test_unknown_topic_id_is_retried_after_a_metadata_refresh() -> None:
