@@ -21,7 +21,6 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from kclient.clock import Clock
 from kclient.errors import (
@@ -38,6 +37,7 @@ from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
+from kclient.sender.produce_request import produce_topic_data
 from kclient.sender.produce_responses import ProduceResponses
 from kclient.sender.telemetry import TelemetrySender
 from kclient.sender.transaction_manager import TransactionManager as TransactionalManager
@@ -384,63 +384,10 @@ class Sender(ProduceResponses):
     ) -> None:
         """All of a node's drained batches in one ProduceRequest (Java's ``sendProduceRequest``)."""
         metrics = self.metrics
-        topic_data: list[dict[str, Any]]
-        # KIP-516: each topic also by its id, when the metadata gave every topic one (v13);
-        # the answer names topics by id then, matched back by this request's own ids (a
-        # refresh meanwhile may have a new id for a topic made again under its name)
-        cluster = self._last_cluster
-        topic_ids = cluster.topic_ids if cluster is not None else _NO_IDS
-        names: dict[uuid.UUID, str] | None = {}
-        if len(batches) == 1:  # the usual case at linger 0: nothing to group
-            batch = batches[0]
-            tp = batch.tp
-            data = _built(batch)
-            topic_id = topic_ids.get(tp.topic)
-            if topic_id is None:
-                names = None
-                topic_data = [
-                    {"name": tp.topic, "partition_data": [{"index": tp.partition, "records": data}]}
-                ]
-            else:
-                names = {topic_id: tp.topic}
-                topic_data = [
-                    {
-                        "name": tp.topic,
-                        "topic_id": topic_id,
-                        "partition_data": [{"index": tp.partition, "records": data}],
-                    }
-                ]
-            by_tp = {tp: batch}
-            size = len(data)
-            records = batch.builder.record_count
-        else:
-            by_topic: dict[str, list[dict[str, Any]]] = {}
-            by_tp = {}
-            size = records = 0
-            for batch in batches:
-                data = _built(batch)
-                tp = batch.tp
-                part = {"index": tp.partition, "records": data}
-                parts = by_topic.get(tp.topic)
-                if parts is None:
-                    by_topic[tp.topic] = [part]
-                else:
-                    parts.append(part)
-                by_tp[tp] = batch
-                size += len(data)
-                records += batch.builder.record_count
-            topic_data = []
-            for topic, parts in by_topic.items():
-                topic_id = topic_ids.get(topic)
-                if topic_id is None:
-                    names = None
-                    topic_data.append({"name": topic, "partition_data": parts})
-                else:
-                    if names is not None:
-                        names[topic_id] = topic
-                    topic_data.append(
-                        {"name": topic, "topic_id": topic_id, "partition_data": parts}
-                    )
+        cluster = self._last_cluster  # the one this step drained by
+        topic_data, by_tp, names, size, records = produce_topic_data(
+            batches, cluster.topic_ids if cluster is not None else _NO_IDS
+        )
         body = {
             "transactional_id": self._transactional_id,
             "acks": self._acks,
@@ -515,10 +462,3 @@ class Sender(ProduceResponses):
                 self._fail_batch(batch, error, now_ms)
             else:
                 self._accumulator.deallocate(batch)
-
-
-def _built(batch: ProducerBatch) -> bytes:
-    data = batch.records
-    if data is None:
-        raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
-    return data
