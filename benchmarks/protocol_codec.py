@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -69,28 +70,37 @@ def load_baseline(ref: str, into: Path) -> ModuleType:
     return importlib.import_module(f"{BASELINE_PACKAGE}.frame")
 
 
-def produce_request(records: Any) -> dict[str, Any]:
+TOPIC_ID = uuid.UUID("6a1f7c1e-0d35-4c11-8a49-0f3e2a9b7d11")
+
+
+def produce_request(records: Any, version: int = 12) -> dict[str, Any]:
+    """The Sender's body: v13 (KIP-516) has the topic's id too, as the Sender writes it."""
+    topic: dict[str, Any] = {"name": "bench-topic"}
+    if version >= 13:
+        topic["topic_id"] = TOPIC_ID
     return {
         "transactional_id": None,
         "acks": 1,
         "timeout_ms": 30000,
-        "topic_data": [
-            {"name": "bench-topic", "partition_data": [{"index": 0, "records": records}]}
-        ],
+        "topic_data": [{**topic, "partition_data": [{"index": 0, "records": records}]}],
     }
 
 
-PRODUCE_RESPONSE = {
-    "responses": [
-        {
-            "name": "bench-topic",
-            "partition_responses": [
-                {"index": 0, "error_code": 0, "base_offset": 1234, "log_append_time_ms": -1}
-            ],
-        }
-    ],
-    "throttle_time_ms": 0,
-}
+def produce_response(version: int) -> dict[str, Any]:
+    named = {"topic_id": TOPIC_ID} if version >= 13 else {"name": "bench-topic"}
+    return {
+        "responses": [
+            {
+                **named,
+                "partition_responses": [
+                    {"index": 0, "error_code": 0, "base_offset": 1234, "log_append_time_ms": -1}
+                ],
+            }
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
 METADATA_REQUEST = {"topics": [], "allow_auto_topic_creation": False}
 METADATA_RESPONSE = {
     "brokers": [{"node_id": 1, "host": "127.0.0.1", "port": 9092, "rack": None}],
@@ -110,8 +120,8 @@ def cases(frame: ModuleType) -> list[tuple[str, int, Callable[[], Any]]]:
         data: bytes = new_frame.frame_bytes(new_frame.encode_response(api_key, version, 7, body))
         return data[4:]
 
-    for version in range(3, 13):
-        body = produce_request(RECORDS)
+    for version in range(3, 14):
+        body = produce_request(RECORDS, version)
         out.append(
             (
                 "ProduceRequest encode",
@@ -128,8 +138,8 @@ def cases(frame: ModuleType) -> list[tuple[str, int, Callable[[], Any]]]:
                     lambda v=version, b=view_body: encode(0, v, 7, "bench", b),
                 )
             )
-    for version in range(3, 13):
-        data = response(PRODUCE, version, PRODUCE_RESPONSE)
+    for version in range(3, 14):
+        data = response(PRODUCE, version, produce_response(version))
         out.append(("ProduceResponse decode", version, lambda v=version, d=data: decode(0, v, d)))
     out.extend(
         (

@@ -39,6 +39,7 @@ def pure_python() -> bool:
 MODULES = [
     # the Sender's step and its answers (Java's Sender, completeBatch)
     "kclient/sender/sender.py",
+    "kclient/sender/produce_request.py",
     "kclient/sender/produce_responses.py",
     "kclient/sender/drain.py",
     "kclient/sender/metrics.py",

@@ -12,6 +12,7 @@ topic's sorted tuple (a dict only for a topic whose partitions are not 0..n-1).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -36,8 +37,12 @@ class Cluster:
         invalid_topics: Iterable[str] = (),
         internal_topics: Iterable[str] = (),
         is_bootstrap_configured: bool = False,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
     ) -> None:
         self.nodes: tuple[Node, ...] = tuple(nodes)
+        self.topic_ids: Mapping[str, uuid.UUID] = topic_ids if topic_ids is not None else {}
+        """Each topic's id (KIP-516), for the topics the metadata named with a non-zero id
+        (read-only)."""
         self.cluster_id = cluster_id
         self.controller = controller
         self.unauthorized_topics = frozenset(unauthorized_topics)
@@ -84,6 +89,7 @@ class Cluster:
             invalid_topics=self.invalid_topics,
             internal_topics=self.internal_topics,
             is_bootstrap_configured=self.is_bootstrap_configured,
+            topic_ids=self.topic_ids,
         )
 
     @classmethod
@@ -172,6 +178,7 @@ def cluster_from_response(
     unauthorized: set[str] = set()
     invalid: set[str] = set()
     internal: set[str] = set()
+    topic_ids: dict[str, uuid.UUID] = {}
     for topic in body.get("topics") or ():
         name = topic.get("name")
         if name is None:
@@ -188,6 +195,9 @@ def cluster_from_response(
             invalid.add(name)
         if code != 0:
             continue
+        topic_id = topic.get("topic_id")
+        if topic_id is not None and topic_id.int != 0:  # Kafka sends the zero uuid if unknown
+            topic_ids[name] = topic_id
         for p in topic.get("partitions") or ():
             leader_id = p.get("leader_id", -1)
             epoch = p.get("leader_epoch", -1)
@@ -222,6 +232,8 @@ def cluster_from_response(
                 )
             if topic in previous.internal_topics:
                 internal.add(topic)
+            if topic in previous.topic_ids:
+                topic_ids[topic] = previous.topic_ids[topic]
     controller_id = body.get("controller_id", -1)
     return Cluster(
         nodes,
@@ -231,4 +243,5 @@ def cluster_from_response(
         unauthorized_topics=unauthorized,
         invalid_topics=invalid,
         internal_topics=internal,
+        topic_ids=topic_ids,
     )

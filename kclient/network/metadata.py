@@ -505,10 +505,28 @@ class Metadata:
             )
 
     def _keep_newer_leaders(self, previous: Cluster, cluster: Cluster) -> Cluster:
-        """Keep partition info whose leader epoch is newer than the response's (stale broker)."""
+        """Keep partition info whose leader epoch is newer than the response's (stale broker).
+
+        A topic whose id changed (deleted and made again under its name, KIP-516) starts
+        its epochs again: the epochs seen for the old topic are forgotten (as Java's
+        ``Metadata`` does), else the new topic's leaders would look stale for ever."""
         stale: list[PartitionInfo] = []
         fresh: list[PartitionInfo] = []
+        old_ids = previous.topic_ids
         for topic in cluster.topics:
+            old_id = old_ids.get(topic)
+            new_id = cluster.topic_ids.get(topic)
+            if old_id is not None and new_id is not None and old_id != new_id:
+                log.info(
+                    "%stopic %s was made again (its id changed from %s to %s): forgetting "
+                    "the leader epochs seen for it",
+                    self._prefix,
+                    topic,
+                    old_id,
+                    new_id,
+                )
+                for tp in [tp for tp in self._leader_epochs if tp.topic == topic]:
+                    del self._leader_epochs[tp]
             for info in cluster.partitions_for_topic(topic):
                 tp = info.topic_partition
                 seen = self._leader_epochs.get(tp)

@@ -21,14 +21,15 @@
 #define SMALL_RECORDS 16384 /* batches up to this size are copied into the one buffer */
 
 /* From produce_fast.py by bind(): the Python encode_produce and decode_produce (for shapes
- * this code does not take), _PREFIXES and _make_prefix. NULL until bind() is called. */
-static PyObject *py_encode, *prefixes, *make_prefix;
-PyObject *py_decode;
+ * this code does not take), _PREFIXES, _make_prefix, uuid.UUID (a topic id's exact type),
+ * topic_id (an answer's id) and _IDS (the ids it made). NULL until bind() is called. */
+static PyObject *py_encode, *prefixes, *make_prefix, *uuid_type;
+PyObject *py_decode, *py_topic_id, *topic_ids;
 static PyObject *flex_tail; /* b"\0\0\0": the tagged fields after a v9+ batch */
 static PyObject *str_topic_data, *str_transactional_id, *str_acks, *str_timeout_ms,
     *str_partition_data, *str_records;
-PyObject *str_name, *str_index, *str_responses, *str_partition_responses, *str_throttle_time_ms,
-    *str_error_code, *str_base_offset, *str_log_append_time_ms, *str_log_start_offset,
+PyObject *str_name, *str_topic_id, *str_index, *str_responses, *str_partition_responses,
+    *str_throttle_time_ms, *str_error_code, *str_base_offset, *str_log_append_time_ms, *str_log_start_offset,
     *str_record_errors, *str_error_message;
 
 /* ---- the request ------------------------------------------------------------------------- */
@@ -213,8 +214,17 @@ encode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
     if (parts == NULL || !PyList_CheckExact(parts)) {
         goto general;
     }
-    if (PyList_GET_SIZE(parts) != 1 || PyDict_GET_SIZE(topic) != 2) {
+    Py_ssize_t fields = PyDict_GET_SIZE(topic);
+    if (PyList_GET_SIZE(parts) != 1 || fields < 2 || fields > 3) {
         Py_RETURN_NONE;
+    }
+    /* {name, topic_id, partition_data}: the id an exact uuid.UUID (its hash is the UUID's) */
+    PyObject *topic_id = NULL;
+    if (fields == 3) {
+        topic_id = item(topic, str_topic_id);
+        if (topic_id == NULL || Py_TYPE(topic_id) != (PyTypeObject *)uuid_type) {
+            goto general;
+        }
     }
     PyObject *part = PyList_GET_ITEM(parts, 0);
     if (!PyDict_CheckExact(part)) {
@@ -236,8 +246,17 @@ encode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
     }
     int overflow;
     long version = PyLong_AsLongAndOverflow(api_version, &overflow);
-    PyObject *key = PyTuple_Pack(6, api_version, client_id, transactional_id, acks, timeout_ms,
-                                 name);
+    PyObject *key;
+    if (!overflow && version == BY_ID) {
+        if (topic_id == NULL) {
+            Py_RETURN_NONE;
+        }
+        key = PyTuple_Pack(7, api_version, client_id, transactional_id, acks, timeout_ms, name,
+                           topic_id);
+    }
+    else {
+        key = PyTuple_Pack(6, api_version, client_id, transactional_id, acks, timeout_ms, name);
+    }
     if (key == NULL) {
         return NULL;
     }
@@ -252,7 +271,7 @@ encode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
         }
         return assemble_frame(prefix, version >= FIRST_FLEXIBLE, correlation_id, index, records);
     }
-    if (PyErr_Occurred() || overflow || version < FIRST_VERSION || version > LAST_BY_NAME) {
+    if (PyErr_Occurred() || overflow || version < FIRST_VERSION || version > BY_ID) {
         Py_DECREF(key);
         if (PyErr_Occurred()) {
             return NULL;
@@ -278,18 +297,23 @@ general:
 
 /* ---- the module -------------------------------------------------------------------------- */
 
-/* bind(encode_produce, decode_produce, prefixes, make_prefix): the Python module's reference
- * functions, its prefix cache (a dict) and the function that fills it. */
+/* bind(encode_produce, decode_produce, prefixes, make_prefix, uuid_type, topic_id, ids): the
+ * Python module's reference functions, its prefix cache (a dict) and the function that fills
+ * it, the type of a topic id, the function that makes one from an answer's 16 bytes and the
+ * dict of those it made (by their bytes). */
 static PyObject *
 bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyDict_CheckExact(args[2])) {
+    if (nargs != 7 || !PyDict_CheckExact(args[2]) || !PyType_Check(args[4]) ||
+        !PyDict_CheckExact(args[6])) {
         PyErr_SetString(PyExc_TypeError,
-                        "bind(encode_produce, decode_produce, prefixes: dict, make_prefix)");
+                        "bind(encode_produce, decode_produce, prefixes: dict, make_prefix, "
+                        "uuid_type: type, topic_id, ids: dict)");
         return NULL;
     }
-    PyObject **slots[4] = {&py_encode, &py_decode, &prefixes, &make_prefix};
-    for (int i = 0; i < 4; i++) {
+    PyObject **slots[7] = {&py_encode, &py_decode, &prefixes, &make_prefix, &uuid_type,
+                           &py_topic_id, &topic_ids};
+    for (int i = 0; i < 7; i++) {
         Py_INCREF(args[i]);
         Py_XSETREF(*slots[i], args[i]);
     }
@@ -298,7 +322,8 @@ bind(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_FASTCALL,
-     "bind(encode_produce, decode_produce, prefixes, make_prefix): the Python fallbacks."},
+     "bind(encode_produce, decode_produce, prefixes, make_prefix, uuid_type, topic_id, ids): "
+     "the Python fallbacks and helpers."},
     {"assemble", (PyCFunction)(void (*)(void))assemble, METH_FASTCALL,
      "assemble(prefix, flexible, correlation_id, index, records) -> list | None"},
     {"encode_produce", (PyCFunction)(void (*)(void))encode_produce,
@@ -330,6 +355,7 @@ PyInit__produce(void)
         {&str_acks, "acks"},
         {&str_timeout_ms, "timeout_ms"},
         {&str_name, "name"},
+        {&str_topic_id, "topic_id"},
         {&str_partition_data, "partition_data"},
         {&str_index, "index"},
         {&str_records, "records"},

@@ -8,12 +8,15 @@
 
 #define FIRST_FLEXIBLE 9
 #define FIRST_VERSION 3
-#define LAST_BY_NAME 12 /* v13 names topics by id */
+#define BY_ID 13 /* v13 names topics by id (KIP-516) */
 
 /* produce_fast.py's decode_produce (bind()), for arguments of other types; NULL until then */
 extern PyObject *py_decode;
+/* produce_fast.py's topic_id(bytes) -> uuid.UUID and _IDS, the ids it made by their bytes
+ * (bind()); NULL until then */
+extern PyObject *py_topic_id, *topic_ids;
 /* the answer's keys, interned by the module's init */
-extern PyObject *str_name, *str_index, *str_responses, *str_partition_responses,
+extern PyObject *str_name, *str_topic_id, *str_index, *str_responses, *str_partition_responses,
     *str_throttle_time_ms, *str_error_code, *str_base_offset, *str_log_append_time_ms,
     *str_log_start_offset, *str_record_errors, *str_error_message;
 

@@ -8,6 +8,9 @@ def bind(
     decode_produce: Callable[..., tuple[int, dict[str, Any]] | None],
     prefixes: dict[Any, bytes | None],
     make_prefix: Callable[..., bytes | None],
+    uuid_type: type,
+    topic_id: Callable[[bytes], Any],
+    ids: dict[bytes, Any],
     /,
 ) -> None: ...
 def assemble(

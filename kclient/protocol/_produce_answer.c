@@ -39,7 +39,7 @@ typedef struct {
     int16_t error_code;
     int64_t base_offset, log_append_time_ms, log_start_offset;
     int has_start, has_errors; /* v5+: log_start_offset; v8+: record_errors, error_message */
-    const unsigned char *name;
+    const unsigned char *name; /* the name's bytes; v13: the topic id's 16 */
     Py_ssize_t name_len;
 } Answer;
 
@@ -106,6 +106,30 @@ read_flexible(const unsigned char *p, Py_ssize_t len, Answer *answer)
     return 1;
 }
 
+/* v13: as read_flexible, the topic named by its 16-byte id (at p + 6). */
+static int
+read_by_id(const unsigned char *p, Py_ssize_t len, Answer *answer)
+{
+    if (len != 62 || p[4] != 0 || p[5] != 2 || p[22] != 2) {
+        return 0;
+    }
+    const unsigned char *f = p + 23; /* index, code, base, log append, log start */
+    if (f[30] != 1 || f[31] != 0 || f[32] != 0 || f[33] != 0 || f[38] != 0) {
+        return 0;
+    }
+    answer->correlation_id = get_int32(p);
+    answer->name = p + 6; /* the id */
+    answer->name_len = 16;
+    answer->index = get_int32(f);
+    answer->error_code = get_int16(f + 4);
+    answer->base_offset = get_int64(f + 6);
+    answer->log_append_time_ms = get_int64(f + 14);
+    answer->log_start_offset = get_int64(f + 22);
+    answer->has_start = answer->has_errors = 1;
+    answer->throttle_ms = get_int32(f + 34);
+    return 1;
+}
+
 /* d[key] = value, value stolen; -1 on error (value released). */
 static int
 set_new(PyObject *d, PyObject *key, PyObject *value)
@@ -153,13 +177,14 @@ part_dict(const Answer *a)
     return part;
 }
 
-/* (correlation_id, {"responses": [{"name", "partition_responses": [part]}],
- * "throttle_time_ms"}): the generic decoder's answer; NULL on error. */
+/* (correlation_id, {"responses": [{key: name, "partition_responses": [part]}],
+ * "throttle_time_ms"}): the generic decoder's answer (key "name", or v13's "topic_id");
+ * NULL on error. */
 static PyObject *
-answer_tuple(const Answer *a, PyObject *name)
+answer_tuple(const Answer *a, PyObject *key, PyObject *name)
 {
     PyObject *topic = PyDict_New(), *body = NULL;
-    if (topic == NULL || PyDict_SetItem(topic, str_name, name) < 0 ||
+    if (topic == NULL || PyDict_SetItem(topic, key, name) < 0 ||
         set_new(topic, str_partition_responses, list_of(part_dict(a))) < 0) {
         Py_XDECREF(topic);
         return NULL;
@@ -205,7 +230,7 @@ kclient_decode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     }
     int overflow;
     long version = PyLong_AsLongAndOverflow(args[0], &overflow);
-    if (overflow || version < FIRST_VERSION || version > LAST_BY_NAME) {
+    if (overflow || version < FIRST_VERSION || version > BY_ID) {
         Py_RETURN_NONE;
     }
     PyObject *frame = args[1];
@@ -219,7 +244,29 @@ kclient_decode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs
     Answer answer;
     PyObject *result = NULL;
     const unsigned char *p = (const unsigned char *)view.buf;
-    if (version >= FIRST_FLEXIBLE ? read_flexible(p, view.len, &answer)
+    if (version == BY_ID) {
+        if (read_by_id(p, view.len, &answer)) {
+            /* produce_fast's _IDS first (bytes keys: no Python code), else its topic_id() */
+            PyObject *id = PyBytes_FromStringAndSize((const char *)answer.name, 16);
+            PyObject *topic_id = id == NULL ? NULL : PyDict_GetItemWithError(topic_ids, id);
+            if (topic_id != NULL) {
+                Py_INCREF(topic_id);
+            }
+            else if (id != NULL && !PyErr_Occurred()) {
+                topic_id = PyObject_CallOneArg(py_topic_id, id);
+            }
+            Py_XDECREF(id);
+            if (topic_id != NULL) {
+                result = answer_tuple(&answer, str_topic_id, topic_id);
+                Py_DECREF(topic_id);
+            }
+        }
+        else {
+            Py_INCREF(Py_None);
+            result = Py_None;
+        }
+    }
+    else if (version >= FIRST_FLEXIBLE ? read_flexible(p, view.len, &answer)
                                   : read_fixed(version, p, view.len, &answer)) {
         PyObject *name =
             PyUnicode_DecodeUTF8((const char *)answer.name, answer.name_len, NULL);
@@ -231,7 +278,7 @@ kclient_decode_produce(PyObject *module, PyObject *const *args, Py_ssize_t nargs
             }
         }
         else {
-            result = answer_tuple(&answer, name);
+            result = answer_tuple(&answer, str_name, name);
             Py_DECREF(name);
         }
     }

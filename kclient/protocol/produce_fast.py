@@ -6,22 +6,26 @@ No Kafka counterpart (Java's generated ``ProduceRequestData`` writes any shape).
 may call it. Whatever these functions do not recognise returns None and takes the
 generic way, which encodes or decodes every shape and raises the precise errors.
 
-Request, v3-v12 (one topic, one partition):
+Request, v3-v13 (one topic, one partition):
 
     size:int32  api_key:int16  api_version:int16  correlation_id:int32  client_id:string
     [v9+ header tagged fields: 0]  transactional_id  acks:int16  timeout_ms:int32
-    topic_data: count 1, name, partition_data: count 1 ─ everything up to here is the
-                cached prefix of (version, client id, transactional id, acks, timeout, topic)
+    topic_data: count 1, name (v13: topic_id:uuid), partition_data: count 1 ─ everything
+                up to here is the cached prefix of (version, client id, transactional id,
+                acks, timeout, topic[, v13: topic id])
     index:int32  records: length (int32; v9+ unsigned varint of length + 1), the batch
     [v9+: 0 tagged fields each for the partition, the topic and the request]
 
 The prefix is made by the generic encoder (records empty) and checked once against it
 with other values; only a prefix that passes is cached.
 
-Response, v3-v12, decoded here only when it holds one topic, one partition, no record
+The topic's dict is ``{name, partition_data}`` or ``{name, topic_id, partition_data}`` (the
+id a ``uuid.UUID``, not encoded before v13); v13 needs the id.
+
+Response, v3-v13, decoded here only when it holds one topic, one partition, no record
 errors, no error message and no tagged fields (a written batch):
 
-    correlation_id:int32  [v9+ header tagged fields]  responses: count 1, name,
+    correlation_id:int32  [v9+ header tagged fields]  responses: count 1, name (v13: topic_id),
     partition_responses: count 1, index:int32  error_code:int16  base_offset:int64
     log_append_time_ms:int64  [v5+ log_start_offset:int64]  [v8+ record_errors: empty,
     error_message: null]  [v9+ tagged fields of partition and topic]
@@ -38,6 +42,7 @@ calls them for any argument not of the exact types it takes. The prefix cache is
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -45,7 +50,7 @@ from kclient.protocol.codec import Buffer
 from kclient.record._accel import ACCELERATED
 
 _FIRST_FLEXIBLE = 9
-_LAST_BY_NAME = 12  # v13 names topics by id
+_LAST = 13  # v13 names topics by id (KIP-516)
 _SMALL_RECORDS = 16_384
 """Batches up to this size are copied into the frame's one buffer (one ``send``), larger
 ones are passed by reference (``sendmsg``)."""
@@ -57,9 +62,13 @@ _RECORD_TYPES = (bytes, bytearray)
 
 Encoder = Callable[[int, int, int, str | None, Mapping[str, Any]], list[Buffer]]
 
-# (version, client id, transactional id, acks, timeout ms, topic) → request prefix, or
-# None when the check against the generic encoder failed.
-_PREFIXES: dict[tuple[int, str | None, str | None, int, int, str], bytes | None] = {}
+# (version, client id, transactional id, acks, timeout ms, topic[, v13: topic id]) →
+# request prefix, or None when the check against the generic encoder failed.
+_Key = (
+    tuple[int, str | None, str | None, int, int, str]
+    | tuple[int, str | None, str | None, int, int, str, uuid.UUID]
+)
+_PREFIXES: dict[_Key, bytes | None] = {}
 _CACHE_LIMIT = 1024
 
 
@@ -91,19 +100,37 @@ def encode_produce_py(
             return None
         topic = topic_data[0]
         parts = topic["partition_data"]
-        if len(parts) != 1 or len(topic) != 2:
+        fields = len(topic)
+        if len(parts) != 1 or not 2 <= fields <= 3:
+            return None
+        topic_id = topic["topic_id"] if fields == 3 else None
+        if topic_id is not None and topic_id.__class__ is not uuid.UUID:
             return None
         part = parts[0]
         records = part["records"]
         index = part["index"]
-        key = (
-            api_version,
-            client_id,
-            body["transactional_id"],
-            body["acks"],
-            body["timeout_ms"],
-            topic["name"],
-        )
+        key: _Key
+        if api_version == _LAST:  # names the topic by id
+            if topic_id is None:
+                return None
+            key = (
+                api_version,
+                client_id,
+                body["transactional_id"],
+                body["acks"],
+                body["timeout_ms"],
+                topic["name"],
+                topic_id,
+            )
+        else:
+            key = (
+                api_version,
+                client_id,
+                body["transactional_id"],
+                body["acks"],
+                body["timeout_ms"],
+                topic["name"],
+            )
         prefix = _PREFIXES.get(key)
     except (KeyError, TypeError):  # not this shape, or unhashable values: not for here
         return None
@@ -116,7 +143,7 @@ def encode_produce_py(
     ):
         return None
     if prefix is None:
-        if key in _PREFIXES or not 3 <= api_version <= _LAST_BY_NAME:
+        if key in _PREFIXES or not 3 <= api_version <= _LAST:
             return None
         prefix = _make_prefix(key, generic)
         if prefix is None:
@@ -155,22 +182,21 @@ def _assemble(
     return [head, records, tail] if tail else [head, records]
 
 
-def _make_prefix(
-    key: tuple[int, str | None, str | None, int, int, str], generic: Encoder
-) -> bytes | None:
+def _make_prefix(key: _Key, generic: Encoder) -> bytes | None:
     """The frame up to the partition index, from the generic encoder, and checked."""
     if len(_PREFIXES) >= _CACHE_LIMIT:
         _PREFIXES.clear()
-    version, client_id, transactional_id, acks, timeout_ms, name = key
+    version, client_id, transactional_id, acks, timeout_ms, name = key[:6]
+    topic: dict[str, Any] = {"name": name}
+    if len(key) == 7:
+        topic["topic_id"] = key[6]
 
     def frame(correlation_id: int, index: int, records: bytes) -> bytes:
         body = {
             "transactional_id": transactional_id,
             "acks": acks,
             "timeout_ms": timeout_ms,
-            "topic_data": [
-                {"name": name, "partition_data": [{"index": index, "records": records}]}
-            ],
+            "topic_data": [{**topic, "partition_data": [{"index": index, "records": records}]}],
         }
         return b"".join(generic(0, version, correlation_id, client_id, body))
 
@@ -202,9 +228,11 @@ _FLEX_AFTER_EXPECTED = b"\x01\x00\x00\x00"  # no record errors, null message, no
 def decode_produce_py(api_version: int, frame: Buffer) -> tuple[int, dict[str, Any]] | None:
     """Correlation id and body of a one-partition ProduceResponse without errors or tags;
     None for anything else (the generic decoder then reads it)."""
-    if type(api_version) is not int or not 3 <= api_version <= _LAST_BY_NAME:
+    if type(api_version) is not int or not 3 <= api_version <= _LAST:
         return None
     try:
+        if api_version == _LAST:
+            return _decode_by_id(frame)
         if api_version >= _FIRST_FLEXIBLE:
             return _decode_flexible(frame)
         return _decode_fixed(api_version, frame)
@@ -255,7 +283,7 @@ def _decode_fixed(version: int, frame: Buffer) -> tuple[int, dict[str, Any]] | N
     if count != 1 or pos + 4 != len(frame):
         return None
     (throttle_ms,) = _INT32.unpack_from(frame, pos)
-    return correlation_id, _answer(name, part, throttle_ms)
+    return correlation_id, _answer("name", name, part, throttle_ms)
 
 
 def _decode_flexible(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
@@ -265,7 +293,30 @@ def _decode_flexible(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
     name_len = frame[6] - 1
     if not 0 <= name_len < 0x7F:
         return None
-    pos = 7 + name_len
+    found = _flexible_partition(frame, 7 + name_len)
+    if found is None:
+        return None
+    name = bytes(frame[7 : 7 + name_len]).decode()
+    part, throttle_ms = found
+    return _INT32.unpack_from(frame, 0)[0], _answer("name", name, part, throttle_ms)
+
+
+def _decode_by_id(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
+    # v13: correlation id, no header tags, one topic named by its 16-byte id
+    if frame[4] != 0 or frame[5] != 2:
+        return None
+    found = _flexible_partition(frame, 22)
+    if found is None:
+        return None
+    part, throttle_ms = found
+    return _INT32.unpack_from(frame, 0)[0], _answer(
+        "topic_id", topic_id(frame[6:22]), part, throttle_ms
+    )
+
+
+def _flexible_partition(frame: Buffer, pos: int) -> tuple[dict[str, Any], int] | None:
+    """From the partitions' count at ``pos`` to the end: the one partition's dict and the
+    throttle time, or None if it is not the common shape."""
     if frame[pos] != 2:
         return None
     index, code, base, append, start = _FLEX.unpack_from(frame, pos + 1)
@@ -274,8 +325,6 @@ def _decode_flexible(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
     pos += _FLEX_AFTER.size
     if after != _FLEX_AFTER_EXPECTED or pos + 1 != len(frame) or frame[pos] != 0:
         return None
-    (correlation_id,) = _INT32.unpack_from(frame, 0)
-    name = bytes(frame[7 : 7 + name_len]).decode()
     part = {
         "index": index,
         "error_code": code,
@@ -285,13 +334,30 @@ def _decode_flexible(frame: Buffer) -> tuple[int, dict[str, Any]] | None:
         "record_errors": [],
         "error_message": None,
     }
-    return correlation_id, _answer(name, part, throttle_ms)
+    return part, throttle_ms
 
 
-def _answer(name: str, part: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
-    """The generic decoder's dict for a one-topic, one-partition answer."""
+_IDS: dict[bytes, uuid.UUID] = {}
+"""Topic ids read from answers, by their bytes: an answer names the same few topics again
+and again (shared with the C decoder)."""
+
+
+def topic_id(data: Buffer) -> uuid.UUID:
+    """The ``uuid.UUID`` of a topic id's 16 bytes (the same object for the same bytes)."""
+    key = bytes(data)
+    found = _IDS.get(key)
+    if found is None:
+        if len(_IDS) >= _CACHE_LIMIT:
+            _IDS.clear()
+        found = _IDS[key] = uuid.UUID(bytes=key)
+    return found
+
+
+def _answer(key: str, topic: object, part: dict[str, Any], throttle_ms: int) -> dict[str, Any]:
+    """The generic decoder's dict for a one-topic, one-partition answer: the topic by
+    ``key`` (``name``, or v13's ``topic_id``)."""
     return {
-        "responses": [{"name": name, "partition_responses": [part]}],
+        "responses": [{key: topic, "partition_responses": [part]}],
         "throttle_time_ms": throttle_ms,
     }
 
@@ -310,7 +376,9 @@ try:
 except ImportError:  # not built: the Python functions
     pass
 else:  # bound when built (the tests compare both), used when the accelerator is on
-    _c.bind(encode_produce_py, decode_produce_py, _PREFIXES, _make_prefix)
+    _c.bind(
+        encode_produce_py, decode_produce_py, _PREFIXES, _make_prefix, uuid.UUID, topic_id, _IDS
+    )
     if ACCELERATED:
         _ASSEMBLERS.append(_c.assemble)
         encode_produce = _c.encode_produce

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +56,13 @@ class ProduceResponses:
     metrics: SenderMetrics
 
     def _handle_produce_response(
-        self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse
+        self,
+        batches: dict[TopicPartition, ProducerBatch],
+        names: Mapping[uuid.UUID, str] | None,
+        response: ClientResponse,
     ) -> None:
+        """``names``: the request's topics by id, when it named them by id (v13 answers name
+        topics by id only); None when it named them by name."""
         now_ms = response.received_time_ms
         if response.version_mismatch is not None:
             for batch in batches.values():
@@ -84,11 +90,17 @@ class ProduceResponses:
         hinted: list[tuple[ProducerBatch, int, Mapping[str, Any]]] | None = None
         for topic in body.get("responses") or ():
             name = topic.get("name")
+            if names is not None:  # as Java: by the id when it is one of the request's
+                topic_id = topic.get("topic_id")
+                if topic_id is not None:
+                    name = names.get(topic_id, name)
             for part in topic.get("partition_responses") or ():
                 # a plain tuple finds the TopicPartition key (a NamedTuple) and is cheaper
                 found = batches.pop((name, part["index"]), None)  # type: ignore[call-overload]
                 if found is None:
-                    self._not_in_request(name, part["index"])
+                    self._not_in_request(
+                        name if name is not None else topic.get("topic_id"), part["index"]
+                    )
                     continue
                 code = part.get("error_code", 0)
                 if code in _LEADER_MOVED and part.get("current_leader"):

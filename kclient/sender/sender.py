@@ -19,8 +19,8 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from kclient.clock import Clock
 from kclient.errors import (
@@ -37,6 +37,7 @@ from kclient.sender.accumulator import RecordAccumulator
 from kclient.sender.batch import ProducerBatch
 from kclient.sender.idempotence import TransactionManager
 from kclient.sender.metrics import SenderMetrics
+from kclient.sender.produce_request import produce_topic_data
 from kclient.sender.produce_responses import ProduceResponses
 from kclient.sender.telemetry import TelemetrySender
 from kclient.sender.transaction_manager import TransactionManager as TransactionalManager
@@ -45,12 +46,16 @@ from kclient.sender.txn_sender import TransactionalRequestSender
 log = logging.getLogger(__name__)
 
 PRODUCE_MIN_VERSION = 3  # record batch v2
-PRODUCE_MAX_VERSION = 12  # v13 names topics by id, which the producer does not track
+PRODUCE_MAX_VERSION = 13
+#: v13 names topics by id (KIP-516): a request uses it only when the metadata gave every
+#: topic in it an id; otherwise the topics go by name, at most v12
+PRODUCE_MAX_VERSION_BY_NAME = 12
 #: a transaction of transaction version 1 must not use Produce v12+ (KIP-890: v12 adds
 #: the partition to the transaction implicitly)
 PRODUCE_MAX_VERSION_TV1 = 11
 TOPIC_REFRESH_INTERVAL_MS = 1_000
 _NO_TIMEOUT_MS = 2**63 - 1
+_NO_IDS: dict[str, uuid.UUID] = {}
 
 
 class Sender(ProduceResponses):
@@ -379,36 +384,10 @@ class Sender(ProduceResponses):
     ) -> None:
         """All of a node's drained batches in one ProduceRequest (Java's ``sendProduceRequest``)."""
         metrics = self.metrics
-        topic_data: list[dict[str, Any]]
-        if len(batches) == 1:  # the usual case at linger 0: nothing to group
-            batch = batches[0]
-            tp = batch.tp
-            data = _built(batch)
-            topic_data = [
-                {"name": tp.topic, "partition_data": [{"index": tp.partition, "records": data}]}
-            ]
-            by_tp = {tp: batch}
-            size = len(data)
-            records = batch.builder.record_count
-        else:
-            by_topic: dict[str, list[dict[str, Any]]] = {}
-            by_tp = {}
-            size = records = 0
-            for batch in batches:
-                data = _built(batch)
-                tp = batch.tp
-                part = {"index": tp.partition, "records": data}
-                parts = by_topic.get(tp.topic)
-                if parts is None:
-                    by_topic[tp.topic] = [part]
-                else:
-                    parts.append(part)
-                by_tp[tp] = batch
-                size += len(data)
-                records += batch.builder.record_count
-            topic_data = [
-                {"name": topic, "partition_data": parts} for topic, parts in by_topic.items()
-            ]
+        cluster = self._last_cluster  # the one this step drained by
+        topic_data, by_tp, names, size, records = produce_topic_data(
+            batches, cluster.topic_ids if cluster is not None else _NO_IDS
+        )
         body = {
             "transactional_id": self._transactional_id,
             "acks": self._acks,
@@ -421,10 +400,10 @@ class Sender(ProduceResponses):
             body,
             now_ms,
             self._acks != 0,  # expect_response
-            functools.partial(self._handle_produce_response, by_tp),  # callback
+            functools.partial(self._handle_produce_response, by_tp, names),  # callback
             self._request_timeout_ms,
             PRODUCE_MIN_VERSION,
-            self._produce_max_version(),
+            self._produce_max_version(names is not None),
         )
         self._client.send(request, now_ms)
         # Metrics once the request is on its way (off the latency path).
@@ -441,11 +420,13 @@ class Sender(ProduceResponses):
                 size,
             )
 
-    def _produce_max_version(self) -> int:
+    def _produce_max_version(self, by_id: bool) -> int:
+        """The highest Produce version for a request: v13 only when ``by_id`` (every topic
+        of the request has an id), v11 in a transaction of transaction version 1."""
         txn = self._txn
         if txn is not None and not txn.tm.is_transaction_v2:
             return PRODUCE_MAX_VERSION_TV1
-        return PRODUCE_MAX_VERSION
+        return PRODUCE_MAX_VERSION if by_id else PRODUCE_MAX_VERSION_BY_NAME
 
     # ---- InitProducerId ----------------------------------------------------------------------
 
@@ -481,10 +462,3 @@ class Sender(ProduceResponses):
                 self._fail_batch(batch, error, now_ms)
             else:
                 self._accumulator.deallocate(batch)
-
-
-def _built(batch: ProducerBatch) -> bytes:
-    data = batch.records
-    if data is None:
-        raise IllegalStateError(f"batch for {batch.tp} was drained but not built")
-    return data

@@ -22,7 +22,7 @@ Transaction version 2 (KIP-890 part 2), as Java's ``isTransactionV2Enabled``: wh
 transaction coordinator's broker finalizes ``transaction.version`` 2 and serves EndTxn v5,
 TxnOffsetCommit v5 and Produce v12, each transaction decides at ``begin_transaction``
 (and ``init_transactions``) to use it. Then a partition joins the transaction with its
-first Produce v12 (no AddPartitionsToTxn), offsets with TxnOffsetCommit v5 (no
+first Produce v12+ (no AddPartitionsToTxn), offsets with TxnOffsetCommit v5 (no
 AddOffsetsToTxn), and EndTxn v5 answers the producer id and epoch for the next
 transaction (the epoch bumped every time, a new producer id when it runs out): the
 sequences start again at 0, and an abort after a failed batch needs no InitProducerId.

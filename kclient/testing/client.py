@@ -24,6 +24,7 @@ Thread contract as ``NetworkClient``: one owning thread; ``wakeup`` from any thr
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -381,10 +382,13 @@ def metadata_update_with(
     cluster_id: str = "mock-cluster",
     host: str = "localhost",
     first_port: int = 9092,
+    topic_ids: Mapping[str, uuid.UUID] | None = None,
+    leader_epoch: int = 0,
 ) -> dict[str, Any]:
     """A MetadataResponse body: ``num_nodes`` brokers (ids 0…), topics with partition
-    counts, leaders round-robin (or as ``leaders[(topic, p)]``; -1 = no leader), and
-    per-topic error codes (``topic_errors={"t": 3}`` for UNKNOWN_TOPIC_OR_PARTITION)."""
+    counts, leaders round-robin (or as ``leaders[(topic, p)]``; -1 = no leader) of
+    ``leader_epoch``, per-topic error codes (``topic_errors={"t": 3}`` for
+    UNKNOWN_TOPIC_OR_PARTITION) and ids (``topic_ids``; the others have none, KIP-516)."""
     brokers = [
         {"node_id": i, "host": host, "port": first_port + i, "rack": None} for i in range(num_nodes)
     ]
@@ -399,15 +403,16 @@ def metadata_update_with(
                     "error_code": 0,
                     "partition_index": p,
                     "leader_id": leader,
-                    "leader_epoch": 0,
+                    "leader_epoch": leader_epoch,
                     "replica_nodes": replicas,
                     "isr_nodes": replicas,
                     "offline_replicas": [],
                 }
             )
-        topics.append(
-            {"error_code": 0, "name": topic, "is_internal": False, "partitions": partitions}
-        )
+        entry = {"error_code": 0, "name": topic, "is_internal": False, "partitions": partitions}
+        if topic_ids is not None and topic in topic_ids:
+            entry["topic_id"] = topic_ids[topic]
+        topics.append(entry)
     for topic, code in (topic_errors or {}).items():
         topics.append({"error_code": code, "name": topic, "is_internal": False, "partitions": []})
     controller = 0 if num_nodes else -1
@@ -441,6 +446,7 @@ def cluster_response(cluster: Cluster) -> dict[str, Any]:
                 "name": topic,
                 "is_internal": topic in cluster.internal_topics,
                 "partitions": partitions,
+                **({"topic_id": cluster.topic_ids[topic]} if topic in cluster.topic_ids else {}),
             }
         )
     return {

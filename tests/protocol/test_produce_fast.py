@@ -9,6 +9,7 @@ is missing the import below fails) and the Python reference.
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +31,8 @@ from kclient.protocol.frame import (
 from kclient.protocol.produce_fast import decode_produce_py, encode_produce_py
 from kclient.record import ACCELERATED
 
-VERSIONS = range(3, 13)
+VERSIONS = range(3, 14)  # v13 names the topic by id (KIP-516)
+TOPIC_ID = uuid.UUID("8f1c62a4-5b0e-4c43-9a55-33b1f0e1d2c7")
 IMPLS = ["c", "python"]
 Encode = Callable[..., Any]
 Decode = Callable[..., Any]
@@ -59,16 +61,24 @@ def produce_body(
     txn: str | None = None,
     acks: int = -1,
     timeout_ms: int = 30_000,
+    topic_id: Any = None,
 ) -> dict[str, Any]:
+    """A one-partition request body; with ``topic_id`` the topic has its id too (as the
+    Sender writes it when the metadata gave one)."""
+    by_id = {} if topic_id is None else {"topic_id": topic_id}
     return {
         "transactional_id": txn,
         "acks": acks,
         "timeout_ms": timeout_ms,
-        "topic_data": [{"name": topic, "partition_data": [{"index": index, "records": records}]}],
+        "topic_data": [
+            {"name": topic, **by_id, "partition_data": [{"index": index, "records": records}]}
+        ],
     }
 
 
-def answer_body(version: int, *, code: int = 0, topic: str = "t") -> dict[str, Any]:
+def answer_body(
+    version: int, *, code: int = 0, topic: str = "t", topic_id: uuid.UUID = TOPIC_ID
+) -> dict[str, Any]:
     part: dict[str, Any] = {
         "index": 3,
         "error_code": code,
@@ -77,7 +87,8 @@ def answer_body(version: int, *, code: int = 0, topic: str = "t") -> dict[str, A
     }
     if version >= 5:
         part["log_start_offset"] = 2
-    return {"responses": [{"name": topic, "partition_responses": [part]}], "throttle_time_ms": 0}
+    named = {"topic_id": topic_id} if version >= 13 else {"name": topic}
+    return {"responses": [{**named, "partition_responses": [part]}], "throttle_time_ms": 0}
 
 
 def short_name(max_bytes: int) -> st.SearchStrategy[str]:
@@ -102,6 +113,7 @@ SIZES = [0, 1, 126, 127, 128, 16_382, 16_383, 16_384, 16_385, 70_000, 2**21]
     txn=st.one_of(st.none(), st.text(max_size=20)),
     acks=st.one_of(st.sampled_from([-1, 0, 1]), st.integers(-(2**15), 2**15 - 1)),
     timeout_ms=INT32,
+    topic_id=st.one_of(st.none(), st.uuids()),
 )
 def test_a_one_partition_request_is_the_generic_encoders_bytes(  # noqa: PLR0917
     impl: str,
@@ -115,12 +127,21 @@ def test_a_one_partition_request_is_the_generic_encoders_bytes(  # noqa: PLR0917
     txn: str | None,
     acks: int,
     timeout_ms: int,
+    topic_id: uuid.UUID | None,
 ) -> None:
+    if version == 13 and topic_id is None:
+        topic_id = TOPIC_ID  # v13 needs the id; before, an id is there or not (not encoded)
     records = (
         bytearray(size) if as_bytearray else bytes(range(256)) * (size // 256) + bytes(size % 256)
     )
     body = produce_body(
-        records, index=index, topic=topic, txn=txn, acks=acks, timeout_ms=timeout_ms
+        records,
+        index=index,
+        topic=topic,
+        txn=txn,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_id=topic_id,
     )
     fast = encoder(impl)(version, correlation_id, client_id, body, _encode_request)
     assert fast is not None
@@ -291,6 +312,7 @@ ANSWERS = st.fixed_dictionaries(
         "append": INT64,
         "start": INT64,
         "throttle": INT32,
+        "topic_id": st.uuids(),
     }
 )
 
@@ -305,8 +327,9 @@ def answer_frame(a: dict[str, Any]) -> bytes:
     }
     if version >= 5:
         part["log_start_offset"] = a["start"]
+    named = {"topic_id": a["topic_id"]} if version >= 13 else {"name": a["topic"]}
     body = {
-        "responses": [{"name": a["topic"], "partition_responses": [part]}],
+        "responses": [{**named, "partition_responses": [part]}],
         "throttle_time_ms": a["throttle"],
     }
     return frame_bytes(encode_response(ApiKey.PRODUCE, version, a["correlation_id"], body))[4:]
@@ -353,7 +376,7 @@ def test_a_garbled_answer_is_none_or_what_the_generic_decoder_reads(
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("version", [8, 9, 12])
+@pytest.mark.parametrize("version", [8, 9, 12, 13])
 def test_answers_with_record_errors_messages_or_more_partitions_take_the_generic_way(
     impl: str, version: int
 ) -> None:
@@ -368,7 +391,8 @@ def test_answers_with_record_errors_messages_or_more_partitions_take_the_generic
     long_name = answer_body(version, topic="x" * 127)
     for body in (with_errors, two, two_topics, long_name):
         frame = frame_bytes(encode_response(ApiKey.PRODUCE, version, 5, body))[4:]
-        if body is not long_name or version >= 9:  # v3-v8 names have an int16 length
+        # v3-v8 names have an int16 length; v13 has no name
+        if body is not long_name or 9 <= version <= 12:
             assert decoder(impl)(version, frame) is None
         assert decode_response(ApiKey.PRODUCE, version, frame) == _decode_response(
             ApiKey.PRODUCE, version, frame
@@ -376,7 +400,7 @@ def test_answers_with_record_errors_messages_or_more_partitions_take_the_generic
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("version", [3, 5, 8, 9, 12])
+@pytest.mark.parametrize("version", [3, 5, 8, 9, 12, 13])
 def test_a_truncated_or_padded_answer_takes_the_generic_way(impl: str, version: int) -> None:
     frame = frame_bytes(encode_response(ApiKey.PRODUCE, version, 5, answer_body(version)))[4:]
     for broken in (frame[:-1], frame + b"\x00", frame[:10], frame[:6], b""):
@@ -384,7 +408,7 @@ def test_a_truncated_or_padded_answer_takes_the_generic_way(impl: str, version: 
 
 
 @pytest.mark.parametrize("impl", IMPLS)
-@pytest.mark.parametrize("version", [2, 13, -1, 2**70, 9.0, None, "9"])
+@pytest.mark.parametrize("version", [2, 14, -1, 2**70, 9.0, None, "9"])
 def test_an_answer_at_another_version_takes_the_generic_way(impl: str, version: Any) -> None:
     frame = frame_bytes(encode_response(ApiKey.PRODUCE, 9, 5, answer_body(9)))[4:]
     assert decoder(impl)(version, frame) is None
@@ -417,6 +441,7 @@ def test_every_byte_of_an_answer_changed_gives_none_or_the_generic_answer(
             "append": 3,
             "start": 4,
             "throttle": 5,
+            "topic_id": TOPIC_ID,
         }
     )
     for pos, old in enumerate(frame):
@@ -454,3 +479,43 @@ def test_a_name_of_127_bytes_or_more_takes_the_generic_way(impl: str) -> None:
     longer = frame[:6] + b"\x80x" + frame[7:]
     assert len(longer) == 47 + 127
     assert decoder(impl)(9, longer) is None
+
+
+V13_ODD_BODIES = [
+    produce_body(b"x"),  # no id: v13 would send the zero uuid, not this path's business
+    produce_body(b"x", topic_id=str(TOPIC_ID)),
+    produce_body(b"x", topic_id=TOPIC_ID.int),
+    produce_body(b"x", topic_id=None)
+    | {"topic_data": [{"name": "t", "x": 1, "partition_data": []}]},
+]
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("body", V13_ODD_BODIES)
+def test_v13_without_a_uuid_takes_the_generic_way(impl: str, body: dict[str, Any]) -> None:
+    assert encoder(impl)(13, 1, "c", body, _encode_request) is None
+    assert (
+        encoder(impl)(12, 1, "c", body, _encode_request) is None
+        or "topic_id" not in (body["topic_data"][0])
+    )
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_v13_names_the_topic_by_id_and_the_answer_is_matched_by_it(impl: str) -> None:
+    """The id, not the name, is on the wire at v13; two ids of one name are two prefixes."""
+    first = encoder(impl)(13, 1, "c", produce_body(b"abc", topic_id=TOPIC_ID), _encode_request)
+    other = uuid.UUID(int=7)
+    second = encoder(impl)(13, 1, "c", produce_body(b"abc", topic_id=other), _encode_request)
+    assert first is not None and second is not None
+    assert TOPIC_ID.bytes in frame_bytes(first) and other.bytes in frame_bytes(second)
+    assert b"\x02t" not in frame_bytes(first)  # no compact name "t"
+    frame = frame_bytes(encode_response(ApiKey.PRODUCE, 13, 5, answer_body(13)))[4:]
+    answer = decoder(impl)(13, frame)
+    assert answer is not None
+    assert answer[1]["responses"][0]["topic_id"] == TOPIC_ID
+    assert type(answer[1]["responses"][0]["topic_id"]) is uuid.UUID
+    # one object per id, shared by both decoders (answers name the same topics again)
+    again = decoder(impl)(13, frame)
+    assert again is not None
+    assert again[1]["responses"][0]["topic_id"] is answer[1]["responses"][0]["topic_id"]
+    assert produce_fast.topic_id(TOPIC_ID.bytes) is answer[1]["responses"][0]["topic_id"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,12 +56,13 @@ def make(
     retries: int = 2_147_483_647,
     max_in_flight: int = 5,
     request_timeout_ms: int = 30_000,
+    topic_ids: dict[str, uuid.UUID] | None = None,
     **acc_kwargs: Any,
 ) -> Harness:
     clock = MockClock()
     client = MockClient(
         clock,
-        metadata_update_with(nodes, topics or {"t": 1}, leaders=leaders),
+        metadata_update_with(nodes, topics or {"t": 1}, leaders=leaders, topic_ids=topic_ids),
         request_timeout_ms=request_timeout_ms,
     )
     tm = TransactionManager() if idempotent else None

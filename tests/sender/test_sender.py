@@ -38,7 +38,7 @@ def test_exactly_one_produce_request_per_node() -> None:
     by_node = {r.destination: partitions_in(r) for r in requests}
     assert by_node == {0: [("a", 0), ("b", 0)], 1: [("a", 1), ("b", 1)]}
     assert body(requests[0])["acks"] == -1
-    assert requests[0].max_version == 12  # v13 would need topic ids
+    assert requests[0].max_version == 12  # v13 needs every topic's id (none here)
 
 
 def test_response_completes_every_record_with_its_offset() -> None:

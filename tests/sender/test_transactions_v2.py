@@ -6,6 +6,8 @@ otherwise."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kclient import ConsumerGroupMetadata, OffsetAndMetadata, errors
@@ -216,3 +218,18 @@ def test_a_commit_answered_invalid_txn_state_is_abortable_and_the_abort_bumps_th
     committed = h.tm.begin_commit()
     h.run_until(committed)
     assert committed.error is None
+
+
+@pytest.mark.parametrize(("level", "produce_version"), [(2, 13), (1, 11)])
+def test_with_topic_ids_produce_is_v13_but_transaction_version_1_keeps_v11(
+    level: int, produce_version: int
+) -> None:
+    """KIP-516's v13 when every topic has an id; a version-1 transaction still stops at v11
+    (v12+ would add the partition to the transaction implicitly)."""
+    ids = {"t": uuid.UUID("6a1f7c1e-0d35-4c11-8a49-0f3e2a9b7d11")}
+    h = in_transaction(lambda b: b.set_transaction_version(level), topic_ids=ids)
+    h.send("t", 0)
+    h.run_until(h.tm.begin_commit())
+    assert _versions(h, PRODUCE) == [produce_version]
+    assert h.tm.producer_id_and_epoch[1] == (1 if level == 2 else 0)
+    assert h.broker.violations == []

@@ -4,6 +4,7 @@ coordinator would, unless the test scripts an error for it or holds it."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -48,8 +49,10 @@ class Sent:
 class TxnBroker(MockClient):
     """Answers like a broker with transactions (coordinator: node ``COORDINATOR``)."""
 
-    def __init__(self, clock: Clock, topics: dict[str, int]) -> None:
-        super().__init__(clock, metadata_update_with(2, topics))
+    def __init__(
+        self, clock: Clock, topics: dict[str, int], topic_ids: dict[str, uuid.UUID] | None = None
+    ) -> None:
+        super().__init__(clock, metadata_update_with(2, topics, topic_ids=topic_ids))
         self.coordinator = COORDINATOR
         self.group_coordinator = 0
         self.errors: dict[int, deque[int]] = defaultdict(deque)
@@ -229,7 +232,8 @@ class TxnBroker(MockClient):
                 )
                 if code == 0:
                     self.offsets[tp] += batch.record_count
-            responses.append({"name": topic["name"], "partition_responses": parts})
+            named = {"topic_id": topic["topic_id"]} if version >= 13 else {"name": topic["name"]}
+            responses.append({**named, "partition_responses": parts})
         return {"responses": responses, "throttle_time_ms": 0}
 
 
@@ -277,10 +281,11 @@ def make_txn(
     topics: dict[str, int] | None = None,
     retry_backoff_ms: int = 100,
     transaction_timeout_ms: int = 60_000,
+    topic_ids: dict[str, uuid.UUID] | None = None,
     **acc_kwargs: Any,
 ) -> TxnHarness:
     clock = MockClock()
-    broker = TxnBroker(clock, topics or {"t": 2})
+    broker = TxnBroker(clock, topics or {"t": 2}, topic_ids)
     tm = TransactionManager(TXN_ID, transaction_timeout_ms, retry_backoff_ms)
     acc_kwargs.setdefault("linger_ms", 0)
     acc = accumulator(clock, tm=tm, transactional=True, **acc_kwargs)

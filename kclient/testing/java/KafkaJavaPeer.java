@@ -242,14 +242,18 @@ public final class KafkaJavaPeer {
     }
   }
 
-  /** Read a response body ("hex", after the response header) of "api" at "version" with
-   * Kafka's own generated message class, and write it back: "same" says whether Kafka's
-   * serializer gives back the very same bytes; "text" is the message as Kafka sees it. */
+  /** Read a response body ("hex", after the response header; with kind=request a request
+   * body, after the request header) of "api" at "version" with Kafka's own generated message
+   * class, and write it back: "same" says whether Kafka's serializer gives back the very same
+   * bytes; "text" is the message as Kafka sees it. */
   private static void kafkaDecode(Map<String, String> o, Json out) {
     short version = Short.parseShort(o.get("version"));
     byte[] body = java.util.HexFormat.of().parseHex(o.get("hex"));
+    org.apache.kafka.common.message.ApiMessageType type =
+        org.apache.kafka.common.message.ApiMessageType.fromApiKey(Short.parseShort(o.get("api")));
+    // kind=request: a request body (kclient's own bytes); else a response body (a broker's)
     org.apache.kafka.common.protocol.ApiMessage message =
-        org.apache.kafka.common.message.ApiMessageType.fromApiKey(Short.parseShort(o.get("api"))).newResponse();
+        "request".equals(o.get("kind")) ? type.newRequest() : type.newResponse();
     org.apache.kafka.common.protocol.ByteBufferAccessor in =
         new org.apache.kafka.common.protocol.ByteBufferAccessor(java.nio.ByteBuffer.wrap(body));
     message.read(in, version);
