@@ -230,7 +230,11 @@ class NetworkClient(ConnectionLifecycle):
         client = cls(kselector, metadata, config, clock=clock, resolver=resolver, lookup=lookup)
         if not client.bootstrap_resolution.pending:  # bootstrap.resolve.timeout.ms 0
             if resolve_bootstrap:
-                client.resolve_bootstrap_now()
+                try:
+                    client.resolve_bootstrap_now()
+                except BaseException:
+                    client.close()  # its selector too: no client was made
+                    raise
             else:
                 client.bootstrap_resolution.defer()
         return client

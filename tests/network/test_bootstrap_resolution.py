@@ -10,13 +10,14 @@ Injected resolvers, MockSelector, MockClock: no DNS, no sockets, no sleeps."""
 from __future__ import annotations
 
 import logging
+import selectors
 import socket
 
 import pytest
 
 from kclient.config import ProducerConfig
 from kclient.errors import BootstrapResolutionError, ConfigError, KafkaConnectionError
-from kclient.network import NetworkClientConfig
+from kclient.network import NetworkClient, NetworkClientConfig
 from kclient.network.bootstrap_resolution import (
     BootstrapResolution,
     bootstrap_lookup,
@@ -178,6 +179,19 @@ def test_at_creation_no_name_resolving_is_a_config_error_naming_the_setting() ->
     text = str(info.value)
     assert "nohost.invalid:9092: no such host; gone.invalid:9093: no such host" in text
     assert "'bootstrap.servers'" in text and "'bootstrap.resolve.timeout.ms'" in text
+
+
+def test_creating_a_client_with_no_name_resolving_closes_what_it_opened() -> None:
+    dns = Dns()
+    selector = selectors.DefaultSelector()
+    with pytest.raises(ConfigError, match="nohost.invalid:9092: no such host"):
+        NetworkClient.create("nohost.invalid:9092", resolver=dns.resolve, selector=selector)
+    assert selector.get_map() is None  # closed
+    client = NetworkClient.create("nohost.invalid:9092,localhost:9093", resolver=dns.resolve)
+    try:
+        assert client.metadata.bootstrap_addresses == (("localhost", 9093),)
+    finally:
+        client.close()
 
 
 # ---- bootstrap.resolve.timeout.ms above 0: on the client's thread ---------------------------
