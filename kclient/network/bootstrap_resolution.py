@@ -153,9 +153,10 @@ class BootstrapResolution:
         self.timeout_ms = timeout_ms
         self._retry_backoff_ms = retry_backoff_ms
         self._prefix = log_prefix
-        self.pending = timeout_ms > 0
+        self.pending = timeout_ms > 0 and bool(self.servers)
         """True until a name resolved on the client's thread (``bootstrap.resolve.timeout.ms``
-        above 0); no connection is made meanwhile."""
+        above 0; a client made with metadata already known has nothing to resolve); no
+        connection is made meanwhile."""
         self.error: BootstrapResolutionError | None = None
         """Set once the timeout passed with no name resolved; final."""
         self._started_ms: int | None = None
