@@ -140,6 +140,8 @@ class ProducerConfig:
     socket_connection_setup_timeout_ms: int
     socket_connection_setup_timeout_max_ms: int
     bootstrap_refused_timeout_ms: int
+    client_dns_lookup: str
+    bootstrap_resolve_timeout_ms: int
     connections_max_idle_ms: int
     send_buffer_bytes: int
     receive_buffer_bytes: int

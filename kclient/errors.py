@@ -183,6 +183,14 @@ class BootstrapRefusedError(KafkaConnectionError, KafkaTimeoutError):
     retriable = False
 
 
+class BootstrapResolutionError(KafkaConnectionError):
+    """No name in ``bootstrap.servers`` resolved within ``bootstrap.resolve.timeout.ms``
+    (KIP-909; Java's ``BootstrapResolutionException``). Final, as in Java: every later
+    call fails with it; fix DNS or ``bootstrap.servers`` and create the producer again."""
+
+    retriable = False
+
+
 class SaslAuthenticationError(FatalTransactionError):
     """SASL authentication failed: wrong credentials, a mechanism the broker does not
     enable, or a broker that cannot prove it knows the password. Not retried: sends fail

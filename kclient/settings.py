@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kclient.errors import ConfigError
+from kclient.network.bootstrap_resolution import CLIENT_DNS_LOOKUPS
 from kclient.tls import SECURITY_PROTOCOLS
 
 INT32_MAX = 2_147_483_647
@@ -242,6 +243,20 @@ def _parse_recovery_strategy(name: str, value: object) -> str:
     return text
 
 
+def _parse_client_dns_lookup(name: str, value: object) -> str:
+    text = _parse_str(name, value).strip().lower()
+    if text not in CLIENT_DNS_LOOKUPS:
+        removed = (
+            " ('default' was removed in Kafka 3.0, KIP-602: use_all_dns_ips is the default)"
+            if text == "default"
+            else ""
+        )
+        raise ConfigError(
+            f"{name!r} must be one of {', '.join(CLIENT_DNS_LOOKUPS)}; got {value!r}{removed}"
+        )
+    return text
+
+
 def _parse_ssl_context(name: str, value: object) -> object:
     if value is None or isinstance(value, ssl.SSLContext):
         return value
@@ -389,10 +404,25 @@ SETTINGS: tuple[Setting, ...] = (
     _int("socket.connection.setup.timeout.max.ms", 30_000, 0, INT64_MAX,
          "the most the connection setup timeout grows to"),
     _int("bootstrap.refused.timeout.ms", 2_000, -1, INT64_MAX,
-         "when every bootstrap server refuses connections (each tried, refused or no such "
-         "host, none ever connected), the first metadata wait (`send`, `partitions_for`, "
-         "`kclient.aio`'s `start`) fails after this long with `BootstrapRefusedError` naming "
-         "each address; -1: wait `max.block.ms`", java="(none; kclient's)"),
+         "when every bootstrap server refuses connections (each resolved name tried, "
+         "refused or no longer resolving, none ever connected), the first metadata wait "
+         "(`send`, `partitions_for`, `kclient.aio`'s `start`) fails after this long with "
+         "`BootstrapRefusedError` naming each address; -1: wait `max.block.ms`. Names that "
+         "never resolved: `bootstrap.resolve.timeout.ms`", java="(none; kclient's)"),
+    Setting("client.dns.lookup", _parse_client_dns_lookup, "use_all_dns_ips",
+            doc="`use_all_dns_ips`: each connection tries the next address its broker's name "
+            "resolves to; `resolve_canonical_bootstrap_servers_only` (KIP-235): each name of "
+            "`bootstrap.servers` becomes the canonical names of its addresses (reverse "
+            "lookup), which TLS host name verification and GSSAPI then use. When the names "
+            "are resolved: `bootstrap.resolve.timeout.ms`"),
+    _int("bootstrap.resolve.timeout.ms", 0, 0, INT64_MAX,
+         "`0`: `bootstrap.servers` is resolved when the producer is created (`kclient.aio`: "
+         "by `start`, on the loop); names that do not resolve are left out, and if none "
+         "resolves that fails with `ConfigError`. Above 0 (KIP-909, evolving in Java): "
+         "resolved by the I/O thread, retried every `retry.backoff.ms` until one resolves; "
+         "after this long `send`, `partitions_for` and `start` fail with "
+         "`BootstrapResolutionError` (final: create the producer again). Names that "
+         "resolve but refuse: `bootstrap.refused.timeout.ms`"),
     _int("connections.max.idle.ms", 540_000, -1, INT64_MAX,
          "idle connections are closed after this"),
     _int("send.buffer.bytes", 128 * 1024, -1, INT32_MAX, "socket send buffer (-1: OS default)"),

@@ -31,6 +31,7 @@ from kclient.aio.resolver import LoopResolver
 from kclient.config import ProducerConfig
 from kclient.errors import FatalTransactionError, IllegalStateError
 from kclient.network import NetworkClient, NetworkClientConfig, parse_bootstrap_servers
+from kclient.network.bootstrap_resolution import RESOLVE_CANONICAL_BOOTSTRAP_SERVERS_ONLY
 from kclient.network.kafka_client import KafkaClient
 from kclient.producer import kafka_producer as producer_module
 from kclient.producer.kafka_producer import KafkaProducer, _live_producers
@@ -263,6 +264,8 @@ class LoopProducer(KafkaProducer):
                 NetworkClientConfig.from_config(cfg),
                 selector=selector,
                 resolver=self.resolver,
+                lookup=self.resolver.bootstrap_lookup(cfg.client_dns_lookup),
+                resolve_bootstrap=False,  # by prime(), on the loop
             )
             driver.selector = selector
         else:  # a scripted client (tests): it calls on_ready when it has news
@@ -280,9 +283,20 @@ class LoopProducer(KafkaProducer):
         self.driver.schedule()
 
     async def prime(self) -> None:
-        """Resolve the bootstrap servers' names (the first connections need them)."""
+        """Resolve the bootstrap servers' names (the first connections need them); with
+        ``bootstrap.resolve.timeout.ms`` 0 they are then the bootstrap nodes, and
+        ``ConfigError`` is raised when none resolves."""
         if self.resolver is not None:
-            await self.resolver.prime(parse_bootstrap_servers(self.config.bootstrap_servers))
+            canonical = self.config.client_dns_lookup == RESOLVE_CANONICAL_BOOTSTRAP_SERVERS_ONLY
+            await self.resolver.prime(
+                parse_bootstrap_servers(self.config.bootstrap_servers), canonical=canonical
+            )
+            client = self._client
+            if (
+                isinstance(client, NetworkClient)
+                and client.config.bootstrap_resolve_timeout_ms == 0
+            ):
+                client.resolve_bootstrap_now()
 
     def _sender_failed(self, exc: BaseException) -> None:
         self._set_fatal_error(FatalTransactionError(f"the producer's sender failed: {exc!r}"))

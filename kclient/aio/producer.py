@@ -115,7 +115,9 @@ class AIOKafkaProducer:
         """Create the producer and wait (up to ``request_timeout_ms``) for the cluster's
         metadata; raises ``KafkaConnectionError`` if no bootstrap server answers, at once
         (``BootstrapRefusedError``, after ``bootstrap_refused_timeout_ms``) when every one
-        refuses connections."""
+        refuses connections. Names in ``bootstrap_servers`` that do not resolve:
+        ``ConfigError`` here, or with ``bootstrap_resolve_timeout_ms`` above 0
+        ``BootstrapResolutionError`` after that long."""
         if self._producer is not None or self._stopped:
             raise IllegalStateError("start() was already called on this producer")
         self._loop = asyncio.get_running_loop()
@@ -143,20 +145,26 @@ class AIOKafkaProducer:
                 await self.stop()
                 raise
         if isinstance(producer, LoopProducer):
-            await producer.prime()
+            try:
+                await producer.prime()  # ConfigError: no bootstrap name resolves
+            except BaseException:
+                await self.stop()
+                raise
         metadata = producer._metadata
         metadata.request_update()
         self._wakeup(producer)
-        deadline = self._loop.time() + producer.config.request_timeout_ms / 1000
+        config = producer.config  # a name still resolving may take its own time
+        wait_ms = max(config.request_timeout_ms, config.bootstrap_resolve_timeout_ms)
+        deadline = self._loop.time() + wait_ms / 1000
         wait_s = _FIRST_WAIT_S
         client = producer._client
         while metadata.fetch().is_bootstrap_configured:
             refused = (
-                client.bootstrap_refused_error(producer._clock.monotonic_ms())
+                client.bootstrap_error(producer._clock.monotonic_ms())
                 if isinstance(client, NetworkClient)
                 else None
             )
-            if refused is not None:  # every bootstrap server refuses: no need to wait
+            if refused is not None:  # no bootstrap name resolves, or each refuses: no wait
                 await self.stop()
                 raise refused
             if self._loop.time() >= deadline:

@@ -7,7 +7,11 @@ IP literals and names it has resolved at once, and for a name it has not, starts
 lookup and raises ``OSError`` (the attempt ends as a failed connection, tried again after
 ``reconnect.backoff.ms``, by when the answer is usually there). Answers are kept for
 ``ttl_s`` and refreshed in the background after that, so a reconnect never waits for DNS.
-``prime`` resolves the bootstrap servers before the first connection.
+``prime`` resolves the bootstrap servers before the first connection. With
+``client.dns.lookup=resolve_canonical_bootstrap_servers_only`` it also finds their canonical
+names (``canonical``: ``loop.getaddrinfo``, then ``loop.getnameinfo`` for each address
+and ``loop.getaddrinfo`` again to confirm the name, as ``bootstrap_resolution`` does
+blocking).
 
 Owned by the event loop's thread (``loop.getaddrinfo`` runs in the loop's executor).
 """
@@ -20,6 +24,12 @@ import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 
+from kclient.network.bootstrap_resolution import (
+    RESOLVE_CANONICAL_BOOTSTRAP_SERVERS_ONLY,
+    BootstrapLookup,
+    HostPort,
+    bootstrap_lookup,
+)
 from kclient.network.connection_states import Address
 
 _TTL_S = 60.0
@@ -39,6 +49,29 @@ class LoopResolver:
         self._ttl_s = ttl_s
         self._answers: dict[tuple[str, int], tuple[list[Address] | OSError, float]] = {}
         self._lookups: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self._canonical: dict[tuple[str, int], list[HostPort] | OSError] = {}
+        self._canonical_lookups: dict[tuple[str, int], asyncio.Task[None]] = {}
+
+    def bootstrap_lookup(self, client_dns_lookup: str) -> BootstrapLookup:
+        """The ``BootstrapLookup`` of a ``client.dns.lookup`` value, answering from what
+        ``prime`` (or an earlier call) found; ``OSError`` (EAGAIN) while it looks."""
+        if client_dns_lookup == RESOLVE_CANONICAL_BOOTSTRAP_SERVERS_ONLY:
+            return self.canonical
+        return bootstrap_lookup(client_dns_lookup, self)
+
+    def canonical(self, host: str, port: int) -> list[HostPort]:
+        """The canonical names of ``host``'s addresses (KIP-235), once looked up."""
+        key = (host, port)
+        answer = self._canonical.get(key)
+        if answer is None:
+            self._start_canonical(key)
+            raise OSError(
+                errno.EAGAIN, f"resolving {host} (without blocking the event loop); retrying"
+            )
+        if isinstance(answer, OSError):
+            del self._canonical[key]  # the next attempt looks it up again
+            raise answer
+        return answer
 
     def __call__(self, host: str, port: int) -> list[Address]:
         try:
@@ -63,8 +96,17 @@ class LoopResolver:
             self._start(key)  # refreshed in the background; this attempt uses the old answer
         return addresses
 
-    async def prime(self, hosts: Iterable[tuple[str, int]]) -> None:
-        """Resolve these (the bootstrap servers) now."""
+    async def prime(self, hosts: Iterable[tuple[str, int]], *, canonical: bool = False) -> None:
+        """Resolve these (the bootstrap servers) now; ``canonical``: find their canonical
+        names too (IP literals included: 127.0.0.1 may be ``localhost``)."""
+        if canonical:
+            wanted = [key for key in hosts if key not in self._canonical]
+            for key in wanted:
+                self._start_canonical(key)
+            pending = [self._canonical_lookups[k] for k in wanted if k in self._canonical_lookups]
+            if pending:
+                await asyncio.gather(*pending)
+            return
         keys = [key for key in hosts if not _is_literal(key[0]) and key not in self._answers]
         for key in keys:
             self._start(key)
@@ -76,17 +118,49 @@ class LoopResolver:
         if key not in self._lookups:
             self._lookups[key] = self._loop.create_task(self._lookup(key))
 
+    async def _addresses(self, host: str, port: int) -> list[Address]:
+        infos = await self._loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses: list[Address] = []
+        for family, _type, _proto, _canon, sockaddr in infos:
+            address = (int(family), str(sockaddr[0]), int(sockaddr[1]))
+            if family in (socket.AF_INET, socket.AF_INET6) and address not in addresses:
+                addresses.append(address)
+        if not addresses:
+            raise socket.gaierror(socket.EAI_NONAME, f"no IPv4/IPv6 address for {host}")
+        return addresses
+
+    def _start_canonical(self, key: tuple[str, int]) -> None:
+        if key not in self._canonical_lookups:
+            self._canonical_lookups[key] = self._loop.create_task(self._canonical_lookup(key))
+
+    async def _canonical_lookup(self, key: tuple[str, int]) -> None:
+        host, port = key
+        try:
+            entries: list[HostPort] = []
+            for _family, ip, _port in await self._addresses(host, port):
+                entry = (await self._canonical_name(ip), port)
+                if entry not in entries:
+                    entries.append(entry)
+            self._canonical[key] = entries
+        except OSError as exc:
+            self._canonical[key] = exc
+        finally:
+            self._canonical_lookups.pop(key, None)
+            self._on_resolved()
+
+    async def _canonical_name(self, ip: str) -> str:
+        """``canonical_host_name`` on the loop: the reverse name if it resolves back to ip."""
+        try:
+            name, _service = await self._loop.getnameinfo((ip, 0), socket.NI_NAMEREQD)
+            forward = await self._addresses(name, 0)
+        except OSError:
+            return ip
+        return name if name and any(address[1] == ip for address in forward) else ip
+
     async def _lookup(self, key: tuple[str, int]) -> None:
         host, port = key
         try:
-            infos = await self._loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-            addresses: list[Address] = []
-            for family, _type, _proto, _canon, sockaddr in infos:
-                address = (int(family), str(sockaddr[0]), int(sockaddr[1]))
-                if family in (socket.AF_INET, socket.AF_INET6) and address not in addresses:
-                    addresses.append(address)
-            if not addresses:
-                raise socket.gaierror(socket.EAI_NONAME, f"no IPv4/IPv6 address for {host}")
+            addresses = await self._addresses(host, port)
             self._answers[key] = (addresses, self._loop.time())
         except OSError as exc:
             self._answers[key] = (exc, self._loop.time())
@@ -95,9 +169,10 @@ class LoopResolver:
             self._on_resolved()
 
     def close(self) -> None:
-        for task in self._lookups.values():
+        for task in [*self._lookups.values(), *self._canonical_lookups.values()]:
             task.cancel()
         self._lookups.clear()
+        self._canonical_lookups.clear()
 
 
 def _is_literal(host: str) -> bool:

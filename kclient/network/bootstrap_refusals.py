@@ -11,7 +11,9 @@ the moment the last of the bootstrap servers began its run of refusals. The prod
 first metadata wait (``send``, ``partitions_for``, ``kclient.aio``'s ``start``) gives up
 once it has held for ``bootstrap.refused.timeout.ms``, raising ``BootstrapRefusedError``
 with every address and its reason; until then the client keeps retrying, so a broker that
-is still starting is found.
+is still starting is found. The bootstrap servers here are the names that resolved
+(``bootstrap_resolution``): names that never did are ``bootstrap.resolve.timeout.ms``'s,
+and "no such host" counts only for a name that stopped resolving.
 
 Written by the network client's thread; read by any thread (under a lock).
 """

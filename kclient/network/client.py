@@ -37,6 +37,11 @@ from kclient.network.api_versions import (
 )
 from kclient.network.authenticator import NEVER_MS, SaslClientAuthenticator
 from kclient.network.bootstrap_refusals import BootstrapRefusals
+from kclient.network.bootstrap_resolution import (
+    BootstrapLookup,
+    BootstrapResolution,
+    bootstrap_lookup,
+)
 from kclient.network.client_connections import ConnectionLifecycle
 from kclient.network.config import NetworkClientConfig, parse_bootstrap_servers
 from kclient.network.connection_states import (
@@ -99,6 +104,7 @@ class NetworkClient(ConnectionLifecycle):
         clock: Clock = SYSTEM_CLOCK,
         rng: random.Random | None = None,
         resolver: Resolver = resolve_all,
+        lookup: BootstrapLookup | None = None,
     ) -> None:
         self.config = config = config if config is not None else NetworkClientConfig()
         self._selector = selector
@@ -160,6 +166,16 @@ class NetworkClient(ConnectionLifecycle):
         self.failures = ConnectionFailures()
         self.bootstrap_refusals = BootstrapRefusals()
         self.bootstrap_refused_timeout_ms = config.bootstrap_refused_timeout_ms
+        self.bootstrap_resolution = BootstrapResolution(
+            metadata.bootstrap_addresses,
+            lookup if lookup is not None else bootstrap_lookup(config.client_dns_lookup, resolver),
+            timeout_ms=config.bootstrap_resolve_timeout_ms,
+            retry_backoff_ms=config.retry_backoff_ms,
+            log_prefix=self._prefix,
+        )
+        """``bootstrap.servers`` into the bootstrap nodes (``client.dns.lookup``,
+        ``bootstrap.resolve.timeout.ms``): pending until a name resolves, when the
+        timeout is above 0."""
         self.cluster_check = config.metadata_cluster_check_enable
         """``metadata.cluster.check.enable``: ApiVersions v5 names the cluster and node."""
         self.warnings = WarnLimiter()
@@ -176,12 +192,19 @@ class NetworkClient(ConnectionLifecycle):
         metadata: Metadata | None = None,
         selector: selectors.BaseSelector | None = None,
         resolver: Resolver = resolve_all,
+        lookup: BootstrapLookup | None = None,
+        resolve_bootstrap: bool = True,
     ) -> NetworkClient:
         """A client over real sockets, bootstrapped from ``bootstrap.servers``.
 
         Pass the producer's ``metadata`` to share it with the caller threads; otherwise
         one is made from the config's metadata settings. ``selector``: see ``KSelector``;
-        ``resolver``: how host names become addresses (``getaddrinfo`` by default).
+        ``resolver``: how host names become addresses (``getaddrinfo`` by default);
+        ``lookup``: how a bootstrap name becomes bootstrap entries (by default from
+        ``client.dns.lookup`` and ``resolver``). With ``bootstrap.resolve.timeout.ms`` 0
+        the names are resolved here (blocking), unless ``resolve_bootstrap`` is False
+        (the caller then calls ``resolve_bootstrap_now`` before the first poll): raises
+        ``ConfigError`` when none resolves.
         """
         config = config if config is not None else NetworkClientConfig()
         addresses = parse_bootstrap_servers(bootstrap_servers)
@@ -204,7 +227,41 @@ class NetworkClient(ConnectionLifecycle):
             ssl_context=config.ssl_context if config.uses_tls else None,
             selector=selector,
         )
-        return cls(kselector, metadata, config, clock=clock, resolver=resolver)
+        client = cls(kselector, metadata, config, clock=clock, resolver=resolver, lookup=lookup)
+        if not client.bootstrap_resolution.pending:  # bootstrap.resolve.timeout.ms 0
+            if resolve_bootstrap:
+                try:
+                    client.resolve_bootstrap_now()
+                except BaseException:
+                    client.close()  # its selector too: no client was made
+                    raise
+            else:
+                client.bootstrap_resolution.defer()
+        return client
+
+    def resolve_bootstrap_now(self) -> None:
+        """``bootstrap.resolve.timeout.ms`` 0: resolve ``bootstrap.servers`` now and make
+        the names that resolve the bootstrap nodes; ``ConfigError`` when none does."""
+        self._bootstrap(self.bootstrap_resolution.resolve_at_creation())
+
+    def _bootstrap(self, entries: list[tuple[str, int]]) -> None:
+        if entries != list(self._metadata.bootstrap_addresses):
+            self._metadata.bootstrap(entries)
+
+    def _ensure_bootstrapped(self, now_ms: int) -> bool:
+        """Java's ``ensureBootstrapped``, while ``bootstrap_resolution`` is pending: a
+        resolution round when due; True once the bootstrap nodes are known. When the time
+        is up, the metadata's waiters get ``BootstrapResolutionError``."""
+        resolution = self.bootstrap_resolution
+        had_error = resolution.error is not None
+        entries = resolution.poll(now_ms)
+        if entries is not None:
+            self._bootstrap(entries)
+            return True
+        if resolution.error is not None and not had_error:
+            log.error("%s%s", self._prefix, resolution.error)
+            self._metadata.fatal_error(resolution.error)
+        return False
 
     # ---- sending ---------------------------------------------------------------------
 
@@ -217,7 +274,9 @@ class NetworkClient(ConnectionLifecycle):
         ):
             self._checked[node.id] = now_ms
             return True
-        if self.connection_states.can_connect(node.id, now_ms):
+        if self.connection_states.can_connect(node.id, now_ms) and (
+            not self.bootstrap_resolution.pending
+        ):
             self.initiate_connect(node, now_ms)
         return False
 
@@ -242,6 +301,11 @@ class NetworkClient(ConnectionLifecycle):
         aborted = self._poll_start()
         if aborted is not None:
             return aborted
+        resolution = self.bootstrap_resolution
+        if resolution.pending and not self._ensure_bootstrapped(now_ms):
+            if resolution.error is None:  # the next round; nothing else to do meanwhile
+                timeout_ms = min(timeout_ms, resolution.delay_ms(now_ms))
+            return self._poll_io(timeout_ms)
         # the timeout: the least of the caller's and what is due next (comparisons, not min())
         metadata_timeout_ms = self.metadata_updater.maybe_update(now_ms)
         if metadata_timeout_ms < timeout_ms:  # noqa: PLR1730

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from kclient.network.api_versions import ApiVersions, NodeApiVersions
     from kclient.network.authenticator import SaslClientAuthenticator
     from kclient.network.bootstrap_refusals import BootstrapRefusals, BootstrapRefusedError
+    from kclient.network.bootstrap_resolution import BootstrapResolution
     from kclient.network.connection_states import ClusterConnectionStates, ConnectionFailures
     from kclient.network.in_flight import InFlightRequests
     from kclient.network.kafka_client import ClientResponse
@@ -67,6 +68,7 @@ class ClientNodes:
     failures: ConnectionFailures
     bootstrap_refusals: BootstrapRefusals
     bootstrap_refused_timeout_ms: int
+    bootstrap_resolution: BootstrapResolution
     cluster_check: bool
     warnings: WarnLimiter
 
@@ -170,6 +172,18 @@ class ClientNodes:
         """The error for a caller whose deadline passed with no broker answering: names
         every address tried and the last OS error for each (thread-safe)."""
         return self.failures.no_broker_reachable_error(waited_ms)
+
+    def bootstrap_error(self, now_ms: int) -> KafkaError | None:
+        """Why the first metadata wait must fail now, if it must: no bootstrap name
+        resolved within ``bootstrap.resolve.timeout.ms`` (``BootstrapResolutionError``),
+        or every bootstrap server refused connections for ``bootstrap.refused.timeout.ms``
+        (``BootstrapRefusedError``); None otherwise (thread-safe)."""
+        resolution = self.bootstrap_resolution
+        if resolution.error is not None:
+            return resolution.error
+        if resolution.pending:  # no name resolved yet: bootstrap.resolve.timeout.ms's
+            return None
+        return self.bootstrap_refused_error(now_ms)
 
     def bootstrap_refused_error(self, now_ms: int) -> BootstrapRefusedError | None:
         """The error for a first metadata wait once every bootstrap server has refused

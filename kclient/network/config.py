@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 from kclient.errors import ConfigError
+from kclient.network.bootstrap_resolution import CLIENT_DNS_LOOKUPS
 from kclient.network.selector import DEFAULT_RECEIVE_MESSAGE_MAX_BYTES
 from kclient.sasl import Credentials
 from kclient.tls import SECURITY_PROTOCOLS, client_context
@@ -33,6 +34,11 @@ class NetworkClientConfig:
     # bootstrap.refused.timeout.ms (kclient's): the first metadata wait fails once every
     # bootstrap server refused connections this long (-1: never; see bootstrap_refusals)
     bootstrap_refused_timeout_ms: int = 2_000
+    # client.dns.lookup: use_all_dns_ips or resolve_canonical_bootstrap_servers_only
+    client_dns_lookup: str = "use_all_dns_ips"
+    # bootstrap.resolve.timeout.ms (KIP-909): 0 resolves bootstrap.servers when the client
+    # is created; above 0, on the client's thread, retried this long (bootstrap_resolution)
+    bootstrap_resolve_timeout_ms: int = 0
     connections_max_idle_ms: int = 540_000  # connections.max.idle.ms
     send_buffer_bytes: int = 131_072  # send.buffer.bytes (-1: OS default)
     receive_buffer_bytes: int = 32_768  # receive.buffer.bytes (-1: OS default)
@@ -79,7 +85,13 @@ class NetworkClientConfig:
                 "'metadata.recovery.strategy' must be 'rebootstrap' or 'none', got "
                 f"{self.metadata_recovery_strategy!r}"
             )
+        if self.client_dns_lookup not in CLIENT_DNS_LOOKUPS:
+            raise ConfigError(
+                f"'client.dns.lookup' must be one of {', '.join(CLIENT_DNS_LOOKUPS)}, got "
+                f"{self.client_dns_lookup!r}"
+            )
         for name in (
+            "bootstrap_resolve_timeout_ms",
             "reconnect_backoff_ms",
             "retry_backoff_ms",
             "metadata_max_age_ms",
@@ -134,6 +146,7 @@ _KAFKA_NAMES = {
     "retry_backoff_max_ms": "retry.backoff.max.ms",
     "metadata_max_age_ms": "metadata.max.age.ms",
     "metadata_recovery_rebootstrap_trigger_ms": "metadata.recovery.rebootstrap.trigger.ms",
+    "bootstrap_resolve_timeout_ms": "bootstrap.resolve.timeout.ms",
 }
 
 

@@ -111,7 +111,19 @@ class DefaultMetadataUpdater:
         return self._in_progress is None and self.metadata.time_to_next_update(now_ms) == 0
 
     def maybe_update(self, now_ms: int) -> int:
-        """Start a refresh if one is due; return ms until this should be called again."""
+        """Start a refresh if one is due; return ms until this should be called again: no
+        later than ``metadata.recovery.rebootstrap.trigger.ms`` after the refreshes that
+        have not succeeded began, even while one waits for its answer."""
+        timeout_ms = self._update_if_due(now_ms)
+        started_ms = self._attempt_start_ms
+        if self.recovery_rebootstrap and started_ms is not None:
+            trigger_in_ms = started_ms + self.rebootstrap_trigger_ms - now_ms
+            if trigger_in_ms < timeout_ms:
+                timeout_ms = max(trigger_in_ms, 1)
+        return timeout_ms
+
+    def _update_if_due(self, now_ms: int) -> int:
+        """``maybe_update`` but for the trigger's deadline."""
         timeout_ms = self.metadata.time_to_next_update(now_ms)
         if self._in_progress is not None:  # wait for its answer (or its request timeout)
             wait_for_fetch_ms = self._client.request_timeout_ms

@@ -4,7 +4,8 @@
 holding only the wait: ``send`` and ``partitions_for`` block (up to ``max.block.ms``)
 until the topic, and the partition if given, is in the metadata. Beyond Java: while no
 connection ever succeeded it fails fast once every bootstrap server refuses
-(``bootstrap.refused.timeout.ms``, ``kclient/network/bootstrap_refusals.py``), and a topic
+(``bootstrap.refused.timeout.ms``, ``kclient/network/bootstrap_refusals.py``) or no
+bootstrap name resolves (``bootstrap.resolve.timeout.ms`` above 0), and a topic
 whose wait failed with nothing of it queued is forgotten by the metadata. Callers'
 threads.
 """
@@ -87,7 +88,8 @@ class ProducerMetadataWait:
     def _await_topic(self, topic: str, partition: int | None, start_ms: int) -> Cluster:
         """``_wait_on_metadata``'s wait: the cluster once it has the topic (and partition).
         While no connection ever succeeded, the wait wakes every 50 ms to fail fast once
-        every bootstrap server refuses (``bootstrap.refused.timeout.ms``)."""
+        every bootstrap server refuses (``bootstrap.refused.timeout.ms``) or no bootstrap
+        name resolves (``bootstrap.resolve.timeout.ms``)."""
         clock = self._clock
         metadata = self._metadata
         client = self._client if isinstance(self._client, NetworkClient) else None
@@ -103,7 +105,7 @@ class ProducerMetadataWait:
                 raise self._metadata_timeout(topic, partition, count)
             wait_ms = self._max_block_ms - elapsed_ms
             if client is not None and not client.bootstrap_refusals.ever_connected:
-                refused = client.bootstrap_refused_error(now_ms)
+                refused = client.bootstrap_error(now_ms)
                 if refused is not None:
                     raise refused
                 wait_ms = min(wait_ms, _REFUSAL_CHECK_MS)

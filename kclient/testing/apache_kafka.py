@@ -135,9 +135,15 @@ class ApacheKafka:
         stop_timeout_s: float = 30.0,
         kerberos: KerberosSetup | None = None,
         classpath: Sequence[Path | str] = (),
+        advertised_host: str = LOOPBACK,
+        certificate_ips: Sequence[str] = (LOOPBACK,),
     ) -> None:
         """``classpath``: more folders or jars for the brokers' class path, after Kafka's
-        jars (a plugin of ``properties``, e.g. a ``metric.reporters`` class)."""
+        jars (a plugin of ``properties``, e.g. a ``metric.reporters`` class).
+        ``advertised_host``: the name the client listeners advertise (they listen on
+        127.0.0.1 whatever it is), e.g. ``localhost``; ``certificate_ips``: the addresses
+        the SSL listener's certificate names besides ``localhost`` (``()``: only the
+        name, so a client must connect by name for the host name check to pass)."""
         unknown = [name for name in listeners if name not in LISTENERS]
         if unknown:
             raise ValueError(f"listeners {unknown} unknown: choose from {list(LISTENERS)}")
@@ -146,6 +152,8 @@ class ApacheKafka:
                 "the GSSAPI listener needs kerberos= (kclient.testing.kdc), and only it"
             )
         self.kerberos = kerberos
+        self.advertised_host = advertised_host
+        self.certificate_ips = tuple(certificate_ips)
         if brokers < 1:
             raise ValueError(f"brokers must be 1 or more, not {brokers}")
         self.version = version
@@ -232,7 +240,9 @@ class ApacheKafka:
         if "SSL" in self.listeners:
             from kclient.testing.tls import write_test_certificates
 
-            self.certificates = write_test_certificates(self.folder / "certs")
+            self.certificates = write_test_certificates(
+                self.folder / "certs", ips=self.certificate_ips
+            )
         for node_id, node_ports in per_node.items():
             folder = self.folder / f"node-{node_id}"
             self.nodes[node_id] = KafkaNode(
@@ -252,13 +262,15 @@ class ApacheKafka:
     ) -> dict[str, str]:
         replicas = min(3, self.brokers)
         addresses = {"PLAINTEXT": ports.plaintext, **ports.listeners}
-        advertised = ",".join(f"{n}://{LOOPBACK}:{p}" for n, p in addresses.items())
+        bound = ",".join(f"{n}://{LOOPBACK}:{p}" for n, p in addresses.items())
+        host = self.advertised_host
+        advertised = ",".join(f"{n}://{host}:{p}" for n, p in addresses.items())
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node_id),
             "controller.quorum.voters": voters,
             "controller.listener.names": "CONTROLLER",
-            "listeners": f"{advertised},CONTROLLER://{LOOPBACK}:{ports.controller}",
+            "listeners": f"{bound},CONTROLLER://{LOOPBACK}:{ports.controller}",
             "advertised.listeners": advertised,
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"

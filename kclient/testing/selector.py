@@ -99,6 +99,8 @@ class MockSelector:
         self.wakeups = 0
         self.sent: list[SentRequest] = []
         self.connect_attempts: list[tuple[int, str, int]] = []
+        self.server_hostnames: list[str | None] = []
+        """The name each connect attempt verifies the broker's certificate against."""
         self.closed = False
         self._channels: set[int] = set()
         self._pending_connects: list[int] = []
@@ -194,6 +196,7 @@ class MockSelector:
         if node_id in self._channels:
             raise IllegalStateError(f"there is already a connection to node {node_id}")
         self.connect_attempts.append((node_id, host, port))
+        self.server_hostnames.append(server_hostname)
         reason = self._refused.get(node_id)
         if reason is not None:
             raise KafkaConnectionError(

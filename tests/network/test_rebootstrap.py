@@ -131,6 +131,25 @@ def test_no_metadata_for_the_trigger_time_closes_the_connections_and_rebootstrap
     assert [n.id for n in env.metadata.fetch().nodes] == [4]
 
 
+def test_a_refresh_waiting_for_its_answer_wakes_the_poll_at_the_trigger() -> None:
+    """The poll sleeps until the trigger, not until the refresh's request.timeout.ms (found
+    on Kafka 4.4 with a SIGSTOPped broker: the rebootstrap came at request.timeout.ms)."""
+    config = NetworkClientConfig(
+        metadata_recovery_rebootstrap_trigger_ms=2_000, request_timeout_ms=20_000
+    )
+    env, _ = started(config)
+    env.selector.stop_serving(ApiKey.METADATA)
+    env.metadata.request_update()
+    env.client.poll(60_000, env.now)  # sends the refresh, which is never answered
+    assert env.selector.poll_timeouts_ms[-1] <= 2_000
+    env.clock.advance(1_500)
+    env.client.poll(60_000, env.now)
+    assert env.selector.poll_timeouts_ms[-1] <= 500
+    env.clock.advance(500)
+    env.client.poll(60_000, env.now)  # the trigger: rebootstrapped
+    assert env.metadata.fetch().is_bootstrap_configured
+
+
 def test_a_refresh_that_succeeds_in_time_never_rebootstraps() -> None:
     config = NetworkClientConfig(metadata_recovery_rebootstrap_trigger_ms=1_000)
     env, _ = started(config)
