@@ -3,8 +3,9 @@
 (``integration/spark``), whose helpers this module reuses: a Python worker killed after
 its rows reached the broker (``local[2,3]`` retries the task), a task failing by an
 exception mid-write, and a streaming driver SIGKILLed at each step of the commit and
-restarted from its checkpoint. Read back ``read_committed`` by Kafka's own Java consumer
-and by confluent-kafka: every row exactly once."""
+restarted from its checkpoint (``integration/spark/stream_kills.py``). Read back
+``read_committed`` by Kafka's own Java consumer and by confluent-kafka: every row exactly
+once."""
 
 from __future__ import annotations
 
@@ -17,6 +18,13 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as sql
 
+from integration.spark.stream_kills import (
+    FILES,
+    POINTS,
+    ROWS_PER_FILE,
+    check_each_row_once_in_order,
+    kill_and_restart,
+)
 from integration.spark.test_exactly_once import (
     COMMITTED,
     PARTITIONS,
@@ -24,12 +32,6 @@ from integration.spark.test_exactly_once import (
     spark,  # noqa: F401 -- the local[2,3] session whose task 1 of "crashes-once" crashes
     values,
     write_with_a_crashing_task,
-)
-from integration.spark.test_exactly_once_stream import (
-    FILES,
-    ROWS_PER_FILE,
-    check_each_row_once_in_order,
-    kill_and_restart,
 )
 from kclient.spark import foreach_batch
 from kclient.testing.apache_kafka import VERSIONS, ApacheKafka
@@ -117,20 +119,19 @@ def test_foreach_batch_with_a_task_failing_mid_write_commits_each_batch_once(
 
 @NEWEST
 @pytest.mark.slow
-@pytest.mark.timeout(300)  # two Spark driver start-ups
-def test_a_stream_killed_half_way_through_its_commits_and_restarted_writes_each_row_once(
+@pytest.mark.timeout(300)  # four Spark driver start-ups, ~10 s each on an idle machine
+def test_a_stream_killed_at_every_step_of_the_commit_writes_each_row_once_in_order(
     apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     """``foreach_batch(exactly_once=True)`` in a Structured Streaming driver SIGKILLed (with
-    its JVM and Python workers) half-way through its commits, and restarted from its
-    checkpoint: the prepared transactions the dead driver left are committed by the next
-    one (an EndTxn for another producer's transaction, on a broker whose finalized
-    transaction version is 2)."""
+    its JVM and Python workers) at each step of the commit in turn — a task prepared while
+    others still write, the batch recorded, the commits half done — and restarted from its
+    checkpoint each time: the prepared transactions a dead driver left are committed by the
+    next one (an EndTxn for another producer's transaction, on a broker whose finalized
+    transaction version is 2), and read_committed sees every row once, in order per key."""
     topic = new_topic(apache_kafka)
     bootstrap = apache_kafka.bootstrap_servers
-    # where a dead driver leaves some transactions committed and the rest prepared (every
-    # kill point runs against the embedded broker: integration/spark/test_exactly_once_stream)
-    killed = kill_and_restart(bootstrap, topic, tmp_path, ["completing"], random.Random(1717))
+    killed = kill_and_restart(bootstrap, topic, tmp_path, list(POINTS), random.Random(1717))
     check_each_row_once_in_order(bootstrap, topic, killed)
     total = FILES * ROWS_PER_FILE
     assert java_values(apache_kafka, topic) == once_each(total), f"killed at {killed}"

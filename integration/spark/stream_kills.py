@@ -1,11 +1,12 @@
-"""Structured Streaming into Kafka exactly once while the driver is SIGKILLed: a driver
-process (``eos_stream_driver``, its own session) is killed with its whole process group
-(JVM and Python workers) at each of the sink's pause points — a task has prepared its
-transaction while others still write, the batch is recorded, the commits are half done —
-in a seeded random order, and restarted from its checkpoint each time. A read_committed
-consumer then sees every source row exactly once, in order per key. (Not on tansu: its
-last stable offset is wrong when transactions on a partition commit in another order than
-they started, which confluent-kafka's producers alone show too; see the README's limits.)"""
+"""Structured Streaming into Kafka exactly once while the driver is SIGKILLed: the helpers of
+``integration/apache_kafka/test_spark_exactly_once.py``. A driver process
+(``eos_stream_driver``, its own session) is killed with its whole process group (JVM and
+Python workers) at each of the sink's pause points — a task has prepared its transaction
+while others still write, the batch is recorded, the commits are half done — in a seeded
+random order, and restarted from its checkpoint each time; a read_committed consumer then
+sees every source row exactly once, in order per key. (Apache Kafka judges it: tansu's last
+stable offset is wrong when transactions on a partition commit in another order than they
+started, which confluent-kafka's producers alone show too; see the README's limits.)"""
 
 from __future__ import annotations
 
@@ -16,14 +17,10 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
-
 from integration.producer.verify import consume_all
-from kclient.broker import EmbeddedBroker
 from kclient.spark.eos import PAUSE_AT_ENV, PAUSE_FILE_ENV
 
 FILES = 6
@@ -122,16 +119,3 @@ def check_each_row_once_in_order(bootstrap: str, topic: str, killed: list[str]) 
         by_key[r.key].append(int(r.value or b""))
     for key, values in by_key.items():
         assert values == sorted(values), f"key {key!r} out of order (killed at {killed})"
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(300)  # four Spark driver start-ups, ~10 s each on an idle machine
-def test_a_stream_killed_at_every_step_of_the_commit_writes_each_row_once_in_order(
-    tmp_path: Path,
-) -> None:
-    with EmbeddedBroker() as broker:
-        topic = f"eos-stream-{uuid.uuid4().hex[:8]}"
-        broker.create_topic(topic, PARTITIONS)
-        bootstrap = broker.bootstrap_servers
-        killed = kill_and_restart(bootstrap, topic, tmp_path, list(POINTS), random.Random(1717))
-        check_each_row_once_in_order(bootstrap, topic, killed)
