@@ -29,6 +29,7 @@ from kclient.network.bootstrap_resolution import (
     BootstrapLookup,
     HostPort,
     bootstrap_lookup,
+    is_ip_literal,
 )
 from kclient.network.connection_states import Address
 
@@ -107,7 +108,7 @@ class LoopResolver:
             if pending:
                 await asyncio.gather(*pending)
             return
-        keys = [key for key in hosts if not _is_literal(key[0]) and key not in self._answers]
+        keys = [key for key in hosts if not is_ip_literal(key[0]) and key not in self._answers]
         for key in keys:
             self._start(key)
         lookups = [self._lookups[key] for key in keys if key in self._lookups]
@@ -173,11 +174,3 @@ class LoopResolver:
             task.cancel()
         self._lookups.clear()
         self._canonical_lookups.clear()
-
-
-def _is_literal(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True

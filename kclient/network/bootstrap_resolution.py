@@ -54,6 +54,7 @@ __all__ = [
     "ReverseResolver",
     "bootstrap_lookup",
     "canonical_host_name",
+    "is_ip_literal",
     "reverse_lookup",
 ]
 
@@ -79,7 +80,8 @@ def reverse_lookup(ip: str) -> str:
     return socket.getnameinfo((ip, 0), socket.NI_NAMEREQD)[0]
 
 
-def _is_literal(host: str) -> bool:
+def is_ip_literal(host: str) -> bool:
+    """Whether ``host`` is an IPv4 or IPv6 address rather than a name."""
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -106,7 +108,7 @@ def bootstrap_lookup(
     """The ``BootstrapLookup`` of a ``client.dns.lookup`` value over these resolvers."""
 
     def all_dns_ips(host: str, port: int) -> list[HostPort]:
-        if not _is_literal(host):
+        if not is_ip_literal(host):
             resolve(host, port)  # raises when it does not resolve
         return [(host, port)]
 

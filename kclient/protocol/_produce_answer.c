@@ -75,6 +75,22 @@ read_fixed(long version, const unsigned char *p, Py_ssize_t len, Answer *answer)
     return 1;
 }
 
+/* v9+: the correlation id (frame at p), and the partition's fields at f (index, code, base
+ * offset, log append time, log start offset, then the throttle time 34 bytes in), once the
+ * frame's shape is checked. */
+static void
+read_flexible_partition(const unsigned char *p, const unsigned char *f, Answer *answer)
+{
+    answer->correlation_id = get_int32(p);
+    answer->index = get_int32(f);
+    answer->error_code = get_int16(f + 4);
+    answer->base_offset = get_int64(f + 6);
+    answer->log_append_time_ms = get_int64(f + 14);
+    answer->log_start_offset = get_int64(f + 22);
+    answer->has_start = answer->has_errors = 1;
+    answer->throttle_ms = get_int32(f + 34);
+}
+
 /* v9-v12: no header tags, one topic named in fewer than 127 bytes, one partition, no record
  * errors, a null message, no tags. 1 with *answer filled, else 0. */
 static int
@@ -93,16 +109,9 @@ read_flexible(const unsigned char *p, Py_ssize_t len, Answer *answer)
     if (f[30] != 1 || f[31] != 0 || f[32] != 0 || f[33] != 0 || f[38] != 0) {
         return 0;
     }
-    answer->correlation_id = get_int32(p);
+    read_flexible_partition(p, f, answer);
     answer->name = p + 7;
     answer->name_len = name_len;
-    answer->index = get_int32(f);
-    answer->error_code = get_int16(f + 4);
-    answer->base_offset = get_int64(f + 6);
-    answer->log_append_time_ms = get_int64(f + 14);
-    answer->log_start_offset = get_int64(f + 22);
-    answer->has_start = answer->has_errors = 1;
-    answer->throttle_ms = get_int32(f + 34);
     return 1;
 }
 
@@ -117,16 +126,9 @@ read_by_id(const unsigned char *p, Py_ssize_t len, Answer *answer)
     if (f[30] != 1 || f[31] != 0 || f[32] != 0 || f[33] != 0 || f[38] != 0) {
         return 0;
     }
-    answer->correlation_id = get_int32(p);
+    read_flexible_partition(p, f, answer);
     answer->name = p + 6; /* the id */
     answer->name_len = 16;
-    answer->index = get_int32(f);
-    answer->error_code = get_int16(f + 4);
-    answer->base_offset = get_int64(f + 6);
-    answer->log_append_time_ms = get_int64(f + 14);
-    answer->log_start_offset = get_int64(f + 22);
-    answer->has_start = answer->has_errors = 1;
-    answer->throttle_ms = get_int32(f + 34);
     return 1;
 }
 

@@ -109,28 +109,19 @@ def encode_produce_py(
         part = parts[0]
         records = part["records"]
         index = part["index"]
-        key: _Key
+        by_name = (
+            api_version,
+            client_id,
+            body["transactional_id"],
+            body["acks"],
+            body["timeout_ms"],
+            topic["name"],
+        )
+        key: _Key = by_name
         if api_version == _LAST:  # names the topic by id
             if topic_id is None:
                 return None
-            key = (
-                api_version,
-                client_id,
-                body["transactional_id"],
-                body["acks"],
-                body["timeout_ms"],
-                topic["name"],
-                topic_id,
-            )
-        else:
-            key = (
-                api_version,
-                client_id,
-                body["transactional_id"],
-                body["acks"],
-                body["timeout_ms"],
-                topic["name"],
-            )
+            key = (*by_name, topic_id)
         prefix = _PREFIXES.get(key)
     except (KeyError, TypeError):  # not this shape, or unhashable values: not for here
         return None
