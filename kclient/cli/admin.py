@@ -62,7 +62,11 @@ class BlockingConnection:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._correlation_id = 0
         self.versions: dict[int, int] = {}
-        body = self._roundtrip(ApiKey.API_VERSIONS, 0, {})
+        try:
+            body = self._roundtrip(ApiKey.API_VERSIONS, 0, {})
+        except BaseException:  # a peer that is not a broker, or one that went away
+            self.sock.close()
+            raise
         if body["error_code"]:
             raise errors.for_code(body["error_code"])(f"ApiVersions from {self.address}")
         for entry in body["api_keys"]:

@@ -80,6 +80,8 @@ SASL_PASSWORD = "alice-secret"
 #: log4j 2's slf4j binding: Kafka 4 ships log4j 2 but no binding, so it would log nothing.
 _CLOSE_TIMEOUT_S = 2.0
 """How long ``close`` lets the nodes shut down before SIGKILL: their data goes anyway."""
+_PORT_ATTEMPTS = 3
+"""Starts of a cluster whose nodes lost a port to another process before binding it."""
 _LOG4J2_SLF4J = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.5"
 
 
@@ -185,9 +187,20 @@ class ApacheKafka:
         self.close()
 
     def start(self) -> ApacheKafka:
-        """Format every node's storage, start the nodes and wait until all serve metadata."""
+        """Format every node's storage, start the nodes and wait until all serve metadata.
+        Nodes that could not bind a port (taken by another process after ``free_ports``
+        chose it) are started again on new ports, at most ``_PORT_ATTEMPTS`` times."""
+        for _ in range(_PORT_ATTEMPTS - 1):
+            if self._start_once(retry_lost_ports=True):
+                return self
+        self._start_once(retry_lost_ports=False)
+        return self
+
+    def _start_once(self, *, retry_lost_ports: bool) -> bool:
+        """One start; False (all stopped) when a node lost a port and ``retry_lost_ports``."""
         java = require_java()
         libs = kafka_jars(self.version)
+        self.nodes = {}
         self.folder = Path(tempfile.mkdtemp(prefix=f"apache-kafka-{self.version}-"))
         try:
             self._make_nodes(java, libs)
@@ -201,10 +214,16 @@ class ApacheKafka:
             for node in self.nodes.values():
                 node.start()
             self._wait_ready(list(self.nodes))
+        except ApacheKafkaError:
+            lost = any(node.lost_a_port() for node in self.nodes.values())
+            self.close()
+            if retry_lost_ports and lost:
+                return False
+            raise
         except BaseException:
             self.close()
             raise
-        return self
+        return True
 
     def close(self) -> None:
         """Stop every node (SIGTERM, SIGKILL after ``stop_timeout_s``), delete the folder."""

@@ -277,6 +277,15 @@ class KafkaNode:
         if self.process is not None and self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGCONT)
 
+    def lost_a_port(self) -> bool:
+        """Whether the node failed to bind one of its ports: another process (a client's
+        outgoing connection among them) took it between :func:`free_ports` and the JVM's
+        bind."""
+        for path in (self.log_file, self.output_file):
+            if path.exists() and "BindException" in path.read_text(errors="replace"):
+                return True
+        return False
+
     def log_tail(self, lines: int = 60) -> str:
         """The last lines of the node's log and console output, for a failure message."""
         parts = []
