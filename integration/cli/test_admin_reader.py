@@ -1,5 +1,8 @@
-"""The CLI's blocking reader against tansu, with records written by confluent-kafka."""
+"""The CLI's blocking reader against tansu, with records written by confluent-kafka, and its
+connection against a peer that never answers."""
 
+import gc
+import socket
 from collections.abc import Iterator
 
 import confluent_kafka
@@ -7,7 +10,7 @@ import pytest
 
 from integration.peers import Tansu, run_tansu
 from kclient import errors
-from kclient.cli.admin import ClusterReader
+from kclient.cli.admin import BlockingConnection, ClusterReader
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +61,14 @@ def test_unreachable_bootstrap_names_the_address() -> None:
     port = free_port()
     with pytest.raises(errors.KafkaConnectionError, match=f"127.0.0.1:{port}"):
         ClusterReader(f"127.0.0.1:{port}")
+
+
+def test_a_peer_that_never_answers_fails_the_connection_and_closes_its_socket() -> None:
+    """A port that accepts and never answers ApiVersions (not a broker, or a broker stuck):
+    the connection fails after its timeout, naming the address, and leaves no socket open
+    (an unclosed one is an error here: warnings are errors)."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        host, port = silent.getsockname()[:2]
+        with pytest.raises(errors.KafkaError):
+            BlockingConnection(host, port, timeout_s=0.3)
+        gc.collect()  # an unclosed socket's ResourceWarning is raised here
