@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,22 +53,14 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None
 def elect_preferred_leaders(kafka: ApacheKafka, timeout_s: float = 60.0) -> str:
     """Kafka's ``LeaderElectionCommand --election-type PREFERRED --all-topic-partitions``
     (the Admin API's ``electLeaders``) from the cluster's own jars; what it printed."""
-    node = next(n for n in kafka.nodes.values() if n.running)
-    command = node.java_command(
+    return kafka.run_tool(
         "org.apache.kafka.tools.LeaderElectionCommand",
-        "--bootstrap-server",
-        kafka.bootstrap_servers,
         "--election-type",
         "PREFERRED",
         "--all-topic-partitions",
+        what="preferred leader election",
+        timeout_s=timeout_s,
     )
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
-    if done.returncode != 0:
-        raise ApacheKafkaError(
-            f"preferred leader election failed (exit {done.returncode}):\n"
-            f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
-        )
-    return done.stdout
 
 
 def move_leader(kafka: ApacheKafka, topic: str, partition: int, timeout_s: float = 60.0) -> int:
@@ -93,7 +84,6 @@ def move_leader(kafka: ApacheKafka, topic: str, partition: int, timeout_s: float
             }
         )
     )
-    node = next(n for n in kafka.nodes.values() if n.running)
     for tool, *args in (
         (
             "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
@@ -117,15 +107,7 @@ def move_leader(kafka: ApacheKafka, topic: str, partition: int, timeout_s: float
                 timeout_s,
                 f"{topic}-{partition}'s replicas reordered to {order}",
             )
-        command = node.java_command(tool, "--bootstrap-server", kafka.bootstrap_servers, *args)
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
-        if done.returncode != 0:
-            raise ApacheKafkaError(
-                f"{tool.rsplit('.', 1)[1]} failed (exit {done.returncode}):\n"
-                f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
-            )
+        kafka.run_tool(tool, *args, what=tool.rsplit(".", 1)[1], timeout_s=timeout_s)
     wait_for(
         lambda: faults.partitions(topic)[partition].leader == new,
         timeout_s,

@@ -29,9 +29,10 @@ from kclient.network.bootstrap_resolution import (
     BootstrapLookup,
     HostPort,
     bootstrap_lookup,
+    confirmed_name,
     is_ip_literal,
 )
-from kclient.network.connection_states import Address
+from kclient.network.connection_states import Address, stream_addresses
 
 _TTL_S = 60.0
 
@@ -66,9 +67,7 @@ class LoopResolver:
         answer = self._canonical.get(key)
         if answer is None:
             self._start_canonical(key)
-            raise OSError(
-                errno.EAGAIN, f"resolving {host} (without blocking the event loop); retrying"
-            )
+            raise _looking_up(host)
         if isinstance(answer, OSError):
             del self._canonical[key]  # the next attempt looks it up again
             raise answer
@@ -86,9 +85,7 @@ class LoopResolver:
         answer = self._answers.get(key)
         if answer is None:
             self._start(key)
-            raise OSError(
-                errno.EAGAIN, f"resolving {host} (without blocking the event loop); retrying"
-            )
+            raise _looking_up(host)
         addresses, resolved_at = answer
         if isinstance(addresses, OSError):
             del self._answers[key]  # the next attempt looks it up again
@@ -121,14 +118,7 @@ class LoopResolver:
 
     async def _addresses(self, host: str, port: int) -> list[Address]:
         infos = await self._loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses: list[Address] = []
-        for family, _type, _proto, _canon, sockaddr in infos:
-            address = (int(family), str(sockaddr[0]), int(sockaddr[1]))
-            if family in (socket.AF_INET, socket.AF_INET6) and address not in addresses:
-                addresses.append(address)
-        if not addresses:
-            raise socket.gaierror(socket.EAI_NONAME, f"no IPv4/IPv6 address for {host}")
-        return addresses
+        return stream_addresses(host, infos)
 
     def _start_canonical(self, key: tuple[str, int]) -> None:
         if key not in self._canonical_lookups:
@@ -156,7 +146,7 @@ class LoopResolver:
             forward = await self._addresses(name, 0)
         except OSError:
             return ip
-        return name if name and any(address[1] == ip for address in forward) else ip
+        return confirmed_name(ip, name, forward)
 
     async def _lookup(self, key: tuple[str, int]) -> None:
         host, port = key
@@ -174,3 +164,8 @@ class LoopResolver:
             task.cancel()
         self._lookups.clear()
         self._canonical_lookups.clear()
+
+
+def _looking_up(host: str) -> OSError:
+    """What a lookup not answered yet raises (EAGAIN: the caller tries again later)."""
+    return OSError(errno.EAGAIN, f"resolving {host} (without blocking the event loop); retrying")

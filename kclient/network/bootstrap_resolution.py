@@ -42,7 +42,7 @@ import socket
 from collections.abc import Callable, Sequence
 
 from kclient.errors import BootstrapResolutionError, ConfigError
-from kclient.network.connection_states import NO_DELAY_LIMIT_MS, Resolver
+from kclient.network.connection_states import NO_DELAY_LIMIT_MS, Address, Resolver
 
 __all__ = [
     "CLIENT_DNS_LOOKUPS",
@@ -54,6 +54,7 @@ __all__ = [
     "ReverseResolver",
     "bootstrap_lookup",
     "canonical_host_name",
+    "confirmed_name",
     "is_ip_literal",
     "reverse_lookup",
 ]
@@ -97,9 +98,13 @@ def canonical_host_name(ip: str, resolve: Resolver, reverse: ReverseResolver) ->
         forward = resolve(name, 0)
     except OSError:
         return ip
-    if name and any(address[1] == ip for address in forward):
-        return name
-    return ip
+    return confirmed_name(ip, name, forward)
+
+
+def confirmed_name(ip: str, name: str, forward: Sequence[Address]) -> str:
+    """``name`` (``ip``'s reverse lookup) when its forward lookup ``forward`` holds ``ip``
+    again, else ``ip``."""
+    return name if name and any(address[1] == ip for address in forward) else ip
 
 
 def bootstrap_lookup(

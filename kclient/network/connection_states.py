@@ -32,8 +32,9 @@ import random
 import re
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kclient.errors import IllegalStateError, KafkaError, KafkaTimeoutError
 
@@ -51,10 +52,14 @@ def resolve_all(host: str, port: int) -> list[Address]:
 
     Raises ``OSError`` (``socket.gaierror``) when the name does not resolve.
     """
+    return stream_addresses(host, socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+
+
+def stream_addresses(host: str, infos: Iterable[tuple[Any, ...]]) -> list[Address]:
+    """The distinct IPv4/IPv6 addresses of ``getaddrinfo``'s answer ``infos`` for ``host``,
+    in its order; ``socket.gaierror`` when there is none."""
     seen: list[Address] = []
-    for family, _type, _proto, _canon, sockaddr in socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM
-    ):
+    for family, _type, _proto, _canon, sockaddr in infos:
         if family not in (socket.AF_INET, socket.AF_INET6):
             continue
         address = (int(family), str(sockaddr[0]), int(sockaddr[1]))

@@ -536,22 +536,31 @@ class ApacheKafka:
     def upgrade_feature(self, name: str, level: int, timeout_s: float = 60.0) -> None:
         """Finalize feature ``name`` at ``level`` (Kafka's ``FeatureCommand upgrade``), e.g.
         ``transaction.version`` 2 on a cluster formatted with 1."""
-        node = next(n for n in self.nodes.values() if n.running)
-        command = node.java_command(
+        self.run_tool(
             "org.apache.kafka.tools.FeatureCommand",
-            "--bootstrap-server",
-            self.bootstrap_servers,
             "upgrade",
             "--feature",
             f"{name}={level}",
+            what=f"upgrading {name} to {level}",
+            timeout_s=timeout_s,
         )
+
+    def run_tool(self, main_class: str, *args: str, what: str, timeout_s: float = 60.0) -> str:
+        """Run one of Kafka's command-line tools (``main_class``, e.g.
+        ``org.apache.kafka.tools.ConfigCommand``) from a running node's jars with
+        ``--bootstrap-server`` and ``args``; what it printed. ``ApacheKafkaError`` naming
+        ``what`` when it fails."""
+        node = next(n for n in self.nodes.values() if n.running)
+        command = node.java_command(main_class, "--bootstrap-server", self.bootstrap_servers, *args)
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=timeout_s, check=False
         )
         if done.returncode != 0:
             raise ApacheKafkaError(
-                f"upgrading {name} to {level} failed:\n{done.stdout}{done.stderr}"
+                f"{what} failed (exit {done.returncode}):\n"
+                f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
             )
+        return done.stdout
 
     # --- faults
 

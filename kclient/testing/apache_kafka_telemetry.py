@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import Sequence
@@ -96,11 +95,8 @@ def subscribe(
     """Create the client-metrics subscription ``name`` (``kafka-configs.sh --entity-type
     client-metrics``: these metric prefixes every ``interval_ms``) and wait until broker 1
     hands it to a new client."""
-    node = next(n for n in kafka.nodes.values() if n.running)
-    command = node.java_command(
+    kafka.run_tool(
         "org.apache.kafka.tools.ConfigCommand",
-        "--bootstrap-server",
-        kafka.bootstrap_servers,
         "--alter",
         "--entity-type",
         "client-metrics",
@@ -108,12 +104,9 @@ def subscribe(
         name,
         "--add-config",
         f"metrics=[{','.join(metrics)}],interval.ms={interval_ms}",
+        what=f"creating client metrics {name!r}",
+        timeout_s=timeout_s,
     )
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
-    if done.returncode != 0:
-        raise ApacheKafkaError(
-            f"creating client metrics {name!r} failed:\n{done.stdout}{done.stderr}"
-        )
     deadline = time.monotonic() + timeout_s
     while list(_subscription(kafka.broker_address(1))) != list(metrics):
         if time.monotonic() > deadline:
