@@ -30,6 +30,7 @@ import sys
 
 from mypyc.build import mypycify
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 # kclient/_compiled.py alone, without importing the kclient package (and its dependencies)
 _spec = importlib.util.spec_from_file_location(
@@ -62,22 +63,46 @@ if not _unchanged:  # replaced whole: builds for other CPythons run beside the t
         _out.write(_text)
     os.replace(_DIGESTS + f".{os.getpid()}.tmp", _DIGESTS)
 
+
 # KCLIENT_MYPYC_OPT_LEVEL: the C compiler's optimisation of the compiled modules (default 3,
 # for speed); the test suite builds its extra environments at 0, where only behaviour counts
 # The generated C goes to a folder of this interpreter's own: scripts/test builds the other
 # CPythons' environments from the same checkout while this one's build runs.
-COMPILED = mypycify(
-    MODULES,
-    opt_level=os.environ.get("KCLIENT_MYPYC_OPT_LEVEL", "3"),
-    group_name="kclient",
-    target_dir=os.path.join("build", f"mypyc-{sys.implementation.cache_tag}"),
-)
-for _extension in COMPILED:  # as the C extensions: without a compiler the .py modules run
-    _extension.optional = True
+def compiled_extensions() -> list[Extension]:
+    """The mypyc-compiled modules: mypyc type-checks them and writes their C (5-10 CPU-s)."""
+    extensions = mypycify(
+        MODULES,
+        opt_level=os.environ.get("KCLIENT_MYPYC_OPT_LEVEL", "3"),
+        group_name="kclient",
+        target_dir=os.path.join("build", f"mypyc-{sys.implementation.cache_tag}"),
+    )
+    for extension in extensions:  # as the C extensions: without a compiler the .py modules run
+        extension.optional = True
+    return extensions
+
+
+# setup.py's commands that read the extensions' list but build nothing (egg_info and sdist
+# list their sources): pip and uv run setup.py three times an install (egg_info, dist_info,
+# then the build), and `uv build` four, so mypyc runs only when something is built.
+METADATA_ONLY = {"egg_info", "dist_info", "sdist", "check"}
+
+
+class BuildExt(build_ext):
+    """build_ext with the mypyc-compiled modules beside the hand-written extensions."""
+
+    def finalize_options(self) -> None:
+        modules = self.distribution.ext_modules
+        building = set(self.distribution.commands) - METADATA_ONLY
+        if building and not any(getattr(ext, "kclient_compiled", False) for ext in modules):
+            for extension in compiled_extensions():
+                extension.kclient_compiled = True  # type: ignore[attr-defined]
+                modules.insert(0, extension)
+        super().finalize_options()
+
 
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
-        *COMPILED,
         Extension(
             "kclient.record._speedups",
             [
