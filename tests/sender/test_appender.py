@@ -576,12 +576,18 @@ def test_a_dropped_producer_is_freed_by_reference_counting() -> None:
     producer = _idle_producer()
     producer.send("t", b"v")
     gone = weakref.ref(producer)
+    sender, thread = producer._sender, producer._thread
     gc.disable()
     try:
         del producer
         assert gone() is None
     finally:
         gc.enable()
+        # dropped, it closes as it can: its record waits on a mock clock that never moves,
+        # so its I/O thread would spin for the rest of the test run
+        sender.force_close()
+        thread.join(10)
+    assert not thread.is_alive()
 
 
 def test_a_record_futures_fields_are_its_constructors_arguments() -> None:
