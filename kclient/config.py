@@ -17,6 +17,12 @@ Python values or as the strings a Java ``.properties`` file would hold (``"5"``,
   requests in flight that bounds one partition near 20 MB/s (0.4-0.7x confluent-kafka at
   each one's defaults in ``benchmarks/producer_perf.py --defaults``). Each open batch
   reserves ``batch.size`` of ``buffer.memory`` (32 MiB): 256 partitions' batches at once.
+* ``send.buffer.bytes`` defaults to -1 (the OS's socket buffer, which Linux grows with the
+  traffic, as librdkafka leaves it), not Java's 131072. The next request in flight is
+  written only once the one before is wholly in the socket, so with a fixed 128 KiB
+  buffer a 1 MiB request waited for the broker to read most of the one before, and the
+  broker waited for the I/O thread (which needs the GIL) to write the rest: 1 MiB
+  batches went 20-40% slower (``benchmarks/producer_perf.py`` on tansu, 2026-11-29).
 * Like Java, ``enable.idempotence`` is on by default, and if the user explicitly sets
   ``acks`` to something other than ``all``, ``retries`` to 0 or
   ``max.in.flight.requests.per.connection`` above 5 *without* setting

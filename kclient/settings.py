@@ -425,7 +425,10 @@ SETTINGS: tuple[Setting, ...] = (
          "resolve but refuse: `bootstrap.refused.timeout.ms`"),
     _int("connections.max.idle.ms", 540_000, -1, INT64_MAX,
          "idle connections are closed after this"),
-    _int("send.buffer.bytes", 128 * 1024, -1, INT32_MAX, "socket send buffer (-1: OS default)"),
+    _int("send.buffer.bytes", -1, -1, INT32_MAX,
+         "socket send buffer; -1 (the default, not Java's 131072): the OS's, which grows with "
+         "the traffic, as librdkafka's. A fixed 128 KiB buffer held a 1 MiB request back "
+         "until the broker had read most of the one before"),
     _int("receive.buffer.bytes", 32 * 1024, -1, INT32_MAX,
          "socket receive buffer (-1: OS default)"),
     _int("receive.message.max.bytes", 100_000_000, 1000, INT32_MAX,

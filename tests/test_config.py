@@ -13,6 +13,7 @@ def test_java_defaults() -> None:
     assert config.acks == -1
     assert config.enable_idempotence is True
     assert config.batch_size == 131_072  # not Java's 16384: see ProducerConfig
+    assert config.send_buffer_bytes == -1  # not Java's 131072: see ProducerConfig
     assert config.linger_ms == 5
     assert config.buffer_memory == 32 * 1024 * 1024
     assert config.max_block_ms == 60_000

@@ -40,7 +40,7 @@ class NetworkClientConfig:
     # is created; above 0, on the client's thread, retried this long (bootstrap_resolution)
     bootstrap_resolve_timeout_ms: int = 0
     connections_max_idle_ms: int = 540_000  # connections.max.idle.ms
-    send_buffer_bytes: int = 131_072  # send.buffer.bytes (-1: OS default)
+    send_buffer_bytes: int = -1  # send.buffer.bytes (-1: OS default)
     receive_buffer_bytes: int = 32_768  # receive.buffer.bytes (-1: OS default)
     # receive.message.max.bytes (librdkafka's; Java has no limit): a larger response
     # closes the connection

@@ -107,7 +107,7 @@ class KSelector(SelectorConnect):
         clock: Clock,
         *,
         connections_max_idle_ms: int = 540_000,
-        send_buffer_bytes: int = 131_072,
+        send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = 32_768,
         max_receive_bytes: int = DEFAULT_RECEIVE_MESSAGE_MAX_BYTES,
         log_prefix: str = "",
