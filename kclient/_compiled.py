@@ -68,6 +68,14 @@ MODULES = [
 ]
 """Paths relative to the project root, as ``mypycify`` takes them."""
 
+SWITCHES = [
+    ("kclient.record._accel", "ACCELERATED"),
+    ("kclient.protocol.produce_fast", "C_ACCELERATED"),
+    ("kclient.aio.completions", "NATIVE"),
+]
+"""(module, flag): each switch-over point to hand-written C, and the flag that records
+whether it took the C (``tests/test_build.py`` and the wheel's smoke test read them)."""
+
 
 def module_names() -> list[str]:
     """``MODULES`` as dotted module names (``kclient.sender.sender``)."""

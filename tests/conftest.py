@@ -33,7 +33,7 @@ _THREADS_BEFORE = pytest.StashKey[frozenset[int | None]]()
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     """A test (and its fixtures) must stop the kclient threads it started: a producer over
     a mock client whose clock never moves, left running, spins for the rest of the run
-    (one did: the unit run took a fifth longer)."""
+    (one did: every test after it waited for the GIL, and a unit run took twice its CPU)."""
     before = item.stash.get(_THREADS_BEFORE, frozenset())
     yield
     left = [

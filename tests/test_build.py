@@ -22,18 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from kclient._compiled import MODULES, module_names
+from kclient._compiled import MODULES, SWITCHES, module_names
 from kclient.record._accel import PURE_PYTHON_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 PURE = os.environ.get(PURE_PYTHON_ENV, "").strip() not in ("", "0")
-
-# (module, flag): each switch-over point that records whether it took the C.
-SWITCHES = [
-    ("kclient.record._accel", "ACCELERATED"),
-    ("kclient.protocol.produce_fast", "C_ACCELERATED"),
-    ("kclient.aio.completions", "NATIVE"),
-]
 
 
 def declared_extensions() -> list[str]:

@@ -86,12 +86,10 @@ def test_canonical_names_on_the_loop(kafka: ApacheKafka) -> None:
     kafka.create_topic(topic, 1)
 
     async def main() -> int:
-        producer = AIOKafkaProducer(**_tls_settings(kafka, client_dns_lookup=CANONICAL))
-        await producer.start()
-        try:
+        async with AIOKafkaProducer(
+            **_tls_settings(kafka, client_dns_lookup=CANONICAL)
+        ) as producer:
             metadata = await producer.send_and_wait(topic, b"by its canonical name")
-        finally:
-            await producer.stop()
         return metadata.offset
 
     assert asyncio.run(asyncio.wait_for(main(), 60)) == 0
